@@ -1,0 +1,9 @@
+import { CreateDurableExecutionSchema1764400000000 } from './1764400000000-create-durable-execution-schema';
+
+export { CreateDurableExecutionSchema1764400000000 };
+
+/**
+ * The module's migrations in order. List them in your own DataSource's `migrations` if you run
+ * migrations yourself (then set `database.migrationsRun: false`).
+ */
+export const DURABLE_EXECUTION_MIGRATIONS = [CreateDurableExecutionSchema1764400000000];

@@ -1,0 +1,67 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { COMMAND_METADATA, STEP_METADATA, WORKFLOW_METADATA } from '../durable-execution.constants';
+import type { StepMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
+import { DurableRegistry, RegisteredWorkflow } from './durable.registry';
+
+/**
+ * Scans every provider once at module init for `@DurableWorkflow` classes and `@DurableStep` /
+ * `@IdempotentCommand` methods, and fills the registry. Request-scoped providers are skipped with a
+ * warning: a run outlives any request.
+ * @internal
+ */
+@Injectable()
+export class DurableExplorer implements OnModuleInit {
+  private readonly logger = new Logger('DurableExecution');
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly registry: DurableRegistry,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getProviders()) this.explore(wrapper);
+  }
+
+  private explore(wrapper: InstanceWrapper): void {
+    const { instance, metatype } = wrapper;
+    if (!instance || typeof instance !== 'object' || !metatype) return;
+    const wfMeta = Reflect.getMetadata(WORKFLOW_METADATA, metatype) as WorkflowMetadata | undefined;
+    const proto = Object.getPrototypeOf(instance);
+    const methods = this.scanner.getAllMethodNames(proto);
+    const stepMethods = methods.filter(
+      (m) =>
+        proto[m] &&
+        (Reflect.hasMetadata(STEP_METADATA, proto[m]) || Reflect.hasMetadata(COMMAND_METADATA, proto[m])),
+    );
+    if (!wfMeta && !stepMethods.length) return;
+    if (!wrapper.isDependencyTreeStatic()) {
+      this.logger.warn(
+        `${wrapper.name} is request-scoped; durable workflows and steps must be singletons. Skipped.`,
+      );
+      return;
+    }
+    if (wfMeta) {
+      if (typeof (instance as { run?: unknown }).run !== 'function') {
+        throw new Error(
+          `@DurableWorkflow('${wfMeta.kind}') on ${String(wrapper.name)} needs a run(input, ctx) method.`,
+        );
+      }
+      this.registry.addWorkflow({
+        meta: wfMeta,
+        instance: instance as RegisteredWorkflow['instance'],
+        declaredAt: String(wrapper.name),
+        metatype,
+      });
+    }
+    for (const m of stepMethods) {
+      const step = Reflect.getMetadata(STEP_METADATA, proto[m]) as StepMetadata | undefined;
+      if (step) this.registry.addStep(step.name, step.declaredAt, metatype);
+      const cmd = Reflect.getMetadata(COMMAND_METADATA, proto[m]) as
+        { name: string; declaredAt: string } | undefined;
+      if (cmd) this.registry.addStep(`command:${cmd.name}`, cmd.declaredAt, metatype, 'Command name');
+    }
+  }
+}

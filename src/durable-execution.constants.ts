@@ -1,0 +1,16 @@
+/** Injection token of the resolved (validated, defaults merged) module options. */
+export const DURABLE_EXECUTION_OPTIONS = Symbol('durable-execution:options');
+/** Metadata key set by `@DurableWorkflow`. */
+export const WORKFLOW_METADATA = 'durable-execution:workflow';
+/** Metadata key set by `@DurableStep`. */
+export const STEP_METADATA = 'durable-execution:step';
+/** Metadata key set by `@IdempotentCommand`. */
+export const COMMAND_METADATA = 'durable-execution:command';
+/** Name of the worker poll interval in `SchedulerRegistry`. */
+export const WORKER_INTERVAL_NAME = 'durable-execution:worker';
+/** Name of the reconciler interval in `SchedulerRegistry`. */
+export const RECONCILER_INTERVAL_NAME = 'durable-execution:reconciler';
+/** PostgreSQL NOTIFY channel that wakes idle workers. */
+export const WAKE_CHANNEL = 'durable_execution_wake';
+/** Advisory lock key held while migrations run (two pods migrating at once both succeed). */
+export const MIGRATION_LOCK_KEY = 7_402_113_901;

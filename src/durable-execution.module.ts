@@ -1,0 +1,52 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { DURABLE_EXECUTION_OPTIONS } from './durable-execution.constants';
+import { DurableExecutionConfigurableModule, RAW_OPTIONS_TOKEN } from './durable-execution.module-definition';
+import { DurableExplorer } from './discovery/durable.explorer';
+import { DurableRegistry } from './discovery/durable.registry';
+import { resolveOptions } from './options/resolve-options';
+import { DurableDatabase } from './persistence/durable-database';
+import { Executor } from './runtime/executor.service';
+import { Reconciler } from './runtime/reconciler.service';
+import { DurableWorker } from './runtime/worker.service';
+import { CheckpointService } from './services/checkpoint.service';
+import { CommandGateway } from './services/command-gateway.service';
+import { LeaseService } from './services/lease.service';
+import { RunRepository } from './services/run.repository';
+
+/**
+ * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`
+ * (`isGlobal: true` to inject `RunRepository` anywhere).
+ * @example
+ * ```ts
+ * DurableExecutionModule.forRoot({ database: { url: process.env.DATABASE_URL }, worker: { concurrency: 16 } })
+ * ```
+ */
+@Module({
+  imports: [DiscoveryModule, ScheduleModule.forRoot()],
+  providers: [
+    { provide: DURABLE_EXECUTION_OPTIONS, useFactory: resolveOptions, inject: [RAW_OPTIONS_TOKEN] },
+    DurableDatabase,
+    DurableRegistry,
+    DurableExplorer,
+    CheckpointService,
+    CommandGateway,
+    LeaseService,
+    RunRepository,
+    Executor,
+    DurableWorker,
+    Reconciler,
+  ],
+  exports: [
+    DURABLE_EXECUTION_OPTIONS,
+    RunRepository,
+    CheckpointService,
+    CommandGateway,
+    LeaseService,
+    DurableRegistry,
+    DurableWorker,
+    Reconciler,
+  ],
+})
+export class DurableExecutionModule extends DurableExecutionConfigurableModule {}

@@ -1,0 +1,15 @@
+import { DurableExecutionError } from './durable-execution.error';
+
+/** The operation does not apply to a run in its current status (e.g. cancelling a finished run). */
+export class InvalidRunStateError extends DurableExecutionError {
+  constructor(
+    public readonly runId: string,
+    public readonly status: string,
+    operation: string,
+  ) {
+    super(
+      'DURABLE_INVALID_RUN_STATE',
+      `Cannot ${operation} run ${runId}: it is ${status}. Nothing was changed.`,
+    );
+  }
+}

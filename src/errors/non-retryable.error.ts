@@ -1,0 +1,8 @@
+import { DurableExecutionError } from './durable-execution.error';
+
+/** Throw from a step (or command) to fail the run at once, without retries. */
+export class NonRetryableError extends DurableExecutionError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('DURABLE_NON_RETRYABLE', message, options);
+  }
+}

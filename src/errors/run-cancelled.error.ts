@@ -1,0 +1,11 @@
+import { DurableExecutionError } from './durable-execution.error';
+
+/** The run was cancelled; raised inside the workflow at the next step boundary or heartbeat. */
+export class RunCancelledError extends DurableExecutionError {
+  constructor(
+    public readonly runId: string,
+    reason?: string | null,
+  ) {
+    super('DURABLE_RUN_CANCELLED', `Run ${runId} was cancelled${reason ? `: ${reason}` : ''}.`);
+  }
+}

@@ -1,0 +1,15 @@
+import { DurableExecutionError } from './durable-execution.error';
+
+/** `start()` named a workflow kind no `@DurableWorkflow` in this app registers. */
+export class UnknownRunKindError extends DurableExecutionError {
+  constructor(
+    public readonly kind: string,
+    known: string[],
+  ) {
+    super(
+      'DURABLE_UNKNOWN_RUN_KIND',
+      `No @DurableWorkflow('${kind}') is registered in this app (known kinds: ${known.length ? known.join(', ') : 'none'}). ` +
+        "Add the workflow class to a module's providers, or fix the kind.",
+    );
+  }
+}

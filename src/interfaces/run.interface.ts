@@ -1,0 +1,99 @@
+/** Lifecycle state of a run. `dead_lettered` = attempts spent; re-drivable with `RunRepository.retry`. */
+export type RunStatus =
+  'pending' | 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled' | 'dead_lettered';
+
+/** Statuses from which a run never moves again on its own. */
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
+
+/** Where a run is: the step index and name, and whether that step has started or is done. */
+export interface RunCursor {
+  step: number;
+  name: string | null;
+  status: 'pending' | 'started' | 'done';
+  attempt: number;
+  /** Intra-step position recorded by `ctx.progress(item, partial)`. */
+  item: number | null;
+  partial?: unknown;
+}
+
+/** A run as `RunRepository` returns it. */
+export interface RunView<I = unknown, O = unknown> {
+  id: string;
+  kind: string;
+  status: RunStatus;
+  input: I;
+  output: O | null;
+  state: Record<string, unknown>;
+  cursor: RunCursor;
+  epoch: number;
+  workerId: string | null;
+  leaseExpiresAt: Date | null;
+  availableAt: Date;
+  priority: number;
+  attempts: number;
+  maxAttempts: number;
+  idempotencyKey: string | null;
+  cancelRequestedAt: Date | null;
+  cancelReason: string | null;
+  parkedReason: string | null;
+  error: { name?: string; code?: string; message: string; stack?: string; cause?: unknown } | null;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+/** Options of `RunRepository.start`. */
+export interface StartRunOptions {
+  /** A second start with the same key returns the existing run instead of making another. */
+  idempotencyKey?: string;
+  /** Claims without progress before the run is dead-lettered. Default: workflow option, then module default. */
+  maxAttempts?: number;
+  /** Do not start before this time (database clock compares it). */
+  runAt?: Date;
+  /** Higher runs are claimed first. Default 0. */
+  priority?: number;
+}
+
+/** Result of `start`: the run and whether this call created it. */
+export interface StartRunResult {
+  run: RunView;
+  created: boolean;
+}
+
+/** Filters of `RunRepository.list` (keyset pagination, newest first). */
+export interface ListRunsQuery {
+  status?: RunStatus | RunStatus[];
+  kind?: string;
+  /** Page size, 1..500. Default 50. */
+  limit?: number;
+  /** The `next` cursor of the previous page. */
+  after?: string;
+}
+
+/** One page of runs. `next` is absent on the last page. */
+export interface RunPage {
+  items: RunView[];
+  next?: string;
+}
+
+/** One entry of the append-only event trail. */
+export interface RunEvent {
+  id: number;
+  runId: string;
+  type: string;
+  epoch: number;
+  payload: Record<string, unknown>;
+  createdAt: Date;
+}
+
+/** One stored checkpoint. Step names starting with `$` are recorded values (`ctx.now()`, `ctx.uuid()`, ...). */
+export interface CheckpointView {
+  runId: string;
+  stepIndex: number;
+  stepName: string;
+  output: unknown;
+  attempt: number;
+  epoch: number;
+  meta: Record<string, unknown> | null;
+  createdAt: Date;
+}

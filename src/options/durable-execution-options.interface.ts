@@ -1,0 +1,95 @@
+import type { DataSource } from 'typeorm';
+
+/** Retry policy of a step or command: exponential backoff with jitter. */
+export interface RetryPolicy {
+  /** Total attempts inside one claim, first call included. Default 3. */
+  maxAttempts?: number;
+  /** Delay before the first retry. Default 200 ms. */
+  initialDelayMs?: number;
+  /** Factor applied to the delay after each retry. Default 2. */
+  multiplier?: number;
+  /** Upper bound of one delay. Default 10 s. */
+  maxDelayMs?: number;
+  /** Fraction of the delay randomised (0..1). Default 0.2. */
+  jitter?: number;
+}
+
+/** How the module reaches PostgreSQL: its own connection (`url`) or the app's TypeORM DataSource. */
+export interface DatabaseOptions {
+  /** Connection string; the module creates and owns (destroys) a DataSource for it. */
+  url?: string;
+  /** Reuse the app's `@nestjs/typeorm` DataSource registered under this name (`'default'` for the unnamed one). */
+  dataSourceName?: string;
+  /** Reuse this DataSource instance (e.g. injected in `forRootAsync`). Never destroyed by the module. */
+  dataSource?: DataSource;
+  /** Pool size of the DataSource the module creates. Default 10. */
+  poolSize?: number;
+  /** Apply the module's migrations at start-up, under an advisory lock. Default true. */
+  migrationsRun?: boolean;
+}
+
+/** Worker options: how this process claims and drives runs. */
+export interface WorkerOptions {
+  /** Claim and drive runs in this process. Default true. Off on API-only pods. */
+  enabled?: boolean;
+  /** Runs in flight at once. Default 10. */
+  concurrency?: number;
+  /** Poll interval while work is flowing. Default 1000 ms; backs off while idle. */
+  pollIntervalMs?: number;
+  /** Lease length; a worker silent for this long loses its runs. Default 30 s. */
+  leaseTtlMs?: number;
+  /** Lease renewal period; must be below `leaseTtlMs`. Default 10 s. */
+  heartbeatMs?: number;
+  /** How long shutdown waits for in-flight steps before releasing their leases. Default 10 s. */
+  drainTimeoutMs?: number;
+  /** Worker identity in the record. Default `host:pid:random`. */
+  workerId?: string;
+}
+
+/** Reconciler options: the sweep that recovers expired leases. */
+export interface ReconcilerOptions {
+  /** Run the reconciler in this process. Default true. */
+  enabled?: boolean;
+  /** Sweep period. Default 5000 ms. */
+  intervalMs?: number;
+  /** Runs handled per sweep statement. Default 100. */
+  batchSize?: number;
+  /** Backoff base for a run whose lease expired. Default 1000 ms. */
+  backoffBaseMs?: number;
+  /** Backoff cap. Default 5 min. */
+  backoffMaxMs?: number;
+}
+
+/** Size caps of stored JSON, in bytes. */
+export interface LimitOptions {
+  /** Run input cap. Default 1 MiB. */
+  maxInputBytes?: number;
+  /** Step output cap. Default 2 MiB. */
+  maxOutputBytes?: number;
+}
+
+/** Options of `DurableExecutionModule.forRoot()` / `forRootAsync()`. */
+export interface DurableExecutionModuleOptions {
+  database: DatabaseOptions;
+  worker?: WorkerOptions;
+  reconciler?: ReconcilerOptions;
+  limits?: LimitOptions;
+  /** Default `max_attempts` of a new run (claims without progress before dead-letter). Default 5. */
+  defaultMaxAttempts?: number;
+  /** Default retry policy of steps. */
+  defaultRetry?: RetryPolicy;
+  /** Transforms event payloads before they are stored (e.g. strip personal data). */
+  redact?: (eventType: string, payload: Record<string, unknown>) => Record<string, unknown>;
+}
+
+/** Options after validation with every default filled in. Services inject these. */
+export interface ResolvedDurableOptions {
+  database: Required<Pick<DatabaseOptions, 'poolSize' | 'migrationsRun'>> &
+    Pick<DatabaseOptions, 'url' | 'dataSourceName' | 'dataSource'>;
+  worker: Required<WorkerOptions>;
+  reconciler: Required<ReconcilerOptions>;
+  limits: Required<LimitOptions>;
+  defaultMaxAttempts: number;
+  defaultRetry: Required<RetryPolicy>;
+  redact?: DurableExecutionModuleOptions['redact'];
+}

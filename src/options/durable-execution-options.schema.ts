@@ -1,0 +1,71 @@
+import { Type } from 'class-transformer';
+import {
+  IsBoolean,
+  IsInt,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  Min,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
+
+import { IsFunctionValue } from './is-function.validator';
+
+// Validation shapes of the module options. Only class-validator sees these; services receive
+// ResolvedDurableOptions with every default merged.
+
+export class RetryPolicySchema {
+  @IsOptional() @IsInt() @Min(1) @Max(100) maxAttempts?: number;
+  @IsOptional() @IsInt() @Min(0) initialDelayMs?: number;
+  @IsOptional() @IsNumber() @Min(1) multiplier?: number;
+  @IsOptional() @IsInt() @Min(0) maxDelayMs?: number;
+  @IsOptional() @IsNumber() @Min(0) @Max(1) jitter?: number;
+}
+
+export class DatabaseOptionsSchema {
+  @IsOptional() @IsString() @MinLength(1) url?: string;
+  @IsOptional() @IsString() @MinLength(1) dataSourceName?: string;
+  @IsOptional() @IsObject() dataSource?: object;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) poolSize?: number;
+  @IsOptional() @IsBoolean() migrationsRun?: boolean;
+}
+
+export class WorkerOptionsSchema {
+  @IsOptional() @IsBoolean() enabled?: boolean;
+  @IsOptional() @IsInt() @Min(1) @Max(10_000) concurrency?: number;
+  @IsOptional() @IsInt() @Min(10) pollIntervalMs?: number;
+  @IsOptional() @IsInt() @Min(100) leaseTtlMs?: number;
+  @IsOptional() @IsInt() @Min(10) heartbeatMs?: number;
+  @IsOptional() @IsInt() @Min(0) drainTimeoutMs?: number;
+  @IsOptional() @IsString() @MinLength(1) workerId?: string;
+}
+
+export class ReconcilerOptionsSchema {
+  @IsOptional() @IsBoolean() enabled?: boolean;
+  @IsOptional() @IsInt() @Min(10) intervalMs?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(10_000) batchSize?: number;
+  @IsOptional() @IsInt() @Min(0) backoffBaseMs?: number;
+  @IsOptional() @IsInt() @Min(0) backoffMaxMs?: number;
+}
+
+export class LimitOptionsSchema {
+  @IsOptional() @IsInt() @Min(1) maxInputBytes?: number;
+  @IsOptional() @IsInt() @Min(1) maxOutputBytes?: number;
+}
+
+export class DurableExecutionOptionsSchema {
+  @IsObject({ message: 'database is required: give { url } or { dataSourceName } or { dataSource }' })
+  @ValidateNested()
+  @Type(() => DatabaseOptionsSchema)
+  database!: DatabaseOptionsSchema;
+
+  @IsOptional() @ValidateNested() @Type(() => WorkerOptionsSchema) worker?: WorkerOptionsSchema;
+  @IsOptional() @ValidateNested() @Type(() => ReconcilerOptionsSchema) reconciler?: ReconcilerOptionsSchema;
+  @IsOptional() @ValidateNested() @Type(() => LimitOptionsSchema) limits?: LimitOptionsSchema;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) defaultMaxAttempts?: number;
+  @IsOptional() @ValidateNested() @Type(() => RetryPolicySchema) defaultRetry?: RetryPolicySchema;
+  @IsOptional() @IsFunctionValue() redact?: unknown;
+}

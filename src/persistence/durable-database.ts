@@ -1,0 +1,103 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import type { Pool, PoolClient, QueryResultRow } from 'pg';
+import { DataSource } from 'typeorm';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { runDurableMigrations } from './run-migrations';
+
+/** The injection token @nestjs/typeorm uses for a named DataSource (same rule as its getDataSourceToken). */
+function dataSourceToken(name: string): string | typeof DataSource {
+  return name === 'default' ? DataSource : `${name}DataSource`;
+}
+
+/**
+ * The module's handle on PostgreSQL: the pg pool under a TypeORM DataSource, either created here from
+ * `database.url` (and destroyed on shutdown) or borrowed from the app (never destroyed here).
+ * Hot-path statements go straight to the pool as named prepared statements: parsed once per
+ * connection, one round trip per call.
+ * @internal
+ */
+@Injectable()
+export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('DurableExecution');
+  private ds?: DataSource;
+  private owned = false;
+
+  constructor(
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  /** Resolves or creates the DataSource and applies migrations. Runs before any worker starts. */
+  async onModuleInit(): Promise<void> {
+    const db = this.options.database;
+    if (db.url) {
+      this.ds = await this.connectWithRetry(
+        new DataSource({ type: 'postgres', url: db.url, poolSize: db.poolSize, entities: [] }),
+      );
+      this.owned = true;
+    } else if (db.dataSource) {
+      this.ds = db.dataSource;
+    } else {
+      this.ds = this.moduleRef.get<DataSource>(dataSourceToken(db.dataSourceName!) as string, {
+        strict: false,
+      });
+    }
+    if (!this.ds.isInitialized) await this.connectWithRetry(this.ds);
+    this.pool.on('error', (err) => this.logger.warn(`idle PostgreSQL connection failed: ${err.message}`));
+    if (db.migrationsRun) await runDurableMigrations(this.ds);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.owned && this.ds?.isInitialized) await this.ds.destroy();
+  }
+
+  get dataSource(): DataSource {
+    if (!this.ds) throw new Error('DurableDatabase used before module init');
+    return this.ds;
+  }
+
+  get pool(): Pool {
+    // TypeORM's PostgresDriver keeps its pg.Pool as `master`.
+    return (this.dataSource.driver as unknown as { master: Pool }).master;
+  }
+
+  /** One statement, one round trip. `name` makes it a prepared statement reused per connection. */
+  async query<R extends QueryResultRow = QueryResultRow>(
+    text: string,
+    values: unknown[] = [],
+    name?: string,
+  ): Promise<{ rows: R[]; rowCount: number }> {
+    const res = await this.pool.query<R>(name ? { name, text, values } : { text, values });
+    return { rows: res.rows, rowCount: res.rowCount ?? 0 };
+  }
+
+  /** Runs `fn` inside one transaction on one connection; rolls back on any error. */
+  async transaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      const out = await fn(client);
+      await client.query('commit');
+      return out;
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async connectWithRetry(ds: DataSource, attempts = 5): Promise<DataSource> {
+    for (let i = 1; ; i++) {
+      try {
+        return await ds.initialize();
+      } catch (err) {
+        if (i >= attempts) throw err;
+        this.logger.warn(`PostgreSQL not reachable (attempt ${i}/${attempts}): ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, 300 * 2 ** i));
+      }
+    }
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * Cancel as a recorded request. A run nobody drives (pending/waiting) is cancelled at once; a running
+ * one gets cancel_requested_at, which its worker observes at the next heartbeat or step boundary.
+ * The row lock (FOR UPDATE) orders this against a concurrent claim. One event either way.
+ * $1 run id, $2 reason, $3 event payload
+ */
+export const CANCEL_RUN_SQL = `
+with cur as (
+  select id, status, epoch from ai_runs where id = $1 for update
+), upd as (
+  update ai_runs r
+     set status = case when cur.status in ('pending', 'waiting') then 'cancelled' else r.status end,
+         finished_at = case when cur.status in ('pending', 'waiting') then now() else r.finished_at end,
+         cancel_requested_at = coalesce(r.cancel_requested_at, now()),
+         cancel_reason = coalesce(r.cancel_reason, $2),
+         updated_at = now()
+    from cur
+   where r.id = cur.id and cur.status in ('pending', 'waiting', 'running')
+  returning r.id, r.status, r.epoch
+), ev as (
+  insert into ai_events (run_id, event_type, epoch, payload)
+  select id, case when status = 'cancelled' then 'run.cancelled' else 'run.cancel_requested' end, epoch, $3::jsonb
+    from upd
+)
+select cur.status as previous_status, upd.status as status from cur left join upd on upd.id = cur.id`;

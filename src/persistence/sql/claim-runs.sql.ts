@@ -1,0 +1,30 @@
+/**
+ * Claim up to $3 due runs of the kinds this worker knows, in one statement. SKIP LOCKED lets many
+ * workers claim concurrently without waiting on each other; the partial index ai_runs_claim_idx
+ * holds only pending/waiting rows, so the cost stays flat as terminal history grows. Every claim
+ * raises the epoch (fencing token) and attempts; lease expiry comes from the database clock.
+ * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms
+ */
+export const CLAIM_RUNS_SQL = `
+with c as (
+  select id from ai_runs
+   where status in ('pending', 'waiting')
+     and available_at <= now()
+     and attempts < max_attempts
+     and kind = any($2::text[])
+   order by priority desc, available_at
+   limit $3
+   for update skip locked
+), r as (
+  update ai_runs r
+     set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,
+         lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+    from c
+   where r.id = c.id
+  returning r.id, r.kind, r.input, r.epoch, r.cursor, r.attempts, r.max_attempts,
+            r.cancel_requested_at is not null as cancel_requested, r.cancel_reason
+), ev as (
+  insert into ai_events (run_id, event_type, epoch, payload)
+  select id, 'run.claimed', epoch, jsonb_build_object('workerId', $1::text, 'attempt', attempts) from r
+)
+select * from r`;

@@ -1,0 +1,28 @@
+/**
+ * Leave `running` for good or for a while, fenced: terminal (succeeded/failed/cancelled/dead_lettered)
+ * or back to `waiting` with a due time. Owner and lease are cleared in the same UPDATE, values still
+ * pending from ctx.now()/uuid() are flushed, and the event is written in the same statement.
+ * $1 id, $2 worker, $3 epoch, $4 status, $5 output, $6 error, $7 delay ms (waiting), $8 attempts delta,
+ * $9 recorded values, $10 event type, $11 event payload, $12 parked reason, $13 channel
+ */
+export const FINISH_RUN_SQL = `
+with run as (
+  update ai_runs
+     set status = $4, output = coalesce($5::jsonb, output), error = $6::jsonb,
+         worker_id = null, lease_expires_at = null,
+         available_at = case when $4 = 'waiting' then now() + $7 * interval '1 millisecond' else available_at end,
+         attempts = greatest(attempts + $8, 0),
+         parked_reason = $12,
+         finished_at = case when $4 in ('succeeded', 'failed', 'cancelled', 'dead_lettered') then now() end,
+         updated_at = now()
+   where id = $1 and worker_id = $2 and epoch = $3 and status = 'running'
+  returning id, epoch, kind, available_at
+), cp as (
+  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta)
+  select run.id, c.step_index, c.step_name, c.output, 0, run.epoch, c.meta
+    from run, jsonb_to_recordset($9::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb)
+), ev as (
+  insert into ai_events (run_id, event_type, epoch, payload)
+  select run.id, $10, run.epoch, $11::jsonb from run
+)
+select id, (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting' and $7 = 0) as woke from run`;

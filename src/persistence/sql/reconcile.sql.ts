@@ -1,0 +1,35 @@
+/**
+ * Return runs whose lease expired to the queue, in batches. SKIP LOCKED: rows an active worker is
+ * writing right now are skipped, never waited on, so the sweep is safe on every pod at once. The
+ * attempt was counted at claim time; spent attempts dead-letter the run. Backoff is exponential in
+ * attempts with ±20% jitter, from the database clock. One `run.reconciled` event per run says why.
+ * $1 batch size, $2 backoff base ms, $3 backoff max ms
+ */
+export const RECLAIM_EXPIRED_SQL = `
+with expired as (
+  select id, worker_id from ai_runs
+   where status = 'running' and lease_expires_at < now()
+   order by lease_expires_at
+   limit $1
+   for update skip locked
+), upd as (
+  update ai_runs r
+     set status = case when r.attempts >= r.max_attempts then 'dead_lettered' else 'waiting' end,
+         worker_id = null, lease_expires_at = null,
+         available_at = now() + least($3::float8, $2::float8 * 2 ^ (greatest(r.attempts, 1) - 1))
+                              * (0.8 + random() * 0.4) * interval '1 millisecond',
+         parked_reason = case when r.attempts >= r.max_attempts
+                              then 'lease expired with attempts exhausted (' || r.attempts || '/' || r.max_attempts || ')' end,
+         finished_at = case when r.attempts >= r.max_attempts then now() end,
+         updated_at = now()
+    from expired e
+   where r.id = e.id
+  returning r.id, r.epoch, r.status, r.attempts, e.worker_id as previous_worker, r.available_at
+), ev as (
+  insert into ai_events (run_id, event_type, epoch, payload)
+  select id, 'run.reconciled', epoch,
+         jsonb_build_object('reason', 'lease_expired', 'previousWorker', previous_worker,
+                            'outcome', status, 'attempts', attempts, 'availableAt', available_at)
+    from upd
+)
+select id, status from upd`;

@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import { LeaseLostError } from '../errors/lease-lost.error';
+import { NonDeterminismError } from '../errors/non-determinism.error';
+import { RunCancelledError } from '../errors/run-cancelled.error';
+import type { RunCursor } from '../interfaces/run.interface';
+import type { StepMetadata } from '../interfaces/step-options.interface';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import type { CheckpointWrite, ClaimedRun, Fence, LeaseService } from '../services/lease.service';
+import { toStoredJson } from '../util/json';
+import { withRetry, withTimeout } from './retry';
+import { RunContext, RunContextHost } from './run-context';
+import { runStorage, RunFrame, StepHost } from './run-storage';
+
+/** Token usage and provider request id of a model step, kept in the checkpoint's meta. */
+function modelMeta(output: unknown): string | null {
+  if (!output || typeof output !== 'object') return null;
+  const o = output as Record<string, unknown>;
+  const requestId = o.requestId ?? o.request_id ?? o.id;
+  if (o.usage === undefined && requestId === undefined) return null;
+  return JSON.stringify({ usage: o.usage ?? null, requestId: requestId ?? null });
+}
+
+/**
+ * One claimed run being driven by this worker: replays recorded steps from memory, executes and
+ * commits new ones (one fenced statement each), and records ctx.now()/uuid()/random().
+ * @internal
+ */
+export class ActiveRun implements StepHost, RunContextHost {
+  readonly context = new RunContext(this);
+  private readonly abort = new AbortController();
+  private nextIndex = 0;
+  private pending: CheckpointWrite[] = [];
+  /** Set when the run must stop whatever user code does with the errors we throw. */
+  stopReason: LeaseLostError | NonDeterminismError | RunCancelledError | null = null;
+  cancelRequested: boolean;
+  /** A step committed during this claim (attempts were reset in the row). */
+  progressed = false;
+
+  constructor(
+    readonly claim: ClaimedRun,
+    readonly workerId: string,
+    private readonly recorded: Map<number, { name: string; output: unknown }>,
+    private readonly lease: LeaseService,
+    private readonly options: ResolvedDurableOptions,
+  ) {
+    this.cancelRequested = claim.cancelRequested;
+  }
+
+  get runId(): string {
+    return this.claim.id;
+  }
+  get kind(): string {
+    return this.claim.kind;
+  }
+  get epoch(): number {
+    return this.claim.epoch;
+  }
+  get attempt(): number {
+    return this.claim.attempts;
+  }
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+  get fence(): Fence {
+    return { runId: this.claim.id, workerId: this.workerId, epoch: this.claim.epoch };
+  }
+  /** Recorded values not yet written; flushed by the next fenced write. */
+  takePending(): CheckpointWrite[] {
+    const out = this.pending;
+    this.pending = [];
+    return out;
+  }
+
+  /** Stops the run: later steps throw `reason`, and the AbortSignal fires. */
+  stop(reason: LeaseLostError | NonDeterminismError | RunCancelledError): void {
+    if (!this.stopReason) this.stopReason = reason;
+    if (!this.abort.signal.aborted) this.abort.abort(reason);
+  }
+
+  /** Called at every step boundary: a lost lease or a cancellation ends the run here. */
+  private checkActive(): void {
+    if (!this.stopReason && this.cancelRequested)
+      this.stop(new RunCancelledError(this.runId, this.claim.cancelReason));
+    if (this.stopReason) throw this.stopReason;
+  }
+
+  private nonDeterminism(index: number, recorded: string, requested: string): NonDeterminismError {
+    const err = new NonDeterminismError(this.runId, index, recorded, requested);
+    this.stop(err);
+    return err;
+  }
+
+  /** Drives `workflow.run(input, ctx)` inside this run's async-local frame. */
+  execute(fn: () => unknown): Promise<unknown> {
+    const frame: RunFrame = { host: this, context: this.context };
+    return runStorage.run(frame, async () => fn());
+  }
+
+  async executeStep(meta: StepMetadata, call: () => unknown): Promise<unknown> {
+    this.checkActive();
+    const index = this.nextIndex++;
+    const rec = this.recorded.get(index);
+    if (rec) {
+      if (rec.name !== meta.name) throw this.nonDeterminism(index, rec.name, meta.name);
+      return rec.output;
+    }
+    const attempt = this.claim.attempts;
+    const prior = this.claim.cursor;
+    const resumed = prior.step === index && prior.name === meta.name && prior.status === 'started';
+    if (meta.kind !== 'compute') {
+      const started: RunCursor = {
+        step: index,
+        name: meta.name,
+        status: 'started',
+        attempt,
+        item: resumed ? prior.item : null,
+        partial: resumed ? prior.partial : undefined,
+      };
+      const event = meta.kind === 'model' ? 'model.call_started' : 'step.started';
+      await this.guard(() =>
+        this.lease.writeStep(
+          this.fence,
+          started,
+          this.takePending(),
+          event,
+          { step: index, name: meta.name },
+          false,
+        ),
+      );
+    }
+    const policy = { ...this.options.defaultRetry, ...meta.retry };
+    const frame: RunFrame = {
+      host: this,
+      context: this.context,
+      step: { index, name: meta.name, derived: 0 },
+    };
+    const output = await withRetry(policy, this.signal, () =>
+      runStorage.run(frame, () => withTimeout(Promise.resolve().then(call), meta.timeoutMs, meta.name)),
+    );
+    this.checkActive();
+    const json = toStoredJson(output, `output of step "${meta.name}"`, this.options.limits.maxOutputBytes);
+    const metaJson = meta.kind === 'model' ? modelMeta(output) : null;
+    const done: RunCursor = { step: index, name: meta.name, status: 'done', attempt, item: null };
+    const writes = [...this.takePending(), { index, name: meta.name, outputJson: json, metaJson }];
+    const payload = {
+      step: index,
+      name: meta.name,
+      kind: meta.kind,
+      ...(metaJson ? JSON.parse(metaJson) : {}),
+    };
+    await this.guard(() =>
+      this.lease.writeStep(this.fence, done, writes, 'run.checkpoint_saved', payload, true),
+    );
+    this.progressed = true;
+    this.recorded.set(index, { name: meta.name, output: JSON.parse(json) });
+    return JSON.parse(json);
+  }
+
+  record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T {
+    const frame = runStorage.getStore();
+    if (frame?.step) {
+      const seed = createHash('sha256')
+        .update(`${this.runId}:${frame.step.index}:${frame.step.derived++}`)
+        .digest();
+      return derive(seed);
+    }
+    this.checkActive();
+    const index = this.nextIndex++;
+    const rec = this.recorded.get(index);
+    if (rec) {
+      if (rec.name !== name) throw this.nonDeterminism(index, rec.name, name);
+      return rec.output as T;
+    }
+    const value = make();
+    this.pending.push({ index, name, outputJson: JSON.stringify(value) });
+    this.recorded.set(index, { name, output: value });
+    return value;
+  }
+
+  async progress(item: number, partial: unknown): Promise<void> {
+    const step = runStorage.getStore()?.step;
+    if (!step) throw new Error('ctx.progress() must be called inside a @DurableStep method');
+    this.checkActive();
+    const cursor: RunCursor = {
+      step: step.index,
+      name: step.name,
+      status: 'started',
+      attempt: this.attempt,
+      item,
+      partial,
+    };
+    await this.guard(() => this.lease.progress(this.fence, cursor));
+    this.claim.cursor = cursor;
+  }
+
+  resumePoint(): { item: number; partial: unknown } | null {
+    const step = runStorage.getStore()?.step;
+    const c = this.claim.cursor;
+    if (!step || c.step !== step.index || c.name !== step.name || c.status !== 'started' || c.item === null) {
+      return null;
+    }
+    return { item: c.item, partial: c.partial ?? null };
+  }
+
+  /** Runs a fenced write; on LeaseLostError the run stops for good; a cancel flag is remembered. */
+  private async guard(write: () => Promise<{ cancelRequested: boolean }>): Promise<void> {
+    try {
+      const { cancelRequested } = await write();
+      if (cancelRequested) this.cancelRequested = true;
+    } catch (err) {
+      if (err instanceof LeaseLostError) this.stop(err);
+      throw err;
+    }
+  }
+}

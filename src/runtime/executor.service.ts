@@ -1,0 +1,132 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
+import { DurableRegistry } from '../discovery/durable.registry';
+import { LeaseLostError } from '../errors/lease-lost.error';
+import { NonDeterminismError } from '../errors/non-determinism.error';
+import { RunCancelledError } from '../errors/run-cancelled.error';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { CheckpointService } from '../services/checkpoint.service';
+import { ClaimedRun, FinishWrite, LeaseService } from '../services/lease.service';
+import { toStoredJson } from '../util/json';
+import { ActiveRun } from './active-run';
+import { isNonRetryable } from './retry';
+
+/** Error as stored in the run row: name, code, message, stack and cause chain. */
+export function serializeError(err: unknown, depth = 0): Record<string, unknown> {
+  if (!(err instanceof Error)) return { message: String(err) };
+  const e = err as Error & { code?: unknown };
+  return {
+    name: e.name,
+    code: typeof e.code === 'string' ? e.code : undefined,
+    message: e.message,
+    stack: e.stack,
+    cause: e.cause !== undefined && depth < 3 ? serializeError(e.cause, depth + 1) : undefined,
+  };
+}
+
+/**
+ * Drives one claimed run to its next resting point: replays `run()` from the top (checkpoints read
+ * in one query), executes new steps, then records the outcome with one fenced statement: succeeded,
+ * failed, cancelled, dead-lettered, or back to `waiting` with backoff for a transient error.
+ */
+@Injectable()
+export class Executor {
+  private readonly logger = new Logger('DurableExecution');
+
+  constructor(
+    private readonly registry: DurableRegistry,
+    private readonly checkpoints: CheckpointService,
+    private readonly lease: LeaseService,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+  ) {}
+
+  /** Prepares the in-memory driver of a claimed run (one query for all its checkpoints). */
+  async prepare(claim: ClaimedRun, workerId: string): Promise<ActiveRun> {
+    const recorded = await this.checkpoints.loadForReplay(claim.id);
+    return new ActiveRun(claim, workerId, recorded, this.lease, this.options);
+  }
+
+  /** Runs the workflow and settles the run. Never throws: every outcome is recorded or logged. */
+  async drive(run: ActiveRun): Promise<void> {
+    const wf = this.registry.getWorkflow(run.kind);
+    try {
+      if (!wf) throw new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`);
+      const output = await run.execute(() => wf.instance.run(run.claim.input, run.context));
+      if (run.stopReason) throw run.stopReason;
+      const outputJson = toStoredJson(
+        output === undefined ? null : output,
+        `output of run kind "${run.kind}"`,
+        this.options.limits.maxOutputBytes,
+      );
+      await this.finish(run, {
+        status: 'succeeded',
+        outputJson,
+        records: run.takePending(),
+        event: 'run.succeeded',
+        payload: {},
+      });
+    } catch (err) {
+      await this.settleFailure(run, run.stopReason ?? err);
+    }
+  }
+
+  private async settleFailure(run: ActiveRun, err: unknown): Promise<void> {
+    if (err instanceof LeaseLostError) {
+      this.logger.warn(err.message);
+      return;
+    }
+    const error = serializeError(err);
+    if (err instanceof RunCancelledError) {
+      await this.finish(run, {
+        status: 'cancelled',
+        error,
+        event: 'run.cancelled',
+        payload: { by: 'worker' },
+      });
+      return;
+    }
+    if (isNonRetryable(err)) {
+      const kind = err instanceof NonDeterminismError ? 'non_determinism' : 'non_retryable';
+      await this.finish(run, {
+        status: 'failed',
+        error,
+        event: 'run.failed',
+        payload: { reason: kind, error: error.message },
+      });
+      return;
+    }
+    // Transient: the claim already counted one attempt unless a step committed (which reset attempts).
+    const attempts = run.progressed ? 1 : run.claim.attempts;
+    if (attempts >= run.claim.maxAttempts) {
+      await this.finish(run, {
+        status: 'dead_lettered',
+        error,
+        attemptsDelta: run.progressed ? 1 : 0,
+        event: 'run.dead_lettered',
+        payload: { reason: 'attempts_exhausted', attempts, error: error.message },
+        parkedReason: `attempts exhausted (${attempts}/${run.claim.maxAttempts}): ${error.message}`,
+      });
+      return;
+    }
+    const r = this.options.reconciler;
+    const delayMs =
+      Math.min(r.backoffMaxMs, r.backoffBaseMs * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4);
+    await this.finish(run, {
+      status: 'waiting',
+      error,
+      delayMs: Math.round(delayMs),
+      attemptsDelta: run.progressed ? 1 : 0,
+      event: 'run.retry_scheduled',
+      payload: { attempts, delayMs: Math.round(delayMs), error: error.message },
+    });
+  }
+
+  private async finish(run: ActiveRun, w: FinishWrite): Promise<void> {
+    try {
+      await this.lease.finish(run.fence, { ...w, records: [...(w.records ?? []), ...run.takePending()] });
+    } catch (err) {
+      if (err instanceof LeaseLostError) this.logger.warn(err.message);
+      else this.logger.error(`could not record ${w.event} for run ${run.runId}: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,76 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { DURABLE_EXECUTION_OPTIONS, RECONCILER_INTERVAL_NAME } from '../durable-execution.constants';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { DurableDatabase } from '../persistence/durable-database';
+import { RECLAIM_EXPIRED_SQL } from '../persistence/sql/reconcile.sql';
+
+/** Outcome of one sweep. */
+export interface ReconcileResult {
+  requeued: number;
+  deadLettered: number;
+}
+
+/**
+ * Recovers runs whose worker died: expired leases go back to `waiting` with backoff, or are
+ * dead-lettered when attempts are spent. Runs on an interval from options; safe on every pod.
+ */
+@Injectable()
+export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('DurableExecution');
+  private running = false;
+
+  constructor(
+    private readonly db: DurableDatabase,
+    private readonly scheduler: SchedulerRegistry,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.options.reconciler.enabled) return;
+    const timer = setInterval(() => void this.safeSweep(), this.options.reconciler.intervalMs);
+    timer.unref();
+    this.scheduler.addInterval(RECONCILER_INTERVAL_NAME, timer);
+  }
+
+  onApplicationShutdown(): void {
+    if (this.scheduler.doesExist('interval', RECONCILER_INTERVAL_NAME)) {
+      this.scheduler.deleteInterval(RECONCILER_INTERVAL_NAME);
+    }
+  }
+
+  /** One full sweep, batch after batch until no expired lease is left. */
+  async sweep(): Promise<ReconcileResult> {
+    const r = this.options.reconciler;
+    const out: ReconcileResult = { requeued: 0, deadLettered: 0 };
+    for (;;) {
+      const { rows } = await this.db.query(
+        RECLAIM_EXPIRED_SQL,
+        [r.batchSize, r.backoffBaseMs, r.backoffMaxMs],
+        'dx_reclaim',
+      );
+      for (const row of rows) {
+        if (row.status === 'dead_lettered') out.deadLettered++;
+        else out.requeued++;
+      }
+      if (rows.length < r.batchSize) return out;
+    }
+  }
+
+  private async safeSweep(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      const res = await this.sweep();
+      if (res.requeued || res.deadLettered) {
+        this.logger.log(
+          `reconciler: ${res.requeued} expired lease(s) requeued, ${res.deadLettered} dead-lettered`,
+        );
+      }
+    } catch (err) {
+      this.logger.warn(`reconciler sweep failed (will retry): ${(err as Error).message}`);
+    } finally {
+      this.running = false;
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import { DurableExecutionError } from '../errors/durable-execution.error';
+import { LeaseLostError } from '../errors/lease-lost.error';
+import { NonDeterminismError } from '../errors/non-determinism.error';
+import { NonRetryableError } from '../errors/non-retryable.error';
+import { PayloadTooLargeError } from '../errors/payload-too-large.error';
+import { RunCancelledError } from '../errors/run-cancelled.error';
+import { SerializationError } from '../errors/serialization.error';
+import { StepTimeoutError } from '../errors/step-timeout.error';
+import type { RetryPolicy } from '../options/durable-execution-options.interface';
+
+/**
+ * Errors that must not be retried: the user said so, the input can never pass validation, or the
+ * engine itself stopped the run. class-validator's ValidationError and errors flagged
+ * `retryable: false` count as validation errors.
+ */
+export function isNonRetryable(err: unknown): boolean {
+  if (err instanceof NonRetryableError || err instanceof SerializationError) return true;
+  if (err instanceof PayloadTooLargeError || err instanceof NonDeterminismError) return true;
+  if (err instanceof LeaseLostError || err instanceof RunCancelledError) return true;
+  if (err instanceof DurableExecutionError) return false;
+  const e = err as { name?: string; retryable?: unknown; constraints?: unknown } | null;
+  return !!e && (e.retryable === false || e.name === 'ValidationError' || Array.isArray(err));
+}
+
+/** Delay before retry number `n` (1-based): exponential, capped, with symmetric jitter. */
+export function backoffDelay(policy: Required<RetryPolicy>, n: number): number {
+  const raw = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.multiplier ** (n - 1));
+  const spread = raw * policy.jitter;
+  return Math.max(0, Math.round(raw - spread + Math.random() * 2 * spread));
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Runs `fn` under the policy, retrying transient errors; stops at once when `signal` aborts. */
+export async function withRetry<T>(
+  policy: Required<RetryPolicy>,
+  signal: AbortSignal,
+  fn: () => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (signal.aborted) throw signal.reason ?? err;
+      if (attempt >= policy.maxAttempts || isNonRetryable(err)) throw err;
+      await abortableSleep(backoffDelay(policy, attempt), signal);
+    }
+  }
+}
+
+/** Rejects with StepTimeoutError when `p` does not settle within `ms` (no limit when ms is undefined). */
+export function withTimeout<T>(p: Promise<T>, ms: number | undefined, stepName: string): Promise<T> {
+  if (!ms) return p;
+  let t: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    t = setTimeout(() => reject(new StepTimeoutError(stepName, ms)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(t));
+}

@@ -1,0 +1,96 @@
+import { runStorage } from './run-storage';
+
+/** The parts of a driven run that the public context exposes. @internal */
+export interface RunContextHost {
+  readonly runId: string;
+  readonly kind: string;
+  readonly epoch: number;
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T;
+  progress(item: number, partial: unknown): Promise<void>;
+  resumePoint(): { item: number; partial: unknown } | null;
+}
+
+/**
+ * What a workflow's `run(input, ctx)` receives, and what `currentRun()` returns inside a step.
+ * Non-deterministic values come from here so that a resumed run sees the values it saw before.
+ */
+export class RunContext {
+  /** @internal */
+  constructor(private readonly host: RunContextHost) {}
+
+  /** Id of the run. */
+  get runId(): string {
+    return this.host.runId;
+  }
+  /** Workflow kind. */
+  get kind(): string {
+    return this.host.kind;
+  }
+  /** Fencing token of this claim; rises by one on every claim. */
+  get epoch(): number {
+    return this.host.epoch;
+  }
+  /** Claims of this run since it last made progress (1 on a first, clean claim). */
+  get attempt(): number {
+    return this.host.attempt;
+  }
+  /** Fires when this worker loses the lease or the run is cancelled: pass it to HTTP clients. */
+  get signal(): AbortSignal {
+    return this.host.signal;
+  }
+
+  /**
+   * The current time, recorded on first use and replayed after a resume. Inside a step it is the
+   * wall clock (the step's output is what is recorded).
+   */
+  now(): Date {
+    const iso = this.host.record(
+      '$now',
+      () => new Date().toISOString(),
+      () => new Date().toISOString(),
+    );
+    return new Date(iso);
+  }
+
+  /**
+   * A random UUID, recorded on first use and replayed after a resume, so a resumed run sends the
+   * supplier the order number it already sent. Inside a step it is derived from (run, step, call
+   * number): the same on every retry of that step.
+   */
+  uuid(): string {
+    return this.host.record('$uuid', () => crypto.randomUUID(), uuidFromSeed);
+  }
+
+  /** A random number in [0, 1), recorded like `uuid()`. */
+  random(): number {
+    return this.host.record('$random', Math.random, (seed) => seed.readUIntBE(0, 6) / 2 ** 48);
+  }
+
+  /**
+   * Inside a step: records how far a long loop got (fenced, one statement). A resumed step reads it
+   * back with `resumePoint()` and continues after `item`.
+   */
+  progress(item: number, partial?: unknown): Promise<void> {
+    return this.host.progress(item, partial ?? null);
+  }
+
+  /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */
+  resumePoint<T = unknown>(): { item: number; partial: T } | null {
+    return this.host.resumePoint() as { item: number; partial: T } | null;
+  }
+}
+
+function uuidFromSeed(seed: Buffer): string {
+  const b = Buffer.from(seed.subarray(0, 16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** The context of the run this code is executing in (also inside steps), or undefined outside runs. */
+export function currentRun(): RunContext | undefined {
+  return runStorage.getStore()?.context;
+}

@@ -1,0 +1,19 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { StepMetadata } from '../interfaces/step-options.interface';
+import type { RunContext } from './run-context';
+
+/** What a decorated method needs from the run it is called in. @internal */
+export interface StepHost {
+  executeStep(meta: StepMetadata, call: () => unknown): Promise<unknown>;
+}
+
+/** The async-local frame: the run being driven and, inside a step, which step. @internal */
+export interface RunFrame {
+  host: StepHost;
+  context: RunContext;
+  /** Set while a step body runs: nested decorated calls are then plain calls (a step is atomic). */
+  step?: { index: number; name: string; derived: number };
+}
+
+/** @internal */
+export const runStorage = new AsyncLocalStorage<RunFrame>();

@@ -1,0 +1,203 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import {
+  DURABLE_EXECUTION_OPTIONS,
+  WAKE_CHANNEL,
+  WORKER_INTERVAL_NAME,
+} from '../durable-execution.constants';
+import { DurableRegistry } from '../discovery/durable.registry';
+import { LeaseLostError } from '../errors/lease-lost.error';
+import { RunCancelledError } from '../errors/run-cancelled.error';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { DurableDatabase } from '../persistence/durable-database';
+import { LeaseService } from '../services/lease.service';
+import { ActiveRun } from './active-run';
+import { Executor } from './executor.service';
+import { WakeListener } from './wake-listener';
+
+const HEARTBEAT_INTERVAL_NAME = `${WORKER_INTERVAL_NAME}:heartbeat`;
+
+/**
+ * Claims due runs (up to `concurrency` in flight), drives them through the executor, renews their
+ * leases by heartbeat, wakes on NOTIFY, and drains on shutdown. Call `app.enableShutdownHooks()` so
+ * SIGTERM reaches `beforeApplicationShutdown`.
+ */
+@Injectable()
+export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('DurableExecution');
+  private readonly inFlight = new Map<string, { run: ActiveRun; done: Promise<void> }>();
+  private draining = false;
+  private claiming = false;
+  private again = false;
+  private idleTicks = 0;
+  private errors = 0;
+  private listener?: WakeListener;
+
+  constructor(
+    private readonly lease: LeaseService,
+    private readonly executor: Executor,
+    private readonly registry: DurableRegistry,
+    private readonly db: DurableDatabase,
+    private readonly scheduler: SchedulerRegistry,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+  ) {}
+
+  /** This worker's identity in the record (`worker_id`). */
+  get id(): string {
+    return this.options.worker.workerId;
+  }
+
+  /** Runs currently driven by this process. */
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  onApplicationBootstrap(): void {
+    const w = this.options.worker;
+    if (!w.enabled) return;
+    const poll = setInterval(() => this.pollTick(), w.pollIntervalMs);
+    const beat = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
+    poll.unref();
+    beat.unref();
+    this.scheduler.addInterval(WORKER_INTERVAL_NAME, poll);
+    this.scheduler.addInterval(HEARTBEAT_INTERVAL_NAME, beat);
+    this.listener = new WakeListener(this.db.pool.options, WAKE_CHANNEL, () => this.nudge());
+    this.listener.start();
+  }
+
+  /** Claims right away (NOTIFY, a finished run, a test). Coalesces concurrent calls. */
+  nudge(): void {
+    this.idleTicks = 0;
+    void this.tick().catch(() => undefined);
+  }
+
+  /**
+   * One claim round: claims up to `concurrency − inFlight` runs in one statement and starts driving
+   * them. Resolves with how many were claimed (not when they finish).
+   */
+  async tick(): Promise<number> {
+    if (this.draining) return 0;
+    if (this.claiming) {
+      this.again = true;
+      return 0;
+    }
+    this.claiming = true;
+    let total = 0;
+    try {
+      do {
+        this.again = false;
+        const free = this.options.worker.concurrency - this.inFlight.size;
+        const claims = await this.lease.claim(this.id, this.registry.kinds(), free);
+        this.errors = 0;
+        total += claims.length;
+        for (const claim of claims) this.track(claim.id, this.start(claim));
+      } while (this.again && !this.draining);
+    } catch (err) {
+      this.errors++;
+      if (this.errors === 1 || this.errors % 20 === 0) {
+        this.logger.warn(`claim failed (${this.errors} in a row), backing off: ${(err as Error).message}`);
+      }
+    } finally {
+      this.claiming = false;
+    }
+    return total;
+  }
+
+  /** Waits until every run in flight has reached a resting point (tests and drain). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size) await Promise.all([...this.inFlight.values()].map((f) => f.done));
+  }
+
+  private async start(claim: Parameters<Executor['prepare']>[0]): Promise<ActiveRun> {
+    return this.executor.prepare(claim, this.id);
+  }
+
+  private track(runId: string, prepared: Promise<ActiveRun>): void {
+    let run!: ActiveRun;
+    const done = prepared
+      .then((r) => {
+        run = r;
+        this.inFlight.set(runId, { run, done });
+        return this.executor.drive(r);
+      })
+      .catch((err) => this.logger.error(`run ${runId} could not be prepared: ${(err as Error).message}`))
+      .finally(() => {
+        this.inFlight.delete(runId);
+        if (!this.draining) this.nudge();
+      });
+    this.inFlight.set(runId, { run, done });
+  }
+
+  /** Renews all leases in one statement; runs whose lease is gone or that were cancelled are stopped. */
+  async heartbeat(): Promise<void> {
+    const runs = [...this.inFlight.values()].filter((f) => f.run).map((f) => f.run);
+    if (!runs.length) return;
+    const alive = await this.lease.heartbeat(
+      this.id,
+      runs.map((r) => ({ id: r.runId, epoch: r.epoch })),
+    );
+    for (const run of runs) {
+      const state = alive.get(run.runId);
+      if (!state) run.stop(new LeaseLostError(run.runId, run.epoch, 'heartbeat'));
+      else if (state.cancelRequested) {
+        run.cancelRequested = true;
+        run.stop(new RunCancelledError(run.runId, run.claim.cancelReason));
+      }
+    }
+  }
+
+  private pollTick(): void {
+    // Back off while idle: after 5 empty polls only every 2nd, then 4th, up to every 8th poll claims.
+    const skip = Math.min(8, 2 ** Math.floor(this.idleTicks / 5));
+    if (this.idleTicks++ % skip !== 0) return;
+    void this.tick().then((n) => {
+      if (n > 0 || this.inFlight.size) this.idleTicks = 0;
+    });
+  }
+
+  private async safeHeartbeat(): Promise<void> {
+    try {
+      await this.heartbeat();
+    } catch (err) {
+      this.logger.warn(`heartbeat failed (leases may lapse): ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * Graceful drain: stop claiming, give in-flight steps `drainTimeoutMs`, then release the leases of
+   * runs still in flight (fenced) so another worker resumes them at once instead of after the TTL.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (!this.options.worker.enabled || this.draining) return;
+    this.draining = true;
+    for (const name of [WORKER_INTERVAL_NAME, HEARTBEAT_INTERVAL_NAME]) {
+      if (this.scheduler.doesExist('interval', name)) this.scheduler.deleteInterval(name);
+    }
+    await this.listener?.stop();
+    const deadline = new Promise((r) => setTimeout(r, this.options.worker.drainTimeoutMs).unref());
+    await Promise.race([this.idle(), deadline]);
+    const left = [...this.inFlight.values()].filter((f) => f.run).map((f) => f.run);
+    await Promise.all(left.map((run) => this.release(run)));
+  }
+
+  private async release(run: ActiveRun): Promise<void> {
+    run.stop(new LeaseLostError(run.runId, run.epoch, 'drain'));
+    try {
+      await this.lease.finish(run.fence, {
+        status: 'waiting',
+        attemptsDelta: run.progressed ? 0 : -1,
+        records: run.takePending(),
+        event: 'run.released',
+        payload: { reason: 'drain', workerId: this.id },
+      });
+    } catch (err) {
+      this.logger.warn(`could not release run ${run.runId} on drain: ${(err as Error).message}`);
+    }
+  }
+}

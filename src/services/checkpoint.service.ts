@@ -1,0 +1,28 @@
+import { Injectable } from '@nestjs/common';
+import type { CheckpointView } from '../interfaces/run.interface';
+import { DurableDatabase } from '../persistence/durable-database';
+import { toCheckpoint } from '../persistence/run-row.mapper';
+import { LOAD_CHECKPOINTS_SQL } from '../persistence/sql/load-checkpoints.sql';
+
+/** Reads checkpoints. Writes happen only inside LeaseService's fenced statements. */
+@Injectable()
+export class CheckpointService {
+  constructor(private readonly db: DurableDatabase) {}
+
+  /** Every checkpoint of a run for replay, in one query: index → { name, output }. */
+  async loadForReplay(runId: string): Promise<Map<number, { name: string; output: unknown }>> {
+    const { rows } = await this.db.query(LOAD_CHECKPOINTS_SQL, [runId], 'dx_load_checkpoints');
+    return new Map(
+      rows.map((r) => [r.step_index as number, { name: r.step_name as string, output: r.output }]),
+    );
+  }
+
+  /** Every checkpoint of a run with its metadata, in step order. */
+  async list(runId: string): Promise<CheckpointView[]> {
+    const { rows } = await this.db.query(
+      `select * from ai_checkpoints where run_id = $1 order by step_index`,
+      [runId],
+    );
+    return rows.map(toCheckpoint);
+  }
+}

@@ -1,0 +1,41 @@
+import { PayloadTooLargeError, SerializationError } from '../errors';
+import { toStoredJson } from './json';
+
+describe('toStoredJson', () => {
+  const store = (v: unknown, max = 1000) => toStoredJson(v, 'input of run kind "po"', max);
+
+  it('serialises plain JSON unchanged', () => {
+    const v = { a: [1, 'x', true, null, { b: 2.5 }], d: new Date(0) };
+    expect(JSON.parse(store(v))).toEqual({
+      a: [1, 'x', true, null, { b: 2.5 }],
+      d: '1970-01-01T00:00:00.000Z',
+    });
+  });
+
+  it.each([
+    ['top-level undefined', undefined, '$ is undefined'],
+    ['BigInt', { n: 10n }, '$.n is a BigInt'],
+    ['function', { items: [{ f: () => 1 }] }, '$.items[0].f is a function'],
+    ['NaN', { x: NaN }, '$.x is NaN'],
+    ['Map', { m: new Map() }, '$.m is a Map'],
+  ])('rejects %s naming the path', (_label, value, expected) => {
+    expect(() => store(value)).toThrow(SerializationError);
+    expect(() => store(value)).toThrow(expected);
+  });
+
+  it('rejects circular structures', () => {
+    const a: Record<string, unknown> = { x: 1 };
+    a.self = { back: a };
+    expect(() => store(a)).toThrow('$.self.back is a circular reference');
+  });
+
+  it('allows the same object twice when it is not a cycle', () => {
+    const shared = { k: 1 };
+    expect(JSON.parse(store({ a: shared, b: shared }))).toEqual({ a: { k: 1 }, b: { k: 1 } });
+  });
+
+  it('enforces the byte cap with a typed error', () => {
+    expect(() => store({ s: 'é'.repeat(600) }, 1000)).toThrow(PayloadTooLargeError);
+    expect(store({ s: 'a'.repeat(900) }, 1000)).toHaveLength(908);
+  });
+});

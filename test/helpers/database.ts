@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+
+/** The server the suite runs against (set by global-setup). */
+export function serverUrl(): string {
+  return process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+}
+
+/** Same server, another database. */
+export function withDatabase(url: string, db: string): string {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  return u.toString();
+}
+
+/** A database of its own for one test file: created now, dropped by `drop()`. */
+export interface TestDatabase {
+  name: string;
+  url: string;
+  /** Runs one statement on the test database with a short-lived client. */
+  query<T = any>(sql: string, params?: unknown[]): Promise<T[]>;
+  drop(): Promise<void>;
+}
+
+async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: serverUrl() });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+export async function createTestDatabase(label = 'e2e'): Promise<TestDatabase> {
+  const name = `dx_${label.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
+  await admin((c) => c.query(`create database ${name}`));
+  const url = withDatabase(serverUrl(), name);
+  return {
+    name,
+    url,
+    async query(sql, params) {
+      const c = new Client({ connectionString: url });
+      await c.connect();
+      try {
+        return (await c.query(sql, params as unknown[])).rows;
+      } finally {
+        await c.end();
+      }
+    },
+    async drop() {
+      await admin((c) => c.query(`drop database if exists ${name} with (force)`));
+    },
+  };
+}

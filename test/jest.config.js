@@ -1,0 +1,24 @@
+/** Unit specs live next to the code; e2e specs in test/e2e run against a real PostgreSQL. */
+const ts = { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }] };
+module.exports = {
+  rootDir: require('path').resolve(__dirname, '..'),
+  globalSetup: '<rootDir>/test/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/global-teardown.mjs',
+  projects: [
+    {
+      displayName: 'unit',
+      rootDir: require('path').resolve(__dirname, '..'),
+      testMatch: ['<rootDir>/src/**/*.spec.ts'],
+      transform: ts,
+      testEnvironment: 'node',
+    },
+    {
+      displayName: 'e2e',
+      rootDir: require('path').resolve(__dirname, '..'),
+      testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
+      transform: ts,
+      testEnvironment: 'node',
+      testTimeout: 120000,
+    },
+  ],
+};
