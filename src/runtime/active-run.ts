@@ -7,6 +7,7 @@ import type { StepMetadata } from '../interfaces/step-options.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import type { CheckpointWrite, ClaimedRun, Fence, LeaseService } from '../services/lease.service';
 import { toStoredJson } from '../util/json';
+import { crashPoint } from './crash-points';
 import { withRetry, withTimeout } from './retry';
 import { RunContext, RunContextHost } from './run-context';
 import { runStorage, RunFrame, StepHost } from './run-storage';
@@ -137,6 +138,7 @@ export class ActiveRun implements StepHost, RunContextHost {
     const output = await withRetry(policy, this.signal, () =>
       runStorage.run(frame, () => withTimeout(Promise.resolve().then(call), meta.timeoutMs, meta.name)),
     );
+    if (meta.kind === 'model') crashPoint('after-model-output', index);
     this.checkActive();
     const json = toStoredJson(output, `output of step "${meta.name}"`, this.options.limits.maxOutputBytes);
     const metaJson = meta.kind === 'model' ? modelMeta(output) : null;
@@ -148,9 +150,11 @@ export class ActiveRun implements StepHost, RunContextHost {
       kind: meta.kind,
       ...(metaJson ? JSON.parse(metaJson) : {}),
     };
+    crashPoint('before-step-commit', index);
     await this.guard(() =>
       this.lease.writeStep(this.fence, done, writes, 'run.checkpoint_saved', payload, true),
     );
+    crashPoint('after-step-commit', index);
     this.progressed = true;
     this.recorded.set(index, { name: meta.name, output: JSON.parse(json) });
     return JSON.parse(json);

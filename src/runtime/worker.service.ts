@@ -18,6 +18,7 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { DurableDatabase } from '../persistence/durable-database';
 import { LeaseService } from '../services/lease.service';
 import { ActiveRun } from './active-run';
+import { crashPoint } from './crash-points';
 import { Executor } from './executor.service';
 import { WakeListener } from './wake-listener';
 
@@ -138,6 +139,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   async heartbeat(): Promise<void> {
     const runs = [...this.inFlight.values()].filter((f) => f.run).map((f) => f.run);
     if (!runs.length) return;
+    crashPoint('before-heartbeat');
     const alive = await this.lease.heartbeat(
       this.id,
       runs.map((r) => ({ id: r.runId, epoch: r.epoch })),
@@ -182,6 +184,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     await this.listener?.stop();
     const deadline = new Promise((r) => setTimeout(r, this.options.worker.drainTimeoutMs).unref());
     await Promise.race([this.idle(), deadline]);
+    crashPoint('during-drain');
     const left = [...this.inFlight.values()].filter((f) => f.run).map((f) => f.run);
     await Promise.all(left.map((run) => this.release(run)));
   }

@@ -1,0 +1,30 @@
+import { INestApplication } from '@nestjs/common';
+import { DurableWorker, RunRepository, RunView } from '../../src';
+import { TestDatabase } from './database';
+
+/** Ticks the worker until the run reaches one of `statuses` (making waiting runs due at once). */
+export async function driveUntil(
+  app: INestApplication,
+  db: TestDatabase,
+  runId: string,
+  statuses: string[] = ['succeeded', 'failed', 'cancelled', 'dead_lettered'],
+  maxTicks = 50,
+): Promise<RunView> {
+  const worker = app.get(DurableWorker);
+  const runs = app.get(RunRepository);
+  for (let i = 0; i < maxTicks; i++) {
+    await db.query(`update ai_runs set available_at = now() where id = $1 and status = 'waiting'`, [runId]);
+    await worker.tick();
+    await worker.idle();
+    const run = (await runs.get(runId))!;
+    if (statuses.includes(run.status)) return run;
+  }
+  throw new Error(`run ${runId} did not reach ${statuses.join('/')} in ${maxTicks} ticks`);
+}
+
+/** A promise with its resolve handle, for holding a step open. */
+export function gate<T = void>(): { promise: Promise<T>; open: (v: T) => void } {
+  let open!: (v: T) => void;
+  const promise = new Promise<T>((r) => (open = r));
+  return { promise, open };
+}
