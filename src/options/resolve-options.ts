@@ -18,29 +18,80 @@ function flatten(errors: ValidationError[], prefix = ''): string[] {
   const out: string[] = [];
   for (const e of errors) {
     const path = prefix ? `${prefix}.${e.property}` : e.property;
-    for (const msg of Object.values(e.constraints ?? {})) out.push(`${path}: ${msg}`);
+    for (const [rule, msg] of Object.entries(e.constraints ?? {})) {
+      // forbidNonWhitelisted: a key the options do not have, most likely misspelt.
+      out.push(rule === 'whitelistValidation' ? `${path}: unknown option (misspelt?)` : `${path}: ${msg}`);
+    }
     if (e.children?.length) out.push(...flatten(e.children, path));
   }
   return out;
 }
 
+/** A plain object (not null, not an array): the shape every options group must have. */
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Problems with `database.dataSource`, which class-validator never sees (it is not a plain object). */
+function dataSourceProblems(ds: unknown): string[] {
+  if (ds === undefined || ds === null) return [];
+  const candidate = ds as { initialize?: unknown; options?: { type?: unknown } };
+  if (typeof ds !== 'object' || typeof candidate.initialize !== 'function' || !isRecord(candidate.options)) {
+    return ['database.dataSource: must be a TypeORM DataSource instance'];
+  }
+  if (candidate.options.type !== 'postgres') {
+    return [
+      `database.dataSource: must be a PostgreSQL DataSource (options.type 'postgres'); got '${String(candidate.options.type)}'`,
+    ];
+  }
+  return [];
+}
+
 /**
  * Validates raw options and merges defaults once. Throws InvalidOptionsError naming every bad field,
- * including cross-field rules (`heartbeatMs` below `leaseTtlMs`, exactly one database source).
+ * including cross-field rules (`heartbeatMs` below `leaseTtlMs`, exactly one database source) and
+ * unknown keys (a misspelt option would otherwise be ignored silently). `null` counts as "not given"
+ * everywhere, as for class-validator's `@IsOptional`, so it never overrides a default.
  */
 export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDurableOptions {
-  if (raw === null || typeof raw !== 'object') throw new InvalidOptionsError(['options: must be an object']);
-  const { dataSource, ...database } = raw.database ?? ({} as DurableExecutionModuleOptions['database']);
+  if (!isRecord(raw)) throw new InvalidOptionsError(['options: must be an object']);
+  const rawDb: unknown = raw.database;
+  const dbGiven = isRecord(rawDb);
+  const { dataSource, ...database } = (dbGiven ? rawDb : {}) as DurableExecutionModuleOptions['database'];
   // The DataSource instance is not a plain object; keep it out of class-transformer's reach.
+  // A non-object `database` (a bare url string, say) is reported here; class-validator would call it missing.
+  const dbMissing = rawDb === undefined || rawDb === null;
   const schema = plainToInstance(DurableExecutionOptionsSchema, {
     ...raw,
-    database: raw.database && database,
+    database: dbGiven || !dbMissing ? database : undefined,
   });
-  const problems = flatten(validateSync(schema, { forbidUnknownValues: false }));
+  const problems = flatten(
+    validateSync(schema, { forbidUnknownValues: false, whitelist: true, forbidNonWhitelisted: true }),
+  );
+  if (!dbGiven && !dbMissing) {
+    problems.unshift(
+      `database: must be an object, { url } or { dataSourceName } or { dataSource }; got ${Array.isArray(rawDb) ? 'an array' : typeof rawDb}`,
+    );
+  }
 
-  const sources = [database.url, database.dataSourceName, dataSource].filter((v) => v !== undefined).length;
-  if (raw.database && sources !== 1) {
-    problems.push('database: give exactly one of url, dataSourceName or dataSource');
+  if (dbGiven) {
+    const given = (
+      [
+        ['url', database.url],
+        ['dataSourceName', database.dataSourceName],
+        ['dataSource', dataSource],
+      ] as const
+    )
+      .filter(([, v]) => v !== undefined && v !== null)
+      .map(([k]) => k);
+    if (given.length !== 1) {
+      problems.push(
+        `database: give exactly one of url, dataSourceName or dataSource; got ${
+          given.length ? given.join(' and ') : 'none (is the variable holding the url set?)'
+        }`,
+      );
+    }
+    problems.push(...dataSourceProblems(dataSource));
   }
   const worker = {
     enabled: true,
@@ -50,11 +101,19 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     heartbeatMs: 10_000,
     drainTimeoutMs: 10_000,
     workerId: defaultWorkerId(),
-    ...stripUndefined(raw.worker),
+    ...stripUnset(raw.worker),
   };
-  if (Number.isFinite(worker.heartbeatMs) && worker.heartbeatMs >= worker.leaseTtlMs) {
+  if (
+    Number.isFinite(worker.heartbeatMs) &&
+    Number.isFinite(worker.leaseTtlMs) &&
+    worker.heartbeatMs >= worker.leaseTtlMs
+  ) {
+    const own =
+      isRecord(raw.worker) && raw.worker.heartbeatMs !== undefined && raw.worker.heartbeatMs !== null;
     problems.push(
-      `worker.heartbeatMs: must be below worker.leaseTtlMs (${worker.leaseTtlMs}), ideally a third of it; got ${worker.heartbeatMs}`,
+      `worker.heartbeatMs: must be below worker.leaseTtlMs (${worker.leaseTtlMs}), ideally a third of it; got ${
+        worker.heartbeatMs
+      }${own ? '' : ' (the default: set worker.heartbeatMs as well)'}`,
     );
   }
   const reconciler = {
@@ -63,10 +122,12 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     batchSize: 100,
     backoffBaseMs: 1000,
     backoffMaxMs: 300_000,
-    ...stripUndefined(raw.reconciler),
+    ...stripUnset(raw.reconciler),
   };
   if (reconciler.backoffBaseMs > reconciler.backoffMaxMs) {
-    problems.push('reconciler.backoffBaseMs: must not exceed reconciler.backoffMaxMs');
+    problems.push(
+      `reconciler.backoffBaseMs: must not exceed reconciler.backoffMaxMs (${reconciler.backoffMaxMs}); got ${reconciler.backoffBaseMs}`,
+    );
   }
   const defaultRetry = {
     maxAttempts: 3,
@@ -74,22 +135,28 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     multiplier: 2,
     maxDelayMs: 10_000,
     jitter: 0.2,
-    ...stripUndefined(raw.defaultRetry),
+    ...stripUnset(raw.defaultRetry),
   };
   if (problems.length) throw new InvalidOptionsError(problems);
 
   return {
-    database: { poolSize: 10, migrationsRun: true, ...stripUndefined(database), dataSource },
+    database: {
+      poolSize: 10,
+      migrationsRun: true,
+      ...stripUnset(database),
+      dataSource: dataSource ?? undefined,
+    },
     worker,
     reconciler,
-    limits: { maxInputBytes: 1 << 20, maxOutputBytes: 2 << 20, ...stripUndefined(raw.limits) },
+    limits: { maxInputBytes: 1 << 20, maxOutputBytes: 2 << 20, ...stripUnset(raw.limits) },
     defaultMaxAttempts: raw.defaultMaxAttempts ?? 5,
     defaultRetry,
-    redact: raw.redact,
+    redact: raw.redact ?? undefined,
   };
 }
 
-function stripUndefined<T extends object>(o: T | undefined): Partial<T> {
-  if (!o) return {};
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+/** Drops `undefined` and `null` entries so they never override a default. */
+function stripUnset<T extends object>(o: T | undefined): Partial<T> {
+  if (!isRecord(o)) return {};
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as Partial<T>;
 }
