@@ -16,8 +16,8 @@ import { LeaseService } from './services/lease.service';
 import { RunRepository } from './services/run.repository';
 
 /**
- * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`
- * (`isGlobal: true` to inject `RunRepository` anywhere).
+ * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`. The module
+ * is global by default (inject `RunRepository` anywhere); pass `isGlobal: false` to scope it.
  * @example
  * ```ts
  * DurableExecutionModule.forRoot({ database: { url: process.env.DATABASE_URL }, worker: { concurrency: 16 } })

@@ -4,6 +4,7 @@ module.exports = {
   rootDir: require('path').resolve(__dirname, '..'),
   globalSetup: '<rootDir>/test/global-setup.mjs',
   globalTeardown: '<rootDir>/test/global-teardown.mjs',
+  testTimeout: 60000,
   projects: [
     {
       displayName: 'unit',
@@ -18,7 +19,6 @@ module.exports = {
       testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
       transform: ts,
       testEnvironment: 'node',
-      testTimeout: 120000,
     },
   ],
 };

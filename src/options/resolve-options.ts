@@ -57,10 +57,10 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
   if (!isRecord(raw)) throw new InvalidOptionsError(['options: must be an object']);
   const rawDb: unknown = raw.database;
   const dbGiven = isRecord(rawDb);
-  const { dataSource, ...database } = (dbGiven ? rawDb : {}) as DurableExecutionModuleOptions['database'];
-  // The DataSource instance is not a plain object; keep it out of class-transformer's reach.
-  // A non-object `database` (a bare url string, say) is reported here; class-validator would call it missing.
   const dbMissing = rawDb === undefined || rawDb === null;
+  // The DataSource instance is not a plain object; keep it out of class-transformer's reach.
+  const { dataSource, ...database } = (dbGiven ? rawDb : {}) as DurableExecutionModuleOptions['database'];
+  // A non-object `database` (a bare url string, say) is reported below; class-validator would call it missing.
   const schema = plainToInstance(DurableExecutionOptionsSchema, {
     ...raw,
     database: dbGiven || !dbMissing ? database : undefined,

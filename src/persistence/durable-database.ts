@@ -3,6 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { DataSource } from 'typeorm';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
+import { InvalidOptionsError } from '../errors/invalid-options.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { runDurableMigrations } from './run-migrations';
 
@@ -29,28 +30,50 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
     private readonly moduleRef: ModuleRef,
   ) {}
 
-  /** Resolves or creates the DataSource and applies migrations. Runs before any worker starts. */
+  /**
+   * Resolves or creates the DataSource and applies migrations. Runs before any worker starts. If any of
+   * it fails, a DataSource created here is destroyed before the error propagates: Nest runs no shutdown
+   * hook after a failed init, and its pool would otherwise keep connections and the process alive.
+   */
   async onModuleInit(): Promise<void> {
     const db = this.options.database;
-    if (db.url) {
-      this.ds = await this.connectWithRetry(
-        new DataSource({ type: 'postgres', url: db.url, poolSize: db.poolSize, entities: [] }),
-      );
-      this.owned = true;
-    } else if (db.dataSource) {
-      this.ds = db.dataSource;
-    } else {
-      this.ds = this.moduleRef.get<DataSource>(dataSourceToken(db.dataSourceName!) as string, {
-        strict: false,
-      });
+    try {
+      if (db.url) {
+        this.owned = true;
+        this.ds = new DataSource({ type: 'postgres', url: db.url, poolSize: db.poolSize, entities: [] });
+      } else if (db.dataSource) {
+        this.ds = db.dataSource;
+      } else {
+        this.ds = this.appDataSource(db.dataSourceName!);
+      }
+      if (this.ds.options.type !== 'postgres') {
+        throw new InvalidOptionsError([
+          `database: the DataSource must be a PostgreSQL one (options.type 'postgres'); got '${String(this.ds.options.type)}'`,
+        ]);
+      }
+      if (!this.ds.isInitialized) await this.connectWithRetry(this.ds);
+      this.pool.on('error', (err) => this.logger.warn(`idle PostgreSQL connection failed: ${err.message}`));
+      if (db.migrationsRun) await runDurableMigrations(this.ds);
+    } catch (err) {
+      if (this.owned && this.ds?.isInitialized) await this.ds.destroy().catch(() => undefined);
+      throw err;
     }
-    if (!this.ds.isInitialized) await this.connectWithRetry(this.ds);
-    this.pool.on('error', (err) => this.logger.warn(`idle PostgreSQL connection failed: ${err.message}`));
-    if (db.migrationsRun) await runDurableMigrations(this.ds);
   }
 
   async onApplicationShutdown(): Promise<void> {
     if (this.owned && this.ds?.isInitialized) await this.ds.destroy();
+  }
+
+  /** The app's `@nestjs/typeorm` DataSource registered under `name`, with a clear error when there is none. */
+  private appDataSource(name: string): DataSource {
+    try {
+      return this.moduleRef.get<DataSource>(dataSourceToken(name) as string, { strict: false });
+    } catch {
+      const forRoot = name === 'default' ? '{ ... }' : `{ name: '${name}', ... }`;
+      throw new InvalidOptionsError([
+        `database.dataSourceName: no TypeORM DataSource named '${name}' is registered; import TypeOrmModule.forRoot(${forRoot}) in the app, or give database.url`,
+      ]);
+    }
   }
 
   get dataSource(): DataSource {

@@ -6,31 +6,45 @@ import { MIGRATION_LOCK_KEY } from '../durable-execution.constants';
 export const DURABLE_MIGRATIONS_TABLE = 'ai_migrations';
 
 /**
- * Applies the module's migrations on the database `source` points at, under a session advisory lock,
- * so two pods starting together both succeed: the second waits, then finds nothing left to do.
- * Uses a short-lived DataSource of its own so the app's migration table is never touched.
+ * Options of the short-lived DataSource that applies or reverts the module's migrations, built from the
+ * app's. Whatever the app's DataSource does on `initialize()` is switched off: `dropSchema` would wipe the
+ * app's tables, `synchronize`/`migrationsRun` would touch the app's schema or run the app's migrations,
+ * a cache would open its own connection. Two connections (`extra.max` wins over `poolSize` in pg): one
+ * holds the advisory lock while the other runs the migrations, so a pool of one would wait forever.
  */
-export async function runDurableMigrations(source: DataSource | DataSourceOptions): Promise<string[]> {
-  const base = source instanceof DataSource ? source.options : source;
-  const ds = new DataSource({
-    ...(base as DataSourceOptions),
+function migrationDataSource(source: DataSource | DataSourceOptions): DataSource {
+  const base = (source instanceof DataSource ? source.options : source) as DataSourceOptions & {
+    extra?: Record<string, unknown>;
+  };
+  return new DataSource({
+    ...base,
     name: undefined,
     entities: [],
     subscribers: [],
     synchronize: false,
     migrationsRun: false,
+    dropSchema: false,
+    cache: false,
     migrations: DURABLE_EXECUTION_MIGRATIONS,
     migrationsTableName: DURABLE_MIGRATIONS_TABLE,
     poolSize: 2,
+    extra: { ...base.extra, max: 2 },
   } as DataSourceOptions);
+}
+
+/** Runs `fn` on a migration DataSource while holding the module's session advisory lock. */
+async function underMigrationLock<T>(
+  source: DataSource | DataSourceOptions,
+  fn: (ds: DataSource) => Promise<T>,
+): Promise<T> {
+  const ds = migrationDataSource(source);
   await ds.initialize();
   const lock = ds.createQueryRunner();
   try {
     await lock.connect();
     await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     try {
-      const done = await ds.runMigrations({ transaction: 'each' });
-      return done.map((m) => m.name);
+      return await fn(ds);
     } finally {
       await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }
@@ -40,24 +54,36 @@ export async function runDurableMigrations(source: DataSource | DataSourceOption
   }
 }
 
-/** Reverts the module's migrations, newest first (all of them unless `steps` is given). */
-export async function revertDurableMigrations(source: DataSource | DataSourceOptions, steps = Infinity) {
-  const base = source instanceof DataSource ? source.options : source;
-  const ds = new DataSource({
-    ...(base as DataSourceOptions),
-    entities: [],
-    migrations: DURABLE_EXECUTION_MIGRATIONS,
-    migrationsTableName: DURABLE_MIGRATIONS_TABLE,
-    poolSize: 2,
-  } as DataSourceOptions);
-  await ds.initialize();
-  try {
+/**
+ * Applies the module's migrations on the database `source` points at, under a session advisory lock,
+ * so two pods starting together both succeed: the second waits, then finds nothing left to do.
+ * Uses a short-lived DataSource of its own so the app's migration table is never touched.
+ * Returns the names of the migrations applied by this call (none when the schema was up to date).
+ */
+export async function runDurableMigrations(source: DataSource | DataSourceOptions): Promise<string[]> {
+  return underMigrationLock(source, async (ds) => {
+    const done = await ds.runMigrations({ transaction: 'each' });
+    return done.map((m) => m.name);
+  });
+}
+
+/**
+ * Reverts the module's migrations, newest first (all of them unless `steps` is given), under the same
+ * advisory lock as `runDurableMigrations`. A database that never had them is left as it is.
+ */
+export async function revertDurableMigrations(
+  source: DataSource | DataSourceOptions,
+  steps = Infinity,
+): Promise<void> {
+  await underMigrationLock(source, async (ds) => {
     for (let i = 0; i < steps; i++) {
+      const [{ exists }] = await ds.query(`select to_regclass($1) is not null as exists`, [
+        DURABLE_MIGRATIONS_TABLE,
+      ]);
+      if (!exists) return;
       const executed = await ds.query(`select count(*)::int as n from ${DURABLE_MIGRATIONS_TABLE}`);
-      if (!executed[0].n) break;
+      if (!executed[0].n) return;
       await ds.undoLastMigration({ transaction: 'each' });
     }
-  } finally {
-    await ds.destroy();
-  }
+  });
 }

@@ -17,7 +17,7 @@ export async function freePort() {
   });
 }
 
-export async function startEmbeddedPostgres({ port, dir } = {}) {
+export async function startEmbeddedPostgres({ port, dir, persistent = false } = {}) {
   port = port ?? (await freePort());
   dir = dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'durable-pg-'));
   fs.rmSync(dir, { recursive: true, force: true });
@@ -26,7 +26,7 @@ export async function startEmbeddedPostgres({ port, dir } = {}) {
     user: 'postgres',
     password: 'postgres',
     port,
-    persistent: false,
+    persistent,
     createPostgresUser: true,
     onLog: () => undefined,
     onError: () => undefined,
