@@ -74,23 +74,28 @@ describe('workers across OS processes', () => {
 
   it('SIGKILL of a worker mid-run: its runs resume elsewhere within lease TTL + reconciler period', async () => {
     const ids = await insertRuns(db, 8);
-    const a = spawn({ STEP_DELAY_MS: '300', CONCURRENCY: '8' });
+    // Slow steps (9 × 1 s per run) so that worker A cannot finish a run while worker B boots.
+    const a = spawn({ STEP_DELAY_MS: '1000', CONCURRENCY: '8' });
     await a.ready;
     await waitFor(async () => (await statusCounts(db)).running === 8, 20_000, 'worker A to hold all 8 runs');
-    const b = spawn({ STEP_DELAY_MS: '300' });
+    const b = spawn({ STEP_DELAY_MS: '50' });
     await b.ready;
     const killedAt = Date.now();
     a.child.kill('SIGKILL');
     await a.exited;
+    const orphaned = (await db.query(`select id from ai_runs where status = 'running'`)).map((r) => r.id);
+    expect(orphaned.length).toBeGreaterThan(0);
     await waitFor(
       async () => {
         const [{ n }] = await db.query(
-          `select count(distinct run_id)::int as n from ai_events where event_type = 'run.claimed' and epoch = 2`,
+          `select count(distinct run_id)::int as n from ai_events
+            where event_type = 'run.claimed' and epoch = 2 and run_id = any($1)`,
+          [orphaned],
         );
-        return n === 8;
+        return n === orphaned.length;
       },
       20_000,
-      'all 8 runs to be claimed again',
+      'every orphaned run to be claimed again',
     );
     const resumeMs = Date.now() - killedAt;
     // lease TTL 1500 + reconciler 200 + backoff ≤ 100 + poll 100, plus process scheduling slack.
@@ -101,7 +106,7 @@ describe('workers across OS processes', () => {
       `select count(*)::int as n from ai_events where event_type = 'run.reconciled' and run_id = any($1)`,
       [ids],
     );
-    expect(reconciled[0].n).toBe(8);
+    expect(reconciled[0].n).toBe(orphaned.length);
     await expectNoOverlappingLeases(db);
   }, 120_000);
 
