@@ -29,7 +29,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
   onApplicationBootstrap(): void {
     if (!this.options.reconciler.enabled) return;
     const timer = setInterval(() => void this.safeSweep(), this.options.reconciler.intervalMs);
-    timer.unref();
+    // Not unref'd: a reconciler-only process lives on this timer; onApplicationShutdown clears it.
     this.scheduler.addInterval(RECONCILER_INTERVAL_NAME, timer);
   }
 

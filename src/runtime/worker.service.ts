@@ -64,8 +64,9 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     if (!w.enabled) return;
     const poll = setInterval(() => this.pollTick(), w.pollIntervalMs);
     const beat = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
-    poll.unref();
-    beat.unref();
+    // Not unref'd: a worker-only process (createApplicationContext) lives on these timers, also while
+    // every database connection is down. beforeApplicationShutdown clears them.
+
     this.scheduler.addInterval(WORKER_INTERVAL_NAME, poll);
     this.scheduler.addInterval(HEARTBEAT_INTERVAL_NAME, beat);
     this.listener = new WakeListener(this.db.pool.options, WAKE_CHANNEL, () => this.nudge());

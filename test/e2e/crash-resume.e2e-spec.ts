@@ -19,7 +19,7 @@ describe('crash and resume across OS processes', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('crash');
-    await prepareWorkerSchema(db);
+    await prepareWorkerSchema(db.url);
   });
   afterAll(async () => {
     await db?.drop();

@@ -44,7 +44,7 @@ describe('workers across OS processes', () => {
 
   beforeEach(async () => {
     db = await createTestDatabase('workers');
-    await prepareWorkerSchema(db);
+    await prepareWorkerSchema(db.url);
   });
   afterEach(async () => {
     for (const w of workers.splice(0)) {
