@@ -1,9 +1,13 @@
 import { CreateDurableExecutionSchema1764400000000 } from './1764400000000-create-durable-execution-schema';
+import { CommandApprovalStates1764500000000 } from './1764500000000-command-approval-states';
 
-export { CreateDurableExecutionSchema1764400000000 };
+export { CreateDurableExecutionSchema1764400000000, CommandApprovalStates1764500000000 };
 
 /**
  * The module's migrations in order. List them in your own DataSource's `migrations` if you run
  * migrations yourself (then set `database.migrationsRun: false`).
  */
-export const DURABLE_EXECUTION_MIGRATIONS = [CreateDurableExecutionSchema1764400000000];
+export const DURABLE_EXECUTION_MIGRATIONS = [
+  CreateDurableExecutionSchema1764400000000,
+  CommandApprovalStates1764500000000,
+];

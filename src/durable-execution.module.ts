@@ -14,6 +14,7 @@ import { CheckpointService } from './services/checkpoint.service';
 import { CommandGateway } from './services/command-gateway.service';
 import { LeaseService } from './services/lease.service';
 import { RunRepository } from './services/run.repository';
+import { RunWrites } from './services/run-writes.service';
 
 /**
  * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`. The module
@@ -33,6 +34,7 @@ import { RunRepository } from './services/run.repository';
     CheckpointService,
     CommandGateway,
     LeaseService,
+    RunWrites,
     RunRepository,
     Executor,
     DurableWorker,

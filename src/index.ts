@@ -6,6 +6,8 @@ export * from './interfaces/step-options.interface';
 export * from './errors';
 export { DurableStep } from './decorators/durable-step.decorator';
 export { DurableWorkflow } from './decorators/durable-workflow.decorator';
+export { IdempotentCommand } from './decorators/idempotent-command.decorator';
+export * from './interfaces/command.interface';
 export { RunContext, currentRun } from './runtime/run-context';
 export { RunRepository } from './services/run.repository';
 export { CheckpointService } from './services/checkpoint.service';
@@ -22,4 +24,8 @@ export {
   revertDurableMigrations,
   DURABLE_MIGRATIONS_TABLE,
 } from './persistence/run-migrations';
-export { DURABLE_EXECUTION_MIGRATIONS, CreateDurableExecutionSchema1764400000000 } from '../migrations';
+export {
+  DURABLE_EXECUTION_MIGRATIONS,
+  CreateDurableExecutionSchema1764400000000,
+  CommandApprovalStates1764500000000,
+} from '../migrations';

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { COMMAND_METADATA, STEP_METADATA, WORKFLOW_METADATA } from '../durable-execution.constants';
+import type { CommandMetadata } from '../interfaces/command.interface';
 import type { StepMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
 import { DurableRegistry, RegisteredWorkflow } from './durable.registry';
 

@@ -13,3 +13,7 @@ export * from './serialization.error';
 export * from './step-timeout.error';
 export * from './unknown-run-kind.error';
 export * from './invalid-argument.error';
+export * from './command-failed.error';
+export * from './command-not-found.error';
+export * from './invalid-command-state.error';
+export * from './signal-timeout.error';

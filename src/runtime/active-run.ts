@@ -5,12 +5,32 @@ import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { RunCursor } from '../interfaces/run.interface';
 import type { StepMetadata } from '../interfaces/step-options.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import type {
+  CommandContext,
+  CommandMetadata,
+  LookupResult,
+  WaitForSignalOptions,
+} from '../interfaces/command.interface';
 import type { CheckpointWrite, ClaimedRun, Fence, LeaseService } from '../services/lease.service';
+import type { RunWrites } from '../services/run-writes.service';
+import { executeCommand } from './command-step';
 import { toStoredJson } from '../util/json';
 import { crashPoint } from './crash-points';
 import { withRetry, withTimeout } from './retry';
 import { RunContext, RunContextHost } from './run-context';
 import { runStorage, RunFrame, StepHost } from './run-storage';
+import { RunSuspended } from './run-suspended';
+import { sleepStep, waitForSignalStep } from './wait-step';
+
+/** A command row as loaded for replay. */
+export interface CommandRow {
+  status: string;
+  result: unknown;
+  error: { message?: string } | null;
+  resolution: string | null;
+}
+
+type StopReason = LeaseLostError | NonDeterminismError | RunCancelledError | RunSuspended;
 
 /** Token usage and provider request id of a model step, kept in the checkpoint's meta. */
 function modelMeta(output: unknown): string | null {
@@ -32,8 +52,12 @@ export class ActiveRun implements StepHost, RunContextHost {
   private nextIndex = 0;
   private pending: CheckpointWrite[] = [];
   /** Set when the run must stop whatever user code does with the errors we throw. */
-  stopReason: LeaseLostError | NonDeterminismError | RunCancelledError | null = null;
+  stopReason: StopReason | null = null;
+  /** When this claim began, local clock: with `claim.dbNow` it gives the database clock. */
+  private readonly claimedAt = Date.now();
   cancelRequested: boolean;
+  /** Set when the run parked itself with a due time (sleep, signal timeout): the worker wakes it then. */
+  parkedUntil: Date | null = null;
   /** A step committed during this claim (attempts were reset in the row). */
   progressed = false;
 
@@ -41,8 +65,10 @@ export class ActiveRun implements StepHost, RunContextHost {
     readonly claim: ClaimedRun,
     readonly workerId: string,
     private readonly recorded: Map<number, { name: string; output: unknown }>,
-    private readonly lease: LeaseService,
-    private readonly options: ResolvedDurableOptions,
+    readonly commands: Map<string, CommandRow>,
+    readonly lease: LeaseService,
+    readonly writes: RunWrites,
+    readonly options: ResolvedDurableOptions,
   ) {
     this.cancelRequested = claim.cancelRequested;
   }
@@ -73,13 +99,13 @@ export class ActiveRun implements StepHost, RunContextHost {
   }
 
   /** Stops the run: later steps throw `reason`, and the AbortSignal fires. */
-  stop(reason: LeaseLostError | NonDeterminismError | RunCancelledError): void {
+  stop(reason: StopReason): void {
     if (!this.stopReason) this.stopReason = reason;
     if (!this.abort.signal.aborted) this.abort.abort(reason);
   }
 
   /** Called at every step boundary: a lost lease or a cancellation ends the run here. */
-  private checkActive(): void {
+  checkActive(): void {
     if (!this.stopReason && this.cancelRequested)
       this.stop(new RunCancelledError(this.runId, this.claim.cancelReason));
     if (this.stopReason) throw this.stopReason;
@@ -89,6 +115,65 @@ export class ActiveRun implements StepHost, RunContextHost {
     const err = new NonDeterminismError(this.runId, index, recorded, requested);
     this.stop(err);
     return err;
+  }
+
+  /** The next step index (steps, commands, recorded values and waits share one sequence). */
+  allocIndex(): number {
+    return this.nextIndex++;
+  }
+
+  /** The checkpoint recorded at `index`, if any; a different name there is non-determinism. */
+  recordedAt(index: number, name: string): { output: unknown } | undefined {
+    const rec = this.recorded.get(index);
+    if (rec && rec.name !== name) throw this.nonDeterminism(index, rec.name, name);
+    return rec;
+  }
+
+  /** Remembers a checkpoint this claim wrote, so a later read in the same claim sees it. */
+  remember(index: number, name: string, output: unknown): void {
+    this.recorded.set(index, { name, output });
+    this.progressed = true;
+  }
+
+  /** The database clock now, from the claim's `now()` plus local time elapsed since. */
+  dbNow(): number {
+    return new Date(this.claim.dbNow).getTime() + (Date.now() - this.claimedAt);
+  }
+
+  /** Records that the run is parked (already written) and unwinds the workflow. */
+  suspend(reason: string): never {
+    const s = new RunSuspended(reason);
+    this.stop(s);
+    throw s;
+  }
+
+  /** Runs a fenced write; on LeaseLostError the run stops for good; a cancel flag is remembered. */
+  async fenced<T extends object>(write: () => Promise<T>): Promise<T> {
+    try {
+      const out = await write();
+      if ((out as { cancelRequested?: boolean }).cancelRequested) this.cancelRequested = true;
+      return out;
+    } catch (err) {
+      if (err instanceof LeaseLostError) this.stop(err);
+      throw err;
+    }
+  }
+
+  executeCommand(
+    meta: CommandMetadata,
+    args: unknown,
+    call: (ctx: CommandContext) => unknown,
+    lookup?: (command: string, key: string) => Promise<LookupResult>,
+  ): Promise<unknown> {
+    return executeCommand(this, meta, args, call, lookup);
+  }
+
+  sleep(ms: number): Promise<void> {
+    return sleepStep(this, ms);
+  }
+
+  waitForSignal(name: string, options: WaitForSignalOptions): Promise<unknown> {
+    return waitForSignalStep(this, name, options);
   }
 
   /** Drives `workflow.run(input, ctx)` inside this run's async-local frame. */
@@ -118,7 +203,7 @@ export class ActiveRun implements StepHost, RunContextHost {
         partial: resumed ? prior.partial : undefined,
       };
       const event = meta.kind === 'model' ? 'model.call_started' : 'step.started';
-      await this.guard(() =>
+      await this.fenced(() =>
         this.lease.writeStep(
           this.fence,
           started,
@@ -151,7 +236,7 @@ export class ActiveRun implements StepHost, RunContextHost {
       ...(metaJson ? JSON.parse(metaJson) : {}),
     };
     crashPoint('before-step-commit', index);
-    await this.guard(() =>
+    await this.fenced(() =>
       this.lease.writeStep(this.fence, done, writes, 'run.checkpoint_saved', payload, true),
     );
     crashPoint('after-step-commit', index);
@@ -193,7 +278,7 @@ export class ActiveRun implements StepHost, RunContextHost {
       item,
       partial,
     };
-    await this.guard(() => this.lease.progress(this.fence, cursor));
+    await this.fenced(() => this.lease.progress(this.fence, cursor));
     this.claim.cursor = cursor;
   }
 
@@ -204,16 +289,5 @@ export class ActiveRun implements StepHost, RunContextHost {
       return null;
     }
     return { item: c.item, partial: c.partial ?? null };
-  }
-
-  /** Runs a fenced write; on LeaseLostError the run stops for good; a cancel flag is remembered. */
-  private async guard(write: () => Promise<{ cancelRequested: boolean }>): Promise<void> {
-    try {
-      const { cancelRequested } = await write();
-      if (cancelRequested) this.cancelRequested = true;
-    } catch (err) {
-      if (err instanceof LeaseLostError) this.stop(err);
-      throw err;
-    }
   }
 }

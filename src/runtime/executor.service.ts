@@ -7,22 +7,12 @@ import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { CheckpointService } from '../services/checkpoint.service';
 import { ClaimedRun, FinishWrite, LeaseService } from '../services/lease.service';
+import { RunWrites } from '../services/run-writes.service';
+import { RunSuspended } from './run-suspended';
 import { toStoredJson } from '../util/json';
 import { ActiveRun } from './active-run';
 import { isNonRetryable } from './retry';
-
-/** Error as stored in the run row: name, code, message, stack and cause chain. */
-export function serializeError(err: unknown, depth = 0): Record<string, unknown> {
-  if (!(err instanceof Error)) return { message: String(err) };
-  const e = err as Error & { code?: unknown };
-  return {
-    name: e.name,
-    code: typeof e.code === 'string' ? e.code : undefined,
-    message: e.message,
-    stack: e.stack,
-    cause: e.cause !== undefined && depth < 3 ? serializeError(e.cause, depth + 1) : undefined,
-  };
-}
+import { serializeError } from './serialize-error';
 
 /**
  * Drives one claimed run to its next resting point: replays `run()` from the top (checkpoints read
@@ -37,13 +27,17 @@ export class Executor {
     private readonly registry: DurableRegistry,
     private readonly checkpoints: CheckpointService,
     private readonly lease: LeaseService,
+    private readonly writes: RunWrites,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
   ) {}
 
   /** Prepares the in-memory driver of a claimed run (one query for all its checkpoints). */
   async prepare(claim: ClaimedRun, workerId: string): Promise<ActiveRun> {
-    const recorded = await this.checkpoints.loadForReplay(claim.id);
-    return new ActiveRun(claim, workerId, recorded, this.lease, this.options);
+    const [recorded, commands] = await Promise.all([
+      this.checkpoints.loadForReplay(claim.id),
+      this.checkpoints.loadCommands(claim.id),
+    ]);
+    return new ActiveRun(claim, workerId, recorded, commands, this.lease, this.writes, this.options);
   }
 
   /** Runs the workflow and settles the run. Never throws: every outcome is recorded or logged. */
@@ -52,6 +46,7 @@ export class Executor {
     try {
       if (!wf) throw new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`);
       const output = await run.execute(() => wf.instance.run(run.claim.input, run.context));
+      if (run.stopReason instanceof RunSuspended) return; // parked; already recorded
       if (run.stopReason) throw run.stopReason;
       const outputJson = toStoredJson(
         output === undefined ? null : output,
@@ -71,6 +66,7 @@ export class Executor {
   }
 
   private async settleFailure(run: ActiveRun, err: unknown): Promise<void> {
+    if (err instanceof RunSuspended) return; // parked; already recorded
     if (err instanceof LeaseLostError) {
       this.logger.warn(err.message);
       return;

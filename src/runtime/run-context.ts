@@ -1,3 +1,4 @@
+import type { WaitForSignalOptions } from '../interfaces/command.interface';
 import { runStorage } from './run-storage';
 
 /** The parts of a driven run that the public context exposes. @internal */
@@ -10,6 +11,8 @@ export interface RunContextHost {
   record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T;
   progress(item: number, partial: unknown): Promise<void>;
   resumePoint(): { item: number; partial: unknown } | null;
+  sleep(ms: number): Promise<void>;
+  waitForSignal(name: string, options: WaitForSignalOptions): Promise<unknown>;
 }
 
 /**
@@ -74,6 +77,23 @@ export class RunContext {
    */
   progress(item: number, partial?: unknown): Promise<void> {
     return this.host.progress(item, partial ?? null);
+  }
+
+  /**
+   * Durable sleep: the run is parked until now() + ms on the database clock, holding no worker and no
+   * connection, and survives restarts. Call it in the workflow body, not inside a step.
+   */
+  sleep(ms: number): Promise<void> {
+    return this.host.sleep(ms);
+  }
+
+  /**
+   * Waits for `RunRepository.signal(runId, name, payload)` and returns the payload. A signal sent
+   * before the wait is not lost. With `timeoutMs`, throws SignalTimeoutError when it passes (database
+   * clock, from the first time this wait was reached). The run holds no worker while it waits.
+   */
+  waitForSignal<T = unknown>(name: string, options: WaitForSignalOptions = {}): Promise<T> {
+    return this.host.waitForSignal(name, options) as Promise<T>;
   }
 
   /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */

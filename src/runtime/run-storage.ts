@@ -1,10 +1,17 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { CommandContext, CommandMetadata, LookupResult } from '../interfaces/command.interface';
 import type { StepMetadata } from '../interfaces/step-options.interface';
 import type { RunContext } from './run-context';
 
 /** What a decorated method needs from the run it is called in. @internal */
 export interface StepHost {
   executeStep(meta: StepMetadata, call: () => unknown): Promise<unknown>;
+  executeCommand(
+    meta: CommandMetadata,
+    args: unknown,
+    call: (ctx: CommandContext) => unknown,
+    lookup?: (command: string, key: string) => Promise<LookupResult>,
+  ): Promise<unknown>;
 }
 
 /** The async-local frame: the run being driven and, inside a step, which step. @internal */

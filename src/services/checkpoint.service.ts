@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { CheckpointView } from '../interfaces/run.interface';
 import { DurableDatabase } from '../persistence/durable-database';
 import { toCheckpoint } from '../persistence/run-row.mapper';
+import { LOAD_COMMANDS_SQL } from '../persistence/sql/command.sql';
 import { LOAD_CHECKPOINTS_SQL } from '../persistence/sql/load-checkpoints.sql';
+import type { CommandRow } from '../runtime/active-run';
 
 /** Reads checkpoints. Writes happen only inside LeaseService's fenced statements. */
 @Injectable()
@@ -14,6 +16,17 @@ export class CheckpointService {
     const { rows } = await this.db.query(LOAD_CHECKPOINTS_SQL, [runId], 'dx_load_checkpoints');
     return new Map(
       rows.map((r) => [r.step_index as number, { name: r.step_name as string, output: r.output }]),
+    );
+  }
+
+  /** Every command of a run by idempotency key, for replay (one query per claim). */
+  async loadCommands(runId: string): Promise<Map<string, CommandRow>> {
+    const { rows } = await this.db.query(LOAD_COMMANDS_SQL, [runId], 'dx_load_commands');
+    return new Map(
+      rows.map((r) => [
+        r.idempotency_key as string,
+        { status: r.status, result: r.result, error: r.error, resolution: r.resolution },
+      ]),
     );
   }
 

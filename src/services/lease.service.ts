@@ -21,6 +21,8 @@ export interface ClaimedRun {
   maxAttempts: number;
   cancelRequested: boolean;
   cancelReason: string | null;
+  /** The database clock at claim time (sleeps and signal timeouts compare against it). */
+  dbNow: Date;
 }
 
 /** The (run, worker, epoch) triple every fenced write carries. */
@@ -52,7 +54,7 @@ export interface FinishWrite {
 }
 
 /** Builds the jsonb_to_recordset argument without re-serialising already serialised outputs. */
-function recordset(rows: CheckpointWrite[]): string {
+export function recordset(rows: CheckpointWrite[]): string {
   return `[${rows
     .map(
       (r) =>
@@ -90,6 +92,7 @@ export class LeaseService {
       maxAttempts: r.max_attempts,
       cancelRequested: r.cancel_requested,
       cancelReason: r.cancel_reason,
+      dbNow: r.db_now,
     }));
   }
 

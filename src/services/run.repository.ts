@@ -24,6 +24,9 @@ import { RETRY_RUN_SQL } from '../persistence/sql/retry-run.sql';
 import { RUN_BY_KEY_SQL, START_RUN_SQL } from '../persistence/sql/start-run.sql';
 import { toStoredJson } from '../util/json';
 import { CheckpointService } from './checkpoint.service';
+import { approveCommand, resolveCommand } from './command-decisions';
+import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
+import { SEND_SIGNAL_SQL } from '../persistence/sql/signal.sql';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 
 const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);
@@ -174,6 +177,38 @@ export class RunRepository {
       throw new InvalidRunStateError(id, rows[0].previous_status, 'retry');
     }
     return (await this.get(id))!;
+  }
+
+  /**
+   * Stores a signal durably and wakes the run if it waits. A signal sent before the run reaches its
+   * `ctx.waitForSignal(name)` is kept for it. Throws for an unknown or finished run.
+   */
+  async signal(id: string, name: string, payload: unknown = null): Promise<void> {
+    if (!UUID.test(id)) throw new RunNotFoundError(id);
+    if (typeof name !== 'string' || !name) throw argumentError('name', 'must be a non-empty string');
+    const json = toStoredJson(payload, `payload of signal "${name}"`, this.options.limits.maxInputBytes);
+    const { rows } = await this.db.query(SEND_SIGNAL_SQL, [id, name, json, WAKE_CHANNEL]);
+    if (!rows.length) throw new RunNotFoundError(id);
+    if (!rows[0].stored) throw new InvalidRunStateError(id, rows[0].status, `signal "${name}" to`);
+  }
+
+  /** Approves a command parked for approval (`requiresApproval`); the run resumes and dispatches it. */
+  approve(runId: string, idempotencyKey: string, decision: ApprovalDecision): Promise<void> {
+    return approveCommand(this.db, this.options, runId, idempotencyKey, decision, true);
+  }
+
+  /** Rejects a command parked for approval; the workflow sees CommandFailedError (DURABLE_COMMAND_REJECTED). */
+  reject(runId: string, idempotencyKey: string, decision: ApprovalDecision): Promise<void> {
+    return approveCommand(this.db, this.options, runId, idempotencyKey, decision, false);
+  }
+
+  /**
+   * Settles a command whose outcome a crash hid (`inDoubt: 'manual'`, or left by a cancellation):
+   * `succeeded` with the result the target reports, `failed` permanently, or `retry` to dispatch it
+   * once more with the same key. The run resumes.
+   */
+  resolveCommand(idempotencyKey: string, resolution: CommandResolution, by = 'operator'): Promise<void> {
+    return resolveCommand(this.db, this.options, idempotencyKey, resolution, by);
   }
 
   /** The run's event trail, oldest first. */

@@ -109,7 +109,7 @@ describe('migrations', () => {
         ['pending', 'running', 'waiting', 'succeeded', 'failed', 'cancelled', 'dead_lettered'].sort(),
       );
       expect(statusCheck('ai_commands')).toEqual(
-        ['pending', 'succeeded', 'failed', 'in_doubt', 'awaiting_approval', 'rejected'].sort(),
+        ['pending', 'succeeded', 'failed', 'in_doubt', 'awaiting_approval', 'approved', 'rejected'].sort(),
       );
       // And PostgreSQL enforces them.
       await expectPgError(

@@ -23,8 +23,8 @@ export async function driveUntil(
 }
 
 /** A promise with its resolve handle, for holding a step open. */
-export function gate<T = void>(): { promise: Promise<T>; open: (v: T) => void } {
-  let open!: (v: T) => void;
-  const promise = new Promise<T>((r) => (open = r));
+export function gate<T = void>(): { promise: Promise<T | undefined>; open: (v?: T) => void } {
+  let open!: (v?: T) => void;
+  const promise = new Promise<T | undefined>((r) => (open = r));
   return { promise, open };
 }

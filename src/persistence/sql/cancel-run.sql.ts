@@ -17,6 +17,9 @@ with cur as (
     from cur
    where r.id = cur.id and cur.status in ('pending', 'waiting', 'running')
   returning r.id, r.status, r.epoch
+), doubt as (
+  update ai_commands c set status = 'in_doubt', updated_at = now()
+    from upd where c.run_id = upd.id and upd.status = 'cancelled' and c.status = 'pending'
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select id, case when status = 'cancelled' then 'run.cancelled' else 'run.cancel_requested' end, epoch, $3::jsonb

@@ -22,7 +22,7 @@ with c as (
     from c
    where r.id = c.id
   returning r.id, r.kind, r.input, r.epoch, r.cursor, r.attempts, r.max_attempts,
-            r.cancel_requested_at is not null as cancel_requested, r.cancel_reason
+            r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select id, 'run.claimed', epoch, jsonb_build_object('workerId', $1::text, 'attempt', attempts) from r

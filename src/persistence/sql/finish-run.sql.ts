@@ -21,6 +21,10 @@ with run as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta)
   select run.id, c.step_index, c.step_name, c.output, 0, run.epoch, c.meta
     from run, jsonb_to_recordset($9::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb)
+), doubt as (
+  -- A cancelled run may leave a reserved command with no outcome: list it as in doubt on the run.
+  update ai_commands c set status = 'in_doubt', updated_at = now()
+    from run where c.run_id = run.id and c.status = 'pending' and $4 = 'cancelled'
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select run.id, $10, run.epoch, $11::jsonb from run

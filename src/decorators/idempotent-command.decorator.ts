@@ -1,0 +1,36 @@
+import { COMMAND_METADATA } from '../durable-execution.constants';
+import type {
+  CommandLookup,
+  CommandMetadata,
+  IdempotentCommandOptions,
+} from '../interfaces/command.interface';
+import { runStorage } from '../runtime/run-storage';
+
+/**
+ * Makes a provider method an external side effect that is safe to attempt again. Inside a run it gets a
+ * deterministic key as its second argument (`{ idempotencyKey, signal }`), is reserved before and
+ * recorded after the call, and on replay returns the stored result without calling. A crash that hides
+ * the outcome is settled by `inDoubt`. Outside a run it is the plain method.
+ * @example
+ * ```ts
+ * @IdempotentCommand({ name: 'charge_card', inDoubt: 'lookup' })
+ * async chargeCard(args: ChargeArgs, { idempotencyKey }: CommandContext) { return this.gateway.charge(args, idempotencyKey); }
+ * ```
+ */
+export function IdempotentCommand<A = any>(options: IdempotentCommandOptions<A>): MethodDecorator {
+  return (target, key, descriptor: PropertyDescriptor) => {
+    const original = descriptor.value as (...args: unknown[]) => unknown;
+    const meta: CommandMetadata = { ...options, declaredAt: `${target.constructor.name}.${String(key)}` };
+    const wrapped = function (this: unknown, ...args: unknown[]) {
+      const frame = runStorage.getStore();
+      if (!frame || frame.step) return original.apply(this, args);
+      const self = this as Partial<CommandLookup>;
+      const lookup = typeof self.lookupCommand === 'function' ? self.lookupCommand.bind(self) : undefined;
+      return frame.host.executeCommand(meta, args[0], (ctx) => original.call(this, args[0], ctx), lookup);
+    };
+    Object.defineProperty(wrapped, 'name', { value: original.name });
+    Reflect.defineMetadata(COMMAND_METADATA, meta, wrapped);
+    descriptor.value = wrapped;
+    return descriptor;
+  };
+}

@@ -1,0 +1,62 @@
+import type { RetryPolicy } from '../options/durable-execution-options.interface';
+
+/**
+ * What to do when a crash hid a command's outcome (reserved, dispatched or not, nothing recorded):
+ * - `lookup`: ask the target by key (the provider implements `CommandLookup`); call again only when
+ *   the target never saw the key;
+ * - `retry-with-key`: call again with the same key (for targets that deduplicate keys);
+ * - `manual`: park the run for an operator (`RunRepository.resolveCommand`).
+ */
+export type InDoubtPolicy = 'lookup' | 'retry-with-key' | 'manual';
+
+/** Options of `@IdempotentCommand`. */
+export interface IdempotentCommandOptions<A = any> {
+  /** Stable command name, part of the idempotency key. */
+  name: string;
+  /** Resolution of an in-doubt command. */
+  inDoubt: InDoubtPolicy;
+  /** Park the run before dispatch until `RunRepository.approve`/`reject`; or a predicate on the args. */
+  requiresApproval?: boolean | ((args: A) => boolean);
+  /** In-claim retries of a call that threw (same key every time). Default: 1 attempt, no retry. */
+  retry?: RetryPolicy;
+  /** Tool-call identity from the model output, part of the key. Default: `args.toolCallId ?? args.tool_call_id`. */
+  toolCallId?: (args: A) => string | undefined;
+}
+
+/** Second argument of a command method inside a run. */
+export interface CommandContext {
+  /** Deterministic key: `run_<id>:step_<n>[:tool_call_<id>]:<name>`. Send it to the target. */
+  idempotencyKey: string;
+  /** Fires when the lease is lost or the run is cancelled. */
+  signal: AbortSignal;
+}
+
+/** What a target answers when asked about a key. */
+export type LookupResult = { found: true; result: unknown } | { found: false };
+
+/** Implemented by a provider whose commands use `inDoubt: 'lookup'`. */
+export interface CommandLookup {
+  /** Did the target apply the command with this key? If so, with which result? */
+  lookupCommand(command: string, idempotencyKey: string): Promise<LookupResult>;
+}
+
+/** How an operator settles a command (`RunRepository.resolveCommand`). */
+export type CommandResolution =
+  { outcome: 'succeeded'; result: unknown } | { outcome: 'failed'; error: string } | { outcome: 'retry' };
+
+/** An operator's decision on a command awaiting approval. */
+export interface ApprovalDecision {
+  by: string;
+  note?: string;
+}
+
+/** Options of `ctx.waitForSignal`. */
+export interface WaitForSignalOptions {
+  /** Give up after this long (database clock, from the first time the wait is reached). */
+  timeoutMs?: number;
+}
+
+/** Metadata recorded by `@IdempotentCommand`. @internal */
+export interface CommandMetadata extends IdempotentCommandOptions {
+  declaredAt: string;
+}

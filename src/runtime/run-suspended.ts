@@ -1,0 +1,12 @@
+/**
+ * Thrown inside a workflow after the run was parked (approval, in-doubt command, sleep, signal wait):
+ * the lease is already released and the park recorded, so the executor only unwinds. Not an error the
+ * workflow should catch; if it does, every later step throws it again.
+ * @internal
+ */
+export class RunSuspended extends Error {
+  constructor(readonly reason: string) {
+    super(`run parked: ${reason}`);
+    this.name = 'RunSuspended';
+  }
+}
