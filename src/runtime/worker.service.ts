@@ -131,9 +131,19 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       .catch((err) => this.logger.error(`run ${runId} could not be prepared: ${(err as Error).message}`))
       .finally(() => {
         this.inFlight.delete(runId);
-        if (!this.draining) this.nudge();
+        if (this.draining) return;
+        this.nudge();
+        this.wakeAt(run?.parkedUntil ?? null);
       });
     this.inFlight.set(runId, { run, done });
+  }
+
+  /** A run this worker parked until a near time (sleep, signal timeout) is claimed right when it is due. */
+  private wakeAt(due: Date | null): void {
+    if (!due) return;
+    const ms = due.getTime() - Date.now();
+    if (ms > 5 * 60_000) return; // far away: the poll will find it
+    setTimeout(() => this.nudge(), Math.max(0, ms) + 5).unref();
   }
 
   /** Renews all leases in one statement; runs whose lease is gone or that were cancelled are stopped. */

@@ -11,6 +11,7 @@ export async function bootApp(
   url: string,
   providers: Type<unknown>[] = [],
   options: Partial<DurableExecutionModuleOptions> = {},
+  controllers: Type<unknown>[] = [],
 ): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
@@ -22,6 +23,7 @@ export async function bootApp(
       }),
     ],
     providers,
+    controllers,
   }).compile();
   const app = moduleRef.createNestApplication({ logger: ['error'] });
   await app.init();

@@ -11,8 +11,9 @@ with run as (
   returning id, epoch
 ), sig as (
   update ai_signals s set consumed_at = now()
-   where s.id = (select id from ai_signals, run where run_id = run.id and name = $5 and consumed_at is null
-                  order by id limit 1 for update skip locked)
+   where s.id = (select p.id from ai_signals p join run on p.run_id = run.id
+                  where p.name = $5 and p.consumed_at is null
+                  order by p.id limit 1 for update of p skip locked)
   returning s.payload
 ), cp as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch)
