@@ -60,9 +60,16 @@ export class DurableExplorer implements OnModuleInit {
     for (const m of stepMethods) {
       const step = Reflect.getMetadata(STEP_METADATA, proto[m]) as StepMetadata | undefined;
       if (step) this.registry.addStep(step.name, step.declaredAt, metatype);
-      const cmd = Reflect.getMetadata(COMMAND_METADATA, proto[m]) as
-        { name: string; declaredAt: string } | undefined;
-      if (cmd) this.registry.addStep(`command:${cmd.name}`, cmd.declaredAt, metatype, 'Command name');
+      const cmd = Reflect.getMetadata(COMMAND_METADATA, proto[m]) as CommandMetadata | undefined;
+      if (!cmd) continue;
+      this.registry.addStep(`command:${cmd.name}`, cmd.declaredAt, metatype, 'Command name');
+      const lookup = (instance as { lookupCommand?: unknown }).lookupCommand;
+      if (cmd.inDoubt === 'lookup' && typeof lookup !== 'function') {
+        throw new Error(
+          `@IdempotentCommand('${cmd.name}') on ${cmd.declaredAt} uses inDoubt: 'lookup', so ${String(wrapper.name)} ` +
+            `must implement CommandLookup.lookupCommand(command, idempotencyKey); or choose 'retry-with-key' or 'manual'.`,
+        );
+      }
     }
   }
 }

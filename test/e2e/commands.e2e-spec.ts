@@ -20,7 +20,6 @@ import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 import { charge, FakeTarget, lookupCharge, startFakeTarget } from '../helpers/fake-target';
-import { waitFor } from '../helpers/processes';
 
 let target: FakeTarget;
 /** Keys whose next call applies the charge and then loses the answer (a timeout after the effect). */
