@@ -8,7 +8,7 @@ export interface CommandView {
   stepIndex: number;
   name: string;
   payload: unknown;
-  status: 'pending' | 'succeeded' | 'failed' | 'in_doubt' | 'awaiting_approval' | 'rejected';
+  status: 'pending' | 'succeeded' | 'failed' | 'in_doubt' | 'awaiting_approval' | 'approved' | 'rejected';
   result: unknown;
   error: unknown;
   epoch: number;
@@ -17,18 +17,22 @@ export interface CommandView {
 }
 
 /**
- * Side-effect commands. This release reads them; reserving and dispatching through
- * `@IdempotentCommand` comes with the side-effects work (see docs/ARCHITECTURE.md).
+ * Reads side-effect commands. They are written only by `@IdempotentCommand` inside runs (fenced) and
+ * by operator decisions on `RunRepository` (approve, reject, resolveCommand).
  */
 @Injectable()
 export class CommandGateway {
   constructor(private readonly db: DurableDatabase) {}
 
-  /** Commands of one run, in step order. */
-  async listForRun(runId: string): Promise<CommandView[]> {
+  /**
+   * Commands of one run in step order, optionally by status: `{ status: 'in_doubt' }` lists those whose
+   * outcome a crash or a cancellation hid.
+   */
+  async listForRun(runId: string, filter: { status?: CommandView['status'] } = {}): Promise<CommandView[]> {
+    if (!/^[0-9a-f-]{36}$/i.test(runId)) return [];
     const { rows } = await this.db.query(
-      `select * from ai_commands where run_id = $1 order by step_index, created_at`,
-      [runId],
+      `select * from ai_commands where run_id = $1 and ($2::text is null or status = $2) order by step_index, created_at`,
+      [runId, filter.status ?? null],
     );
     return rows.map((r) => ({
       idempotencyKey: r.idempotency_key,

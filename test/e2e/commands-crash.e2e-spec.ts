@@ -63,6 +63,12 @@ describe('commands across OS processes', () => {
         key,
       ]);
       expect(cmd).toEqual({ status: 'succeeded', resolution: policy === 'lookup' ? 'lookup' : null });
+      // The reconciler found the dead lease and named the command whose outcome it hid.
+      const [rec] = await db.query(
+        `select payload from ai_events where run_id = $1 and event_type = 'run.reconciled'`,
+        [id],
+      );
+      expect(rec.payload.inDoubt).toEqual([key]);
     },
     90_000,
   );

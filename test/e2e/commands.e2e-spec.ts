@@ -140,6 +140,29 @@ class TwoCharges {
   }
 }
 
+let hanging: ReturnType<typeof gate> | null = null;
+
+@Injectable()
+class HangingPayments {
+  @IdempotentCommand({ name: 'charge_hang', inDoubt: 'manual' })
+  async chargeCard(args: { amount: number }, ctx?: CommandContext) {
+    await charge(target.url, ctx!.idempotencyKey, args.amount);
+    hanging?.open();
+    // The answer never comes; only the run's AbortSignal ends the wait.
+    return new Promise((_, reject) =>
+      ctx!.signal.addEventListener('abort', () => reject(ctx!.signal.reason)),
+    );
+  }
+}
+
+@DurableWorkflow('hang')
+class HangWorkflow {
+  constructor(private readonly p: HangingPayments) {}
+  async run() {
+    return this.p.chargeCard({ amount: 3 });
+  }
+}
+
 @DurableWorkflow('bad-args')
 class BadArgs {
   constructor(private readonly p: KeyedPayments) {}
@@ -180,6 +203,8 @@ describe('side effects as commands (in process)', () => {
         TwoCharges,
         BadArgs,
         SlowStep,
+        HangingPayments,
+        HangWorkflow,
       ],
       { reconciler: { backoffBaseMs: 1, backoffMaxMs: 5 } },
       [ApprovalsController],
@@ -350,6 +375,21 @@ describe('side effects as commands (in process)', () => {
     expect(types.slice(-2)).toEqual(['run.checkpoint_saved', 'run.cancelled']);
     holdStep = null;
     inStep = null;
+  });
+
+  it('a cancel seen at the heartbeat aborts a command in flight and lists it as in doubt on the run', async () => {
+    hanging = gate();
+    const { run } = await runs.start('hang', {});
+    const worker = app.get(DurableWorker);
+    await worker.tick();
+    await hanging.promise; // the target applied the charge; the answer is still pending
+    await runs.cancel(run.id, 'stop now');
+    await worker.heartbeat();
+    await worker.idle();
+    expect((await runs.get(run.id))!.status).toBe('cancelled');
+    const doubt = await app.get(CommandGateway).listForRun(run.id, { status: 'in_doubt' });
+    expect(doubt.map((c) => c.idempotencyKey)).toEqual([`run_${run.id}:step_0:charge_hang`]);
+    hanging = null;
   });
 
   it('bad input is a typed error and changes nothing', async () => {

@@ -2,7 +2,8 @@
  * Return runs whose lease expired to the queue, in batches. SKIP LOCKED: rows an active worker is
  * writing right now are skipped, never waited on, so the sweep is safe on every pod at once. The
  * attempt was counted at claim time; spent attempts dead-letter the run. Backoff is exponential in
- * attempts with ±20% jitter, from the database clock. One `run.reconciled` event per run says why.
+ * attempts with ±20% jitter, from the database clock. Commands reserved under the dead lease become
+ * `in_doubt`. One `run.reconciled` event per run says why and lists them.
  * $1 batch size, $2 backoff base ms, $3 backoff max ms
  */
 export const RECLAIM_EXPIRED_SQL = `
@@ -25,11 +26,18 @@ with expired as (
     from expired e
    where r.id = e.id
   returning r.id, r.epoch, r.status, r.attempts, e.worker_id as previous_worker, r.available_at
+), doubt as (
+  -- A command reserved under the dead lease has no recorded outcome: it is in doubt, and the resumed
+  -- run settles it by its policy (lookup / retry-with-key / manual) before anything else.
+  update ai_commands c set status = 'in_doubt', updated_at = now()
+    from upd where c.run_id = upd.id and c.status = 'pending'
+  returning c.run_id, c.idempotency_key
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select id, 'run.reconciled', epoch,
          jsonb_build_object('reason', 'lease_expired', 'previousWorker', previous_worker,
-                            'outcome', status, 'attempts', attempts, 'availableAt', available_at)
+                            'outcome', status, 'attempts', attempts, 'availableAt', available_at,
+                            'inDoubt', coalesce((select jsonb_agg(d.idempotency_key) from doubt d where d.run_id = upd.id), '[]'))
     from upd
 )
 select id, status from upd`;
