@@ -1,7 +1,12 @@
 import { CreateDurableExecutionSchema1764400000000 } from './1764400000000-create-durable-execution-schema';
 import { CommandApprovalStates1764500000000 } from './1764500000000-command-approval-states';
+import { HotLeaseRenewal1764600000000 } from './1764600000000-hot-lease-renewal';
 
-export { CreateDurableExecutionSchema1764400000000, CommandApprovalStates1764500000000 };
+export {
+  CreateDurableExecutionSchema1764400000000,
+  CommandApprovalStates1764500000000,
+  HotLeaseRenewal1764600000000,
+};
 
 /**
  * The module's migrations in order. List them in your own DataSource's `migrations` if you run
@@ -10,4 +15,5 @@ export { CreateDurableExecutionSchema1764400000000, CommandApprovalStates1764500
 export const DURABLE_EXECUTION_MIGRATIONS = [
   CreateDurableExecutionSchema1764400000000,
   CommandApprovalStates1764500000000,
+  HotLeaseRenewal1764600000000,
 ];

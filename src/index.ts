@@ -28,4 +28,5 @@ export {
   DURABLE_EXECUTION_MIGRATIONS,
   CreateDurableExecutionSchema1764400000000,
   CommandApprovalStates1764500000000,
+  HotLeaseRenewal1764600000000,
 } from '../migrations';

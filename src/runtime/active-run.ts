@@ -241,7 +241,8 @@ export class ActiveRun implements StepHost, RunContextHost {
     );
     crashPoint('after-step-commit', index);
     this.progressed = true;
-    this.recorded.set(index, { name: meta.name, output: JSON.parse(json) });
+    // The JSON round trip, so the first execution sees exactly what every replay will see. This index
+    // is never read again in this claim, so nothing needs to be remembered.
     return JSON.parse(json);
   }
 

@@ -187,8 +187,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
    * runs still in flight (fenced) so another worker resumes them at once instead of after the TTL.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    if (!this.options.worker.enabled || this.draining) return;
-    this.draining = true;
+    if (this.draining) return;
+    this.draining = true; // also when the timers are off (tick() driven): no claim after this point
     for (const name of [WORKER_INTERVAL_NAME, HEARTBEAT_INTERVAL_NAME]) {
       if (this.scheduler.doesExist('interval', name)) this.scheduler.deleteInterval(name);
     }

@@ -2,8 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { CheckpointView } from '../interfaces/run.interface';
 import { DurableDatabase } from '../persistence/durable-database';
 import { toCheckpoint } from '../persistence/run-row.mapper';
-import { LOAD_COMMANDS_SQL } from '../persistence/sql/command.sql';
-import { LOAD_CHECKPOINTS_SQL } from '../persistence/sql/load-checkpoints.sql';
+import { LOAD_REPLAY_SQL } from '../persistence/sql/load-checkpoints.sql';
 import type { CommandRow } from '../runtime/active-run';
 
 /** Reads checkpoints. Writes happen only inside LeaseService's fenced statements. */
@@ -11,23 +10,25 @@ import type { CommandRow } from '../runtime/active-run';
 export class CheckpointService {
   constructor(private readonly db: DurableDatabase) {}
 
-  /** Every checkpoint of a run for replay, in one query: index → { name, output }. */
-  async loadForReplay(runId: string): Promise<Map<number, { name: string; output: unknown }>> {
-    const { rows } = await this.db.query(LOAD_CHECKPOINTS_SQL, [runId], 'dx_load_checkpoints');
-    return new Map(
-      rows.map((r) => [r.step_index as number, { name: r.step_name as string, output: r.output }]),
-    );
-  }
-
-  /** Every command of a run by idempotency key, for replay (one query per claim). */
-  async loadCommands(runId: string): Promise<Map<string, CommandRow>> {
-    const { rows } = await this.db.query(LOAD_COMMANDS_SQL, [runId], 'dx_load_commands');
-    return new Map(
-      rows.map((r) => [
-        r.idempotency_key as string,
-        { status: r.status, result: r.result, error: r.error, resolution: r.resolution },
-      ]),
-    );
+  /** Checkpoints (index → { name, output }) and commands (key → row) of a run for replay, in one query. */
+  async loadForReplay(runId: string): Promise<{
+    checkpoints: Map<number, { name: string; output: unknown }>;
+    commands: Map<string, CommandRow>;
+  }> {
+    const { rows } = await this.db.query(LOAD_REPLAY_SQL, [runId], 'dx_load_replay');
+    const checkpoints = new Map<number, { name: string; output: unknown }>();
+    const commands = new Map<string, CommandRow>();
+    for (const r of rows) {
+      if (r.source === 'checkpoint') checkpoints.set(r.step_index, { name: r.name, output: r.output });
+      else
+        commands.set(r.name, {
+          status: r.status,
+          result: r.output,
+          error: r.error,
+          resolution: r.resolution,
+        });
+    }
+    return { checkpoints, commands };
   }
 
   /** Every checkpoint of a run with its metadata, in step order. */

@@ -265,8 +265,10 @@ describe('durable steps (in process)', () => {
 
   it('fails the run with NonDeterminismError naming both steps when the recorded order differs', async () => {
     const { run } = await runs.start('slow', {});
+    // As if an earlier deploy's code had run and recorded another step first (epoch 1).
+    await db.query(`update ai_runs set epoch = 1 where id = $1`, [run.id]);
     await db.query(
-      `insert into ai_checkpoints (run_id, step_index, step_name, output, epoch) values ($1, 0, 'Steps.removedStep', '1', 0)`,
+      `insert into ai_checkpoints (run_id, step_index, step_name, output, epoch) values ($1, 0, 'Steps.removedStep', '1', 1)`,
       [run.id],
     );
     const done = await driveUntil(app, db, run.id);

@@ -88,7 +88,3 @@ with run as (
   select run.id, $8, run.epoch, $9::jsonb || jsonb_build_object('availableAt', run.available_at) from run
 )
 select available_at from run`;
-
-/** Unsettled and settled commands of a run, read once per claim for replay. $1 run id */
-export const LOAD_COMMANDS_SQL = `
-select idempotency_key, status, result, error, resolution from ai_commands where run_id = $1`;

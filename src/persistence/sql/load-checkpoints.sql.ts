@@ -1,3 +1,12 @@
-/** All checkpoints of a run in step order: read once per claim, then replay reads memory. $1 run id */
-export const LOAD_CHECKPOINTS_SQL = `
-select step_index, step_name, output from ai_checkpoints where run_id = $1 order by step_index`;
+/**
+ * Everything replay needs, in one round trip per claim: the run's checkpoints and its commands (by
+ * idempotency key, to settle in-doubt ones). Replay then reads memory, never one query per step.
+ * A first claim (epoch 1) skips this entirely: nothing can have been recorded before it. $1 run id
+ */
+export const LOAD_REPLAY_SQL = `
+select 'checkpoint' as source, step_index, step_name as name, output, null::text as status,
+       null::jsonb as error, null::text as resolution
+  from ai_checkpoints where run_id = $1
+union all
+select 'command', step_index, idempotency_key, result, status, error, resolution
+  from ai_commands where run_id = $1`;

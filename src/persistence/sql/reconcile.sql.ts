@@ -1,5 +1,7 @@
 /**
- * Return runs whose lease expired to the queue, in batches. SKIP LOCKED: rows an active worker is
+ * Return runs whose lease expired to the queue, in batches. Running rows are found through the partial
+ * index ai_runs_worker_idx (bounded by total worker concurrency; lease_expires_at is deliberately not
+ * indexed so renewals stay HOT updates). SKIP LOCKED: rows an active worker is
  * writing right now are skipped, never waited on, so the sweep is safe on every pod at once. The
  * attempt was counted at claim time; spent attempts dead-letter the run. Backoff is exponential in
  * attempts with ±20% jitter, from the database clock. Commands reserved under the dead lease become
