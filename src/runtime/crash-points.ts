@@ -2,7 +2,8 @@
  * Named crash points for crash tests: inert unless `DURABLE_CRASH_AT` is set when the process starts.
  * `DURABLE_CRASH_AT=after-step-commit@3` kills the process (SIGKILL, as a deploy or OOM would) when
  * the point is reached for step index 3; `after-step-commit` without `@` fires on the first hit.
- * Read once; when unset, `crashPoint` is a single boolean test.
+ * Read once; when unset, `crashPoint` is a single boolean test. With `DURABLE_CRASH_LOG=<file>` the
+ * point's name is appended to that file just before the process dies.
  */
 export type CrashPointName =
   | 'after-model-output'
@@ -13,6 +14,8 @@ export type CrashPointName =
   | 'before-heartbeat'
   | 'during-drain';
 
+import { appendFileSync } from 'node:fs';
+
 const spec = process.env.DURABLE_CRASH_AT;
 const armed = !!spec;
 const [armedName, armedAt] = (spec ?? '').split('@');
@@ -21,5 +24,8 @@ const [armedName, armedAt] = (spec ?? '').split('@');
 export function crashPoint(name: CrashPointName, stepIndex?: number): void {
   if (!armed || name !== armedName) return;
   if (armedAt !== undefined && String(stepIndex) !== armedAt) return;
+  // A harness can learn which point really fired (a SIGKILL from outside looks the same).
+  const log = process.env.DURABLE_CRASH_LOG;
+  if (log) appendFileSync(log, `${name}\n`);
   process.kill(process.pid, 'SIGKILL');
 }

@@ -78,7 +78,7 @@ export async function waitForSignalStep(
         { step: signalIndex, name: `$signal:${name}`, status: 'done', attempt: run.attempt, item: null },
         [{ index: signalIndex, name: `$signal:${name}`, outputJson: '{"timedOut":true}' }],
         'signal.timed_out',
-        { name, timeoutMs: timeoutMs ?? null },
+        { name, step: signalIndex, timeoutMs: timeoutMs ?? null },
         true,
       ),
     );

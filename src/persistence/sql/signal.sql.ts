@@ -24,7 +24,7 @@ with run as (
     from run, sig, jsonb_to_recordset($8::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb)
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
-  select run.id, 'signal.received', run.epoch, jsonb_build_object('name', $5::text) from run, sig
+  select run.id, 'signal.received', run.epoch, jsonb_build_object('name', $5::text, 'step', $6::int) from run, sig
 )
 select (select count(*) from run)::int as owned, (select payload from sig) as payload,
        (select count(*) from sig)::int as consumed`;
