@@ -24,5 +24,5 @@ cat > tsconfig.json <<JSON
   "emitDecoratorMetadata": true, "skipLibCheck": false, "noEmit": true, "types": ["node"] }, "include": ["src"] }
 JSON
 node "$root/node_modules/typescript/bin/tsc" -p tsconfig.json
-node -e "const m = require('nestjs-durable-execution'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS)) process.exit(1)"
+node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS) || typeof t.runWorkerUntilCrash !== 'function') process.exit(1)"
 echo "pack check: tarball $tarball installs by name and the README app compiles against its types"
