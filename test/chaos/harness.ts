@@ -7,7 +7,7 @@ import { NestFactory } from '@nestjs/core';
 import { Client } from 'pg';
 import { DurableExecutionModule, Reconciler, RunRepository } from '../../src';
 import { FakeTarget, startFakeTarget } from '../helpers/fake-target';
-import { startOwnedPostgres } from '../helpers/pg-instance';
+import { startOwnedPostgres } from '../helpers/owned-postgres';
 import { prepareWorkerSchema } from '../helpers/schema';
 import { AgentWorkflow, CHAOS_WORKER_OPTIONS, Model, Notifier, Vendors } from './chaos-worker';
 import { ChaosOptions, Fault, planFaults } from './fault-plan';

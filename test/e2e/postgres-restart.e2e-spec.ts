@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 import { prepareWorkerSchema } from '../helpers/schema';
-import { startOwnedPostgres } from '../helpers/pg-instance';
+import { startOwnedPostgres } from '../helpers/owned-postgres';
 
 async function q(url: string, sql: string, params: unknown[] = []): Promise<any[]> {
   const c = new Client({ connectionString: url });
