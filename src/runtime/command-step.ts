@@ -59,25 +59,25 @@ export async function executeCommand(
   );
   const cmd = { key, index, name: meta.name, payloadJson };
   const row = run.commands.get(key);
-  const record = (
-    status: 'succeeded' | 'failed' | 'rejected',
-    resultJson: string | null,
-    error: Record<string, unknown> | null,
-    event: string,
-    payload: Record<string, unknown> = {},
-    resolution: string | null = null,
-  ) => recordOutcome(run, meta, cmd, status, resultJson, error, event, payload, resolution);
+  const record = (o: Outcome) => recordOutcome(run, meta, cmd, o);
 
   if (row) {
     switch (row.status) {
       case 'succeeded':
-        await record('succeeded', JSON.stringify(row.result ?? null), null, 'tool.command_succeeded', {
-          recovered: true,
+        await record({
+          status: 'succeeded',
+          resultJson: JSON.stringify(row.result ?? null),
+          event: 'tool.command_succeeded',
+          payload: { recovered: true },
         });
         return row.result ?? null;
       case 'failed':
       case 'rejected':
-        await record(row.status, null, row.error ?? { message: row.status }, `tool.command_${row.status}`);
+        await record({
+          status: row.status,
+          error: row.error ?? { message: row.status },
+          event: `tool.command_${row.status}`,
+        });
         return replayOutcome(meta, key, { status: row.status, error: row.error });
       case 'awaiting_approval':
         return parkCommand(run, cmd, 'awaiting_approval', `awaiting approval of ${key}`);
@@ -120,17 +120,13 @@ async function resolveInDoubt(
     `lookup result of command "${meta.name}"`,
     run.options.limits.maxOutputBytes,
   );
-  await recordOutcome(
-    run,
-    meta,
-    cmd,
-    'succeeded',
+  await recordOutcome(run, meta, cmd, {
+    status: 'succeeded',
     resultJson,
-    null,
-    'command.resolved',
-    { by: 'lookup', found: true },
-    'lookup',
-  );
+    event: 'command.resolved',
+    payload: { by: 'lookup', found: true },
+    resolution: 'lookup',
+  });
   return { result: JSON.parse(resultJson) };
 }
 
@@ -182,8 +178,11 @@ async function dispatch(
     );
   } catch (err) {
     if (!isNonRetryable(err) || run.stopReason) throw err; // outcome unknown: the row stays pending (in doubt)
-    await recordOutcome(run, meta, cmd, 'failed', null, serializeError(err), 'tool.command_failed', {
-      error: (err as Error).message,
+    await recordOutcome(run, meta, cmd, {
+      status: 'failed',
+      error: serializeError(err),
+      event: 'tool.command_failed',
+      payload: { error: (err as Error).message },
     });
     throw new CommandFailedError(meta.name, cmd.key, (err as Error).message);
   }
@@ -193,20 +192,25 @@ async function dispatch(
     `result of command "${meta.name}"`,
     run.options.limits.maxOutputBytes,
   );
-  await recordOutcome(run, meta, cmd, 'succeeded', resultJson, null, 'tool.command_succeeded');
+  await recordOutcome(run, meta, cmd, { status: 'succeeded', resultJson, event: 'tool.command_succeeded' });
   return JSON.parse(resultJson);
+}
+
+/** A command outcome to record: status, result or error, the event, and how it was settled. */
+interface Outcome {
+  status: 'succeeded' | 'failed' | 'rejected';
+  resultJson?: string | null;
+  error?: Record<string, unknown> | null;
+  event: string;
+  payload?: Record<string, unknown>;
+  resolution?: string | null;
 }
 
 async function recordOutcome(
   run: ActiveRun,
   meta: CommandMetadata,
   cmd: { key: string; index: number },
-  status: 'succeeded' | 'failed' | 'rejected',
-  resultJson: string | null,
-  error: Record<string, unknown> | null,
-  event: string,
-  payload: Record<string, unknown> = {},
-  resolution: string | null = null,
+  { status, resultJson = null, error = null, event, payload = {}, resolution = null }: Outcome,
 ): Promise<void> {
   const stepName = `command:${meta.name}`;
   const cursor: RunCursor = {
