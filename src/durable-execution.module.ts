@@ -6,6 +6,7 @@ import { DurableExecutionConfigurableModule, RAW_OPTIONS_TOKEN } from './durable
 import { DurableExplorer } from './discovery/durable.explorer';
 import { DurableRegistry } from './discovery/durable.registry';
 import { resolveOptions } from './options/resolve-options';
+import { DurableObservers } from './observability/durable-observers';
 import { DurableDatabase } from './persistence/durable-database';
 import { Executor } from './runtime/executor.service';
 import { Reconciler } from './runtime/reconciler.service';
@@ -39,6 +40,7 @@ import { RunWrites } from './services/run-writes.service';
     Executor,
     DurableWorker,
     Reconciler,
+    DurableObservers,
   ],
   exports: [
     DURABLE_EXECUTION_OPTIONS,
@@ -49,6 +51,8 @@ import { RunWrites } from './services/run-writes.service';
     DurableRegistry,
     DurableWorker,
     Reconciler,
+    DurableObservers,
+    DurableDatabase,
   ],
 })
 export class DurableExecutionModule extends DurableExecutionConfigurableModule {}

@@ -30,3 +30,24 @@ export {
   CommandApprovalStates1764500000000,
   HotLeaseRenewal1764600000000,
 } from '../migrations';
+export { DurableObservers } from './observability/durable-observers';
+export * from './observability/durable-observer.interface';
+export * from './observability/observability-options.interface';
+export { DurableObservabilityModule } from './observability/durable-observability.module';
+export { DurableMetrics } from './observability/durable-metrics.service';
+export { DurableTracing } from './observability/durable-tracing.service';
+export { DurableHealthIndicator } from './observability/durable-health.indicator';
+export type { DurableHealthResult } from './observability/durable-health.indicator';
+export type { RunStats, Backlog } from './observability/run-stats.reader';
+export { DurableAdminModule } from './admin/durable-admin.module';
+export type { DurableAdminModuleOptions } from './admin/admin-options.interface';
+export { ApiKeyAdminGuard } from './admin/api-key-admin.guard';
+export type { ApiKeyAdminGuardOptions, ApiKeyHolder } from './admin/api-key-admin.guard';
+export { isDurableAdminAction } from './admin/admin-access.guard';
+export { DURABLE_OPERATOR } from './admin/admin.constants';
+export type { AdminRunSummary, AdminRunPage, AdminRunDetail } from './admin/admin-runs.service';
+export type { RunTimeline, EpochSection, EpochStart, StepRow } from './admin/run-timeline';
+export type { FieldError } from './admin/admin-validation.pipe';
+export { DurableRetentionModule } from './retention/durable-retention.module';
+export { DurableRetention, RETENTION_INTERVAL_NAME } from './retention/durable-retention.service';
+export * from './retention/retention-options.interface';

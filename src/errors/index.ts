@@ -17,3 +17,4 @@ export * from './command-failed.error';
 export * from './command-not-found.error';
 export * from './invalid-command-state.error';
 export * from './signal-timeout.error';
+export * from './missing-dependency.error';

@@ -11,6 +11,8 @@ import type {
   LookupResult,
   WaitForSignalOptions,
 } from '../interfaces/command.interface';
+import type { DurableObservers } from '../observability/durable-observers';
+import type { RunAttemptOutcome, StepInfo } from '../observability/durable-observer.interface';
 import type { CheckpointWrite, ClaimedRun, Fence, LeaseService } from '../services/lease.service';
 import type { RunWrites } from '../services/run-writes.service';
 import { executeCommand } from './command-step';
@@ -60,6 +62,10 @@ export class ActiveRun implements StepHost, RunContextHost {
   parkedUntil: Date | null = null;
   /** A step committed during this claim (attempts were reset in the row). */
   progressed = false;
+  /** How this attempt ended (set by the executor), for observers. */
+  outcome: RunAttemptOutcome | null = null;
+  /** Set by the executor only when an observer is registered: otherwise steps are not timed at all. */
+  observers?: DurableObservers;
 
   constructor(
     readonly claim: ClaimedRun,
@@ -165,7 +171,22 @@ export class ActiveRun implements StepHost, RunContextHost {
     call: (ctx: CommandContext) => unknown,
     lookup?: (command: string, key: string) => Promise<LookupResult>,
   ): Promise<unknown> {
-    return executeCommand(this, meta, args, call, lookup);
+    // A command already recorded at the next index is a replay: no span, no timing.
+    if (!this.observers || this.recorded.has(this.nextIndex))
+      return executeCommand(this, meta, args, call, lookup);
+    const info = this.stepInfo(this.nextIndex, meta.name, 'command');
+    return this.observers.step(info, () => executeCommand(this, meta, args, call, lookup));
+  }
+
+  private stepInfo(index: number, name: string, stepKind: StepInfo['stepKind']): StepInfo {
+    const run = {
+      runId: this.runId,
+      kind: this.kind,
+      epoch: this.epoch,
+      attempt: this.attempt,
+      workerId: this.workerId,
+    };
+    return { run, index, name, stepKind };
   }
 
   sleep(ms: number): Promise<void> {
@@ -190,6 +211,14 @@ export class ActiveRun implements StepHost, RunContextHost {
       if (rec.name !== meta.name) throw this.nonDeterminism(index, rec.name, meta.name);
       return rec.output;
     }
+    if (!this.observers) return this.runStep(meta, index, call);
+    return this.observers.step(this.stepInfo(index, meta.name, meta.kind), () =>
+      this.runStep(meta, index, call),
+    );
+  }
+
+  /** Executes a step not yet recorded: `started` mark (model/tool), the call with retries, the commit. */
+  private async runStep(meta: StepMetadata, index: number, call: () => unknown): Promise<unknown> {
     const attempt = this.claim.attempts;
     const prior = this.claim.cursor;
     const resumed = prior.step === index && prior.name === meta.name && prior.status === 'started';

@@ -5,6 +5,8 @@ import { LeaseLostError } from '../errors/lease-lost.error';
 import { NonDeterminismError } from '../errors/non-determinism.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { DurableObservers } from '../observability/durable-observers';
+import type { RunAttemptOutcome } from '../observability/durable-observer.interface';
 import { CheckpointService } from '../services/checkpoint.service';
 import { ClaimedRun, FinishWrite, LeaseService } from '../services/lease.service';
 import { RunWrites } from '../services/run-writes.service';
@@ -13,6 +15,14 @@ import { toStoredJson } from '../util/json';
 import { ActiveRun } from './active-run';
 import { isNonRetryable } from './retry';
 import { serializeError } from './serialize-error';
+
+const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  dead_lettered: 'dead_lettered',
+  waiting: 'retry_scheduled',
+};
 
 /**
  * Drives one claimed run to its next resting point: replays `run()` from the top (checkpoints read
@@ -29,6 +39,7 @@ export class Executor {
     private readonly lease: LeaseService,
     private readonly writes: RunWrites,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+    private readonly observers: DurableObservers,
   ) {}
 
   /** Prepares the in-memory driver of a claimed run (one query for all its checkpoints and commands). */
@@ -38,16 +49,37 @@ export class Executor {
       claim.epoch === 1
         ? { checkpoints: new Map(), commands: new Map() }
         : await this.checkpoints.loadForReplay(claim.id);
-    return new ActiveRun(claim, workerId, checkpoints, commands, this.lease, this.writes, this.options);
+    const run = new ActiveRun(claim, workerId, checkpoints, commands, this.lease, this.writes, this.options);
+    if (this.observers.active) run.observers = this.observers;
+    return run;
   }
 
   /** Runs the workflow and settles the run. Never throws: every outcome is recorded or logged. */
-  async drive(run: ActiveRun): Promise<void> {
+  drive(run: ActiveRun): Promise<void> {
+    if (!this.observers.active) return this.driveRun(run);
+    const info = {
+      runId: run.runId,
+      kind: run.kind,
+      epoch: run.epoch,
+      attempt: run.attempt,
+      workerId: run.workerId,
+    };
+    return this.observers.runAttempt(
+      info,
+      () => this.driveRun(run),
+      () => run.outcome ?? 'unrecorded',
+    );
+  }
+
+  private async driveRun(run: ActiveRun): Promise<void> {
     const wf = this.registry.getWorkflow(run.kind);
     try {
       if (!wf) throw new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`);
       const output = await run.execute(() => wf.instance.run(run.claim.input, run.context));
-      if (run.stopReason instanceof RunSuspended) return; // parked; already recorded
+      if (run.stopReason instanceof RunSuspended) {
+        run.outcome = 'parked'; // already recorded
+        return;
+      }
       if (run.stopReason) throw run.stopReason;
       const outputJson = toStoredJson(
         output === undefined ? null : output,
@@ -67,8 +99,12 @@ export class Executor {
   }
 
   private async settleFailure(run: ActiveRun, err: unknown): Promise<void> {
-    if (err instanceof RunSuspended) return; // parked; already recorded
+    if (err instanceof RunSuspended) {
+      run.outcome = 'parked'; // already recorded
+      return;
+    }
     if (err instanceof LeaseLostError) {
+      run.outcome = err.during === 'drain' ? 'released' : 'lease_lost';
       this.logger.warn(err.message);
       return;
     }
@@ -121,9 +157,12 @@ export class Executor {
   private async finish(run: ActiveRun, w: FinishWrite): Promise<void> {
     try {
       await this.lease.finish(run.fence, { ...w, records: [...(w.records ?? []), ...run.takePending()] });
+      run.outcome = OUTCOMES[w.status];
     } catch (err) {
-      if (err instanceof LeaseLostError) this.logger.warn(err.message);
-      else this.logger.error(`could not record ${w.event} for run ${run.runId}: ${(err as Error).message}`);
+      if (err instanceof LeaseLostError) {
+        run.outcome = 'lease_lost';
+        this.logger.warn(err.message);
+      } else this.logger.error(`could not record ${w.event} for run ${run.runId}: ${(err as Error).message}`);
     }
   }
 }

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { DURABLE_EXECUTION_OPTIONS, RECONCILER_INTERVAL_NAME } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { DurableObservers } from '../observability/durable-observers';
 import { DurableDatabase } from '../persistence/durable-database';
 import { RECLAIM_EXPIRED_SQL } from '../persistence/sql/reconcile.sql';
 
@@ -24,6 +25,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
     private readonly db: DurableDatabase,
     private readonly scheduler: SchedulerRegistry,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+    private readonly observers: DurableObservers,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -53,7 +55,10 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
         if (row.status === 'dead_lettered') out.deadLettered++;
         else out.requeued++;
       }
-      if (rows.length < r.batchSize) return out;
+      if (rows.length < r.batchSize) {
+        if (this.observers.active && (out.requeued || out.deadLettered)) this.observers.reconciled(out);
+        return out;
+      }
     }
   }
 

@@ -16,6 +16,7 @@ import { LeaseLostError } from '../errors/lease-lost.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableDatabase } from '../persistence/durable-database';
+import { DurableObservers } from '../observability/durable-observers';
 import { LeaseService } from '../services/lease.service';
 import { ActiveRun } from './active-run';
 import { crashPoint } from './crash-points';
@@ -47,6 +48,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     private readonly db: DurableDatabase,
     private readonly scheduler: SchedulerRegistry,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+    private readonly observers: DurableObservers,
   ) {}
 
   /** This worker's identity in the record (`worker_id`). */
@@ -98,10 +100,14 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
         const claims = await this.lease.claim(this.id, this.registry.kinds(), free);
         this.errors = 0;
         total += claims.length;
+        if (this.observers.active)
+          this.observers.workerTicked({ workerId: this.id, claimedKinds: claims.map((c) => c.kind) });
         for (const claim of claims) this.track(claim.id, this.start(claim));
       } while (this.again && !this.draining);
     } catch (err) {
       this.errors++;
+      if (this.observers.active)
+        this.observers.workerTicked({ workerId: this.id, claimedKinds: [], error: err });
       if (this.errors === 1 || this.errors % 20 === 0) {
         this.logger.warn(`claim failed (${this.errors} in a row), backing off: ${(err as Error).message}`);
       }

@@ -150,14 +150,15 @@ export class RunRepository {
 
   /**
    * Requests cancellation. A pending or waiting run is cancelled at once; a running one stops at its
-   * next heartbeat or step boundary. Throws for an unknown or finished run.
+   * next heartbeat or step boundary. Throws for an unknown or finished run. `by` (who asked) is kept
+   * in the event.
    */
-  async cancel(id: string, reason?: string): Promise<RunView> {
+  async cancel(id: string, reason?: string, by?: string): Promise<RunView> {
     if (!UUID.test(id)) throw new RunNotFoundError(id);
     const { rows } = await this.db.query(CANCEL_RUN_SQL, [
       id,
       reason ?? null,
-      eventPayload(this.options, 'run.cancel', { reason: reason ?? null }),
+      eventPayload(this.options, 'run.cancel', { reason: reason ?? null, ...(by ? { by } : {}) }),
     ]);
     if (!rows.length) throw new RunNotFoundError(id);
     if (!rows[0].status) throw new InvalidRunStateError(id, rows[0].previous_status, 'cancel');
@@ -181,13 +182,14 @@ export class RunRepository {
 
   /**
    * Stores a signal durably and wakes the run if it waits. A signal sent before the run reaches its
-   * `ctx.waitForSignal(name)` is kept for it. Throws for an unknown or finished run.
+   * `ctx.waitForSignal(name)` is kept for it. Throws for an unknown or finished run. `by` (who sent
+   * it) is kept in the `signal.sent` event.
    */
-  async signal(id: string, name: string, payload: unknown = null): Promise<void> {
+  async signal(id: string, name: string, payload: unknown = null, by?: string): Promise<void> {
     if (!UUID.test(id)) throw new RunNotFoundError(id);
     if (typeof name !== 'string' || !name) throw argumentError('name', 'must be a non-empty string');
     const json = toStoredJson(payload, `payload of signal "${name}"`, this.options.limits.maxInputBytes);
-    const { rows } = await this.db.query(SEND_SIGNAL_SQL, [id, name, json, WAKE_CHANNEL]);
+    const { rows } = await this.db.query(SEND_SIGNAL_SQL, [id, name, json, WAKE_CHANNEL, by ?? null]);
     if (!rows.length) throw new RunNotFoundError(id);
     if (!rows[0].stored) throw new InvalidRunStateError(id, rows[0].status, `signal "${name}" to`);
   }

@@ -31,7 +31,8 @@ select (select count(*) from run)::int as owned, (select payload from sig) as pa
 
 /**
  * Store a signal durably and wake the run if it is waiting (a signal sent before the wait is kept for
- * it). One event; NOTIFY at commit wakes an idle worker. $1 run id, $2 name, $3 payload, $4 channel
+ * it). One event (with who sent it, when known); NOTIFY at commit wakes an idle worker.
+ * $1 run id, $2 name, $3 payload, $4 channel, $5 sent by (null: not recorded)
  */
 export const SEND_SIGNAL_SQL = `
 with cur as (
@@ -46,7 +47,8 @@ with cur as (
   returning r.kind
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
-  select cur.id, 'signal.sent', cur.epoch, jsonb_build_object('name', $2::text) from cur, ins
+  select cur.id, 'signal.sent', cur.epoch, jsonb_strip_nulls(jsonb_build_object('name', $2::text, 'by', $5::text))
+    from cur, ins
 )
 select cur.status, (select count(*) from ins)::int as stored,
        (select count(pg_notify($4, kind)) from wake)::int as woke

@@ -1,0 +1,74 @@
+import {
+  CanActivate,
+  ExecutionContext,
+  ForbiddenException,
+  Inject,
+  Injectable,
+  SetMetadata,
+  UnsupportedMediaTypeException,
+} from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { isObservable, lastValueFrom } from 'rxjs';
+import { DURABLE_ADMIN_ACTION, DURABLE_ADMIN_OPTIONS, DURABLE_OPERATOR } from './admin.constants';
+import type { ResolvedAdminOptions } from './admin-options.interface';
+
+/** Marks an admin handler that changes a run (guards can treat reads and actions apart). @internal */
+export const AdminAction = () => SetMetadata(DURABLE_ADMIN_ACTION, true);
+
+/** Whether this request is an admin action (cancel, retry, approve, reject, resolve, signal). */
+export function isDurableAdminAction(context: ExecutionContext): boolean {
+  return Reflect.getMetadata(DURABLE_ADMIN_ACTION, context.getHandler()) === true;
+}
+
+/** Who is acting: the `operator` option, then what a guard set, then `request.user`, then `anonymous`. */
+export function operatorOf(request: any, options: Pick<ResolvedAdminOptions, 'operator'>): string {
+  const u = request?.user;
+  const fromUser = u && typeof u === 'object' ? (u.username ?? u.email ?? u.name ?? u.id ?? u.sub) : u;
+  const who = options.operator?.(request) ?? request?.[DURABLE_OPERATOR] ?? fromUser;
+  return who === undefined || who === null || String(who).trim() === '' ? 'anonymous' : String(who);
+}
+
+/**
+ * Every admin route passes here: the configured guard decides (401/403 are its answers; `false` is a
+ * 403), then actions must be JSON requests, which a cross-site form cannot send without a CORS
+ * preflight (a cheap CSRF barrier for apps whose guard relies on cookies). @internal
+ */
+@Injectable()
+export class AdminAccessGuard implements CanActivate {
+  private delegate?: Promise<CanActivate | null>;
+
+  constructor(
+    @Inject(DURABLE_ADMIN_OPTIONS) private readonly options: ResolvedAdminOptions,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const guard = await (this.delegate ??= this.resolve());
+    if (guard) {
+      const verdict = guard.canActivate(context);
+      const ok = isObservable(verdict) ? await lastValueFrom(verdict) : await verdict;
+      if (!ok) throw new ForbiddenException('The admin guard refused this request.');
+    }
+    if (isDurableAdminAction(context)) {
+      const type = String(context.switchToHttp().getRequest()?.headers?.['content-type'] ?? '');
+      if (!type.toLowerCase().startsWith('application/json')) {
+        throw new UnsupportedMediaTypeException(
+          'Admin actions take a JSON body (Content-Type: application/json).',
+        );
+      }
+    }
+    return true;
+  }
+
+  /** The guard instance: given, registered in the app, or created with the app's DI. */
+  private async resolve(): Promise<CanActivate | null> {
+    const g = this.options.guard;
+    if (!g) return null;
+    if (typeof g !== 'function') return g;
+    try {
+      return this.moduleRef.get(g, { strict: false });
+    } catch {
+      return this.moduleRef.create(g);
+    }
+  }
+}

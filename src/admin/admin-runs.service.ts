@@ -1,0 +1,130 @@
+import { Injectable } from '@nestjs/common';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { RunNotFoundError } from '../errors/run-not-found.error';
+import type { CheckpointView, RunCursor, RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
+import { RunStats, RunStatsReader } from '../observability/run-stats.reader';
+import { DurableDatabase } from '../persistence/durable-database';
+import { ADMIN_LIST_RUNS_SQL } from '../persistence/sql/admin-list-runs.sql';
+import { CommandGateway, CommandView } from '../services/command-gateway.service';
+import { RunRepository } from '../services/run.repository';
+import type { ListRunsQueryDto } from './dto/list-runs-query.dto';
+import { buildTimeline, RunTimeline } from './run-timeline';
+
+/** A run in the admin list: no input or output, so a page stays small whatever runs carry. */
+export interface AdminRunSummary {
+  id: string;
+  kind: string;
+  status: RunStatus;
+  cursor: RunCursor;
+  epoch: number;
+  workerId: string | null;
+  attempts: number;
+  maxAttempts: number;
+  parkedReason: string | null;
+  errorMessage: string | null;
+  inDoubtCommands: number;
+  awaitingApproval: number;
+  availableAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+/** One page of the admin list; `next` is absent on the last page. */
+export interface AdminRunPage {
+  items: AdminRunSummary[];
+  next?: string;
+}
+
+/** Everything about one run: the row, its checkpoints, commands, events, and the timeline built from them. */
+export interface AdminRunDetail {
+  run: RunView;
+  checkpoints: CheckpointView[];
+  commands: CommandView[];
+  events: RunEvent[];
+  timeline: RunTimeline;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Reads for the admin API and the inspector page. Writes go through RunRepository. @internal */
+@Injectable()
+export class AdminRunsService {
+  constructor(
+    private readonly db: DurableDatabase,
+    private readonly runs: RunRepository,
+    private readonly commands: CommandGateway,
+  ) {}
+
+  async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
+    const limit = q.limit ?? 50;
+    let after: string[] = [];
+    if (q.after) {
+      after = Buffer.from(q.after, 'base64url').toString('utf8').split('|');
+      if (after.length !== 2 || !UUID.test(after[1]) || isNaN(Date.parse(after[0]))) {
+        throw new InvalidArgumentError('after', 'is not a cursor returned as next');
+      }
+    }
+    const { rows } = await this.db.query(ADMIN_LIST_RUNS_SQL, [
+      q.status?.length ? q.status : null,
+      q.kind ?? null,
+      q.createdFrom ?? null,
+      q.createdTo ?? null,
+      q.deadLettered ?? null,
+      q.inDoubt ?? null,
+      after[0] ?? null,
+      after[1] ?? null,
+      limit + 1,
+    ]);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map(toSummary),
+      next:
+        rows.length > limit ? Buffer.from(`${last.created_key}|${last.id}`).toString('base64url') : undefined,
+    };
+  }
+
+  stats(): Promise<RunStats> {
+    return new RunStatsReader(this.db).read();
+  }
+
+  /** The run and its whole record; RunNotFoundError (404) for an unknown id. */
+  async detail(id: string): Promise<AdminRunDetail> {
+    const run = await this.runs.get(id);
+    if (!run) throw new RunNotFoundError(id);
+    const [checkpoints, commands, events] = await Promise.all([
+      this.runs.checkpoints(id),
+      this.commands.listForRun(id),
+      this.runs.events(id),
+    ]);
+    return { run, checkpoints, commands, events, timeline: buildTimeline(events, checkpoints) };
+  }
+
+  /** The run's command with this key, or CommandNotFound-style 404 (a key of another run never matches). */
+  async commandOf(runId: string, key: string): Promise<CommandView | undefined> {
+    if (!(await this.runs.get(runId))) throw new RunNotFoundError(runId);
+    return (await this.commands.listForRun(runId)).find((c) => c.idempotencyKey === key);
+  }
+}
+
+function toSummary(r: Record<string, any>): AdminRunSummary {
+  return {
+    id: r.id,
+    kind: r.kind,
+    status: r.status,
+    cursor: r.cursor,
+    epoch: Number(r.epoch),
+    workerId: r.worker_id,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    parkedReason: r.parked_reason,
+    errorMessage: r.error_message,
+    inDoubtCommands: r.in_doubt,
+    awaitingApproval: r.awaiting_approval,
+    availableAt: r.available_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+  };
+}

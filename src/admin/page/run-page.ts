@@ -1,0 +1,153 @@
+import { TERMINAL_STATUSES } from '../../interfaces/run.interface';
+import type { CommandView } from '../../services/command-gateway.service';
+import type { AdminRunDetail } from '../admin-runs.service';
+import { badge, dur, html, layout, Raw, raw } from './html';
+import { renderSteps, renderTimeline } from './timeline-view';
+
+const json = (v: unknown) => JSON.stringify(v);
+const pretty = (v: unknown) => JSON.stringify(v, null, 2);
+const button = (action: string, label: string, body: unknown = {}, cls = '') =>
+  html`<button type="button" class="${cls}" data-action="${action}" data-body="${json(body)}">
+    ${label}
+  </button>`;
+
+/** Buttons for what an operator can do to this command now. */
+function commandActions(c: CommandView): Raw | string {
+  if (c.status === 'awaiting_approval') {
+    return html`<form class="inline" data-testid="approval-${c.stepIndex}">
+      <input name="note" placeholder="note (optional)" />
+      ${button('approve', 'Approve', { key: c.idempotencyKey }, 'primary')}
+      ${button('reject', 'Reject', { key: c.idempotencyKey }, 'danger')}
+    </form>`;
+  }
+  if (c.status === 'in_doubt') {
+    return html`<form class="inline" data-testid="resolve-${c.stepIndex}">
+        <input name="result" data-json placeholder='result JSON, e.g. {"chargeId":"ch_1"}' />
+        ${button('resolve', 'It succeeded', { key: c.idempotencyKey, outcome: 'succeeded' }, 'primary')}
+      </form>
+      <form class="inline">
+        <input name="error" placeholder="why it failed" />
+        ${button('resolve', 'It failed', { key: c.idempotencyKey, outcome: 'failed' }, 'danger')}
+      </form>
+      ${button('resolve', 'Send again with the same key', { key: c.idempotencyKey, outcome: 'retry' })}`;
+  }
+  return '';
+}
+
+function runActions(d: AdminRunDetail): Raw {
+  const s = d.run.status;
+  const live = !TERMINAL_STATUSES.includes(s);
+  return html`<div class="card">
+    ${
+      live
+        ? html`<form class="inline">
+              <input name="reason" placeholder="reason" />${button('cancel', 'Cancel run', {}, 'danger')}
+            </form>
+            <form class="inline">
+              <input name="name" placeholder="signal name" />
+              <input name="payload" data-json placeholder="payload JSON (optional)" />
+              ${button('signal', 'Send signal')}
+            </form>`
+        : ''
+    }
+    ${
+      s === 'dead_lettered' || s === 'failed'
+        ? button('retry', 'Retry from the last checkpoint', {}, 'primary')
+        : ''
+    }
+    ${live ? html`<label class="muted"><input type="checkbox" id="auto-refresh" checked /> live</label>` : ''}
+    ${!live && s !== 'dead_lettered' && s !== 'failed' ? html`<span class="muted">Finished: no action applies.</span>` : ''}
+  </div>`;
+}
+
+/** One run: summary, actions, commands, steps with durations and the epoch-by-epoch timeline. */
+export function renderRunPage(base: string, operator: string, d: AdminRunDetail): string {
+  const r = d.run;
+  const t = d.timeline;
+  const took =
+    (r.finishedAt ? new Date(r.finishedAt) : new Date()).getTime() - new Date(r.createdAt).getTime();
+  const commands = d.commands.map(
+    (c) =>
+      html`<tr data-testid="command" data-status="${c.status}">
+        <td class="num">${c.stepIndex}</td>
+        <td>${c.name}</td>
+        <td>${badge(c.status)}</td>
+        <td class="mono">${c.idempotencyKey}</td>
+        <td class="num">${c.epoch}</td>
+        <td>${commandActions(c)}</td>
+      </tr>`,
+  );
+  const body = html`<p class="muted"><a href="${base}">← all runs</a></p>
+    <h1>${r.kind} <span class="mono muted">${r.id}</span> ${badge(r.status, 'run-status')}</h1>
+    <div class="card kv">
+      <div>where</div>
+      <div>step ${r.cursor.step}${r.cursor.name ? `: ${r.cursor.name} (${r.cursor.status})` : ''}</div>
+      <div>epoch · attempts</div>
+      <div>${r.epoch} · ${r.attempts}/${r.maxAttempts}</div>
+      <div>workers</div>
+      <div data-testid="workers">${t.workers.length} (${t.workers.join(', ')})</div>
+      <div>takeovers</div>
+      <div data-testid="takeovers">${t.takeovers}</div>
+      <div>${r.finishedAt ? 'took' : 'age'}</div>
+      <div>${dur(took)}</div>
+      ${
+        r.parkedReason
+          ? html`<div>parked</div>
+              <div>${r.parkedReason}</div>`
+          : ''
+      }
+      ${
+        r.error
+          ? html`<div>error</div>
+              <div class="mono">${r.error.code ?? r.error.name ?? ''} ${r.error.message}</div>`
+          : ''
+      }
+      ${
+        r.idempotencyKey
+          ? html`<div>idempotency key</div>
+              <div class="mono">${r.idempotencyKey}</div>`
+          : ''
+      }
+    </div>
+    ${runActions(d)}
+    <h2>Commands</h2>
+    ${
+      commands.length
+        ? html`<table>
+            <thead>
+              <tr>
+                <th>step</th>
+                <th>command</th>
+                <th>status</th>
+                <th>key</th>
+                <th>epoch</th>
+                <th></th>
+              </tr>
+            </thead>
+            <tbody>
+              ${commands}
+            </tbody>
+          </table>`
+        : html`<p class="muted">No side-effect commands.</p>`
+    }
+    <h2>Steps</h2>
+    ${renderSteps(t)}
+    <h2>Timeline</h2>
+    ${renderTimeline(t, r.createdAt)}
+    <h2>Input and output</h2>
+    <div class="card">
+      <div class="muted">input</div>
+      <pre class="mono">${pretty(r.input)}</pre>
+      ${
+        r.output !== null
+          ? html`<div class="muted">output</div>
+              <pre class="mono">${pretty(r.output)}</pre>`
+          : raw('')
+      }
+    </div>`;
+  return layout(`${r.kind} ${r.id.slice(0, 8)} · ${r.status}`, base, operator, body, {
+    api: `${base}/api/runs/${r.id}`,
+    live: String(!TERMINAL_STATUSES.includes(r.status)),
+    updated: new Date(r.updatedAt).toISOString(),
+  });
+}

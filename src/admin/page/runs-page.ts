@@ -1,0 +1,119 @@
+import type { RunStats } from '../../observability/run-stats.reader';
+import type { AdminRunPage } from '../admin-runs.service';
+import type { ListRunsQueryDto } from '../dto/list-runs-query.dto';
+import { RUN_STATUSES } from '../dto/list-runs-query.dto';
+import { badge, dur, html, layout, raw, ts } from './html';
+
+/** The query string of a list page with `change` applied (undefined removes a filter). */
+function query(
+  q: ListRunsQueryDto,
+  change: Partial<Record<keyof ListRunsQueryDto, string | undefined>>,
+): string {
+  const p = new URLSearchParams();
+  const cur: Record<string, string | undefined> = {
+    status: q.status?.join(','),
+    kind: q.kind,
+    deadLettered: q.deadLettered === undefined ? undefined : String(q.deadLettered),
+    inDoubt: q.inDoubt === undefined ? undefined : String(q.inDoubt),
+    createdFrom: q.createdFrom?.toISOString(),
+    createdTo: q.createdTo?.toISOString(),
+    limit: q.limit === undefined ? undefined : String(q.limit),
+  };
+  for (const [k, v] of Object.entries({ ...cur, ...change })) if (v !== undefined && v !== '') p.set(k, v);
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
+
+function where(r: AdminRunPage['items'][number]): string {
+  const c = r.cursor;
+  if (!c || c.name === null) return `step ${c?.step ?? 0}`;
+  return `${c.step}: ${c.name} (${c.status})`;
+}
+
+/** The runs table with status counts and filters. `base` is the inspector's own URL path. */
+export function renderRunsPage(
+  base: string,
+  operator: string,
+  q: ListRunsQueryDto,
+  page: AdminRunPage,
+  stats: RunStats,
+): string {
+  const total = Object.values(stats.byStatus).reduce((a, b) => a + b, 0);
+  const counts = RUN_STATUSES.map(
+    (s) =>
+      html`<a class="c" href="${base}${query(q, { status: s, after: undefined })}" data-testid="count-${s}"
+        >${badge(s)}<b>${stats.byStatus[s] ?? 0}</b></a
+      >`,
+  );
+  const rows = page.items.map(
+    (r) =>
+      html`<tr data-testid="run-row" data-run-id="${r.id}">
+        <td><a class="mono" href="${base}/runs/${r.id}">${r.id.slice(0, 8)}</a></td>
+        <td>${r.kind}</td>
+        <td>
+          ${badge(r.status)}${r.awaitingApproval ? raw(' <span class="badge s-awaiting_approval">approval</span>') : ''}${
+            r.inDoubtCommands ? raw(' <span class="badge s-in_doubt">in doubt</span>') : ''
+          }
+        </td>
+        <td>${where(r)}</td>
+        <td class="num">${r.epoch}</td>
+        <td class="num">${r.attempts}/${r.maxAttempts}</td>
+        <td class="mono">${ts(r.createdAt)}</td>
+        <td>
+          ${r.finishedAt ? dur(new Date(r.finishedAt).getTime() - new Date(r.createdAt).getTime()) : ''}
+        </td>
+        <td class="muted">${r.parkedReason ?? r.errorMessage ?? ''}</td>
+      </tr>`,
+  );
+  const body = html`<h1>Runs</h1>
+    <div class="muted">
+      ${total} run${total === 1 ? '' : 's'} · ${stats.queueDepth} due now (oldest waited
+      ${dur(stats.oldestDueAgeMs)}) · ${stats.inDoubtCommands} command(s) in doubt
+    </div>
+    <div class="counts">
+      <a class="c" href="${base}${query(q, { status: undefined })}"
+        ><span class="badge">all</span><b>${total}</b></a
+      >
+      ${counts}
+    </div>
+    <form class="filters card" method="get" action="${base}">
+      <label
+        >status <input name="status" value="${q.status?.join(',') ?? ''}" placeholder="failed,waiting"
+      /></label>
+      <label>kind <input name="kind" value="${q.kind ?? ''}" /></label>
+      <label
+        ><input type="checkbox" name="deadLettered" value="true" ${q.deadLettered ? 'checked' : ''} />
+        dead-lettered</label
+      >
+      <label
+        ><input type="checkbox" name="inDoubt" value="true" ${q.inDoubt ? 'checked' : ''} /> in doubt</label
+      >
+      <button type="submit">Filter</button> <a href="${base}">clear</a>
+    </form>
+    <table>
+      <thead>
+        <tr>
+          <th>run</th>
+          <th>kind</th>
+          <th>status</th>
+          <th>where</th>
+          <th>epoch</th>
+          <th>attempts</th>
+          <th>created (UTC)</th>
+          <th>took</th>
+          <th>note</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          rows.length
+            ? rows
+            : html`<tr>
+                <td colspan="9" class="muted">No runs match.</td>
+              </tr>`
+        }
+      </tbody>
+    </table>
+    ${page.next ? html`<p><a href="${base}${query(q, { after: page.next })}" data-testid="next-page">Next page →</a></p>` : ''}`;
+  return layout('Durable runs', base, operator, body, { api: `${base}/api` });
+}

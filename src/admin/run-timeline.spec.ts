@@ -1,0 +1,91 @@
+import type { CheckpointView, RunEvent } from '../interfaces/run.interface';
+import { buildTimeline } from './run-timeline';
+
+const RUN = '00000000-0000-4000-8000-000000000001';
+let id = 0;
+const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
+const ev = (ms: number, epoch: number, type: string, payload: Record<string, unknown> = {}): RunEvent => ({
+  id: ++id,
+  runId: RUN,
+  type,
+  epoch,
+  payload,
+  createdAt: at(ms),
+});
+const cp = (
+  ms: number,
+  epoch: number,
+  stepIndex: number,
+  stepName: string,
+  meta: any = null,
+): CheckpointView => ({
+  runId: RUN,
+  stepIndex,
+  stepName,
+  output: null,
+  attempt: 0,
+  epoch,
+  meta,
+  createdAt: at(ms),
+});
+
+describe('buildTimeline', () => {
+  it('groups by epoch and marks the takeover after a lease expired, with the step cut by the crash', () => {
+    const events = [
+      ev(0, 0, 'run.created'),
+      ev(100, 1, 'run.claimed', { workerId: 'a:1:x' }),
+      ev(110, 1, 'model.call_started', { step: 0, name: 'plan' }),
+      ev(400, 1, 'run.checkpoint_saved', { step: 0, name: 'plan', kind: 'model' }),
+      ev(410, 1, 'step.started', { step: 1, name: 'fetch' }),
+      ev(5000, 1, 'run.reconciled', { reason: 'lease_expired', previousWorker: 'a:1:x', inDoubt: [] }),
+      ev(5100, 2, 'run.claimed', { workerId: 'b:2:y' }),
+      ev(5110, 2, 'step.started', { step: 1, name: 'fetch' }),
+      ev(5300, 2, 'run.checkpoint_saved', { step: 1, name: 'fetch', kind: 'tool' }),
+      ev(5320, 2, 'run.checkpoint_saved', { step: 2, name: 'sum', kind: 'compute' }),
+      ev(5330, 2, 'run.released', { reason: 'drain' }),
+      ev(5400, 3, 'run.claimed', { workerId: 'c:3:z' }),
+    ];
+    const checkpoints = [
+      cp(400, 1, 0, 'plan', { usage: { prompt_tokens: 9 } }),
+      cp(5300, 2, 1, 'fetch'),
+      cp(5320, 2, 2, 'sum'),
+    ];
+    const t = buildTimeline(events, checkpoints);
+    expect(t.epochs.map((s) => [s.epoch, s.start, s.workerId])).toEqual([
+      [0, 'created', null],
+      [1, 'first-claim', 'a:1:x'],
+      [2, 'takeover', 'b:2:y'],
+      [3, 'handover', 'c:3:z'],
+    ]);
+    expect(t.epochs[2].takeover).toMatchObject({ previousWorker: 'a:1:x', detectedAt: at(5000) });
+    expect(t.workers).toEqual(['a:1:x', 'b:2:y', 'c:3:z']);
+    expect(t.takeovers).toBe(1);
+    expect(t.steps.map((s) => [s.name, s.kind, s.epoch, s.durationMs, s.executions])).toEqual([
+      ['plan', 'model', 1, 290, 1],
+      ['fetch', 'tool', 2, 190, 2], // started in epoch 1, cut by the crash, run again in epoch 2
+      ['sum', 'compute', 2, 20, 1], // no start mark: measured from the previous event of its claim
+    ]);
+    expect(t.steps[0].usage).toEqual({ prompt_tokens: 9 });
+  });
+
+  it('shows a started step without a checkpoint as running, or interrupted once a later epoch exists', () => {
+    const running = buildTimeline(
+      [
+        ev(0, 1, 'run.claimed', { workerId: 'a' }),
+        ev(5, 1, 'tool.command_reserved', { step: 0, name: 'charge' }),
+      ],
+      [],
+    );
+    expect(running.steps).toMatchObject([{ name: 'charge', kind: 'command', state: 'running' }]);
+    const cut = buildTimeline(
+      [
+        ev(0, 1, 'run.claimed', { workerId: 'a' }),
+        ev(5, 1, 'step.started', { step: 0, name: 'fetch' }),
+        ev(9, 2, 'run.claimed', { workerId: 'b' }),
+      ],
+      [],
+    );
+    expect(cut.steps).toMatchObject([{ name: 'fetch', state: 'interrupted', executions: 1 }]);
+    expect(cut.epochs[1].start).toBe('resume');
+  });
+});

@@ -1,0 +1,153 @@
+import type { CheckpointView, RunEvent } from '../interfaces/run.interface';
+
+/** How an epoch began, relative to the one before it. */
+export type EpochStart = 'created' | 'first-claim' | 'takeover' | 'handover' | 'resume';
+
+/** One claim of the run (an epoch) and the events recorded under it. */
+export interface EpochSection {
+  /** 0 holds what happened before the first claim. */
+  epoch: number;
+  workerId: string | null;
+  claimedAt: Date | null;
+  start: EpochStart;
+  /** Set when this epoch took the run over from a worker whose lease expired (a crash or a stall). */
+  takeover?: { previousWorker: string | null; detectedAt: Date; inDoubt: unknown };
+  events: RunEvent[];
+}
+
+/** One position of the run: a step, a command, a recorded value or a wait, with its timing. */
+export interface StepRow {
+  index: number;
+  name: string;
+  kind: 'model' | 'tool' | 'compute' | 'command' | 'value' | 'wait';
+  /** `done` (checkpoint committed), `interrupted` (started, then the claim ended), `running`. */
+  state: 'done' | 'interrupted' | 'running';
+  epoch: number;
+  startedAt: Date | null;
+  committedAt: Date | null;
+  durationMs: number | null;
+  /** How many times it was started (a step cut by a crash runs again: at-least-once until committed). */
+  executions: number;
+  usage: unknown;
+}
+
+/** A run's history arranged for an operator: epochs (claims, takeovers) and steps with durations. */
+export interface RunTimeline {
+  epochs: EpochSection[];
+  steps: StepRow[];
+  /** Distinct workers that drove the run, in order. */
+  workers: string[];
+  takeovers: number;
+}
+
+const STARTS = new Set(['step.started', 'model.call_started', 'tool.command_reserved']);
+const WAITS = /^\$(sleep|signal:|deadline:)/;
+
+const time = (d: Date | string) => new Date(d).getTime();
+
+function kindOf(cp: CheckpointView, saved: RunEvent | undefined): StepRow['kind'] {
+  if (cp.stepName.startsWith('command:')) return 'command';
+  if (WAITS.test(cp.stepName)) return 'wait';
+  if (cp.stepName.startsWith('$')) return 'value';
+  const k = saved?.payload?.kind;
+  return k === 'model' || k === 'tool' ? k : 'compute';
+}
+
+/** Groups events by epoch and marks how each epoch began. */
+function epochsOf(events: RunEvent[]): EpochSection[] {
+  const byEpoch = new Map<number, EpochSection>();
+  for (const e of events) {
+    let s = byEpoch.get(e.epoch);
+    if (!s) {
+      s = { epoch: e.epoch, workerId: null, claimedAt: null, start: 'resume', events: [] };
+      byEpoch.set(e.epoch, s);
+    }
+    s.events.push(e);
+    if (e.type === 'run.claimed' && !s.claimedAt) {
+      s.workerId = (e.payload?.workerId as string) ?? null;
+      s.claimedAt = e.createdAt;
+    }
+  }
+  const sections = [...byEpoch.values()].sort((a, b) => a.epoch - b.epoch);
+  sections.forEach((s, i) => {
+    const prev = sections[i - 1];
+    if (s.epoch === 0) s.start = 'created';
+    else if (!prev || prev.epoch === 0) s.start = 'first-claim';
+    else {
+      const reconciled = prev.events.find((e) => e.type === 'run.reconciled');
+      if (reconciled) {
+        s.start = 'takeover';
+        s.takeover = {
+          previousWorker: (reconciled.payload?.previousWorker as string) ?? prev.workerId,
+          detectedAt: reconciled.createdAt,
+          inDoubt: reconciled.payload?.inDoubt ?? [],
+        };
+      } else if (prev.events.some((e) => e.type === 'run.released')) s.start = 'handover';
+    }
+  });
+  return sections;
+}
+
+/** Steps from checkpoints (committed) and start events (interrupted or running), in index order. */
+function stepsOf(events: RunEvent[], checkpoints: CheckpointView[], lastEpoch: number): StepRow[] {
+  const starts = events.filter((e) => STARTS.has(e.type));
+  const saved = new Map<number, RunEvent>();
+  for (const e of events) if (e.type === 'run.checkpoint_saved') saved.set(Number(e.payload?.step), e);
+  const rows = new Map<number, StepRow>();
+  for (const cp of checkpoints) {
+    const mine = starts.filter((e) => Number(e.payload?.step) === cp.stepIndex);
+    const start = [...mine]
+      .reverse()
+      .find((e) => e.epoch === cp.epoch && time(e.createdAt) <= time(cp.createdAt));
+    // A compute step has no start mark: it ran after whatever this claim recorded just before it.
+    const before =
+      start ??
+      [...events].reverse().find((e) => e.epoch === cp.epoch && time(e.createdAt) < time(cp.createdAt));
+    rows.set(cp.stepIndex, {
+      index: cp.stepIndex,
+      name: cp.stepName,
+      kind: kindOf(cp, saved.get(cp.stepIndex)),
+      state: 'done',
+      epoch: cp.epoch,
+      startedAt: before?.createdAt ?? null,
+      committedAt: cp.createdAt,
+      durationMs: before ? Math.max(0, time(cp.createdAt) - time(before.createdAt)) : null,
+      executions: Math.max(1, mine.length),
+      usage: (cp.meta as { usage?: unknown } | null)?.usage ?? null,
+    });
+  }
+  for (const e of starts) {
+    const index = Number(e.payload?.step);
+    if (rows.has(index)) continue;
+    const mine = starts.filter((s) => Number(s.payload?.step) === index);
+    const last = mine[mine.length - 1];
+    rows.set(index, {
+      index,
+      name: String(e.payload?.name ?? '?'),
+      kind:
+        e.type === 'model.call_started' ? 'model' : e.type === 'tool.command_reserved' ? 'command' : 'tool',
+      state: last.epoch < lastEpoch ? 'interrupted' : 'running',
+      epoch: last.epoch,
+      startedAt: last.createdAt,
+      committedAt: null,
+      durationMs: null,
+      executions: mine.length,
+      usage: null,
+    });
+  }
+  return [...rows.values()].sort((a, b) => a.index - b.index);
+}
+
+/** Builds the operator's view of a run's history from its events and checkpoints. */
+export function buildTimeline(events: RunEvent[], checkpoints: CheckpointView[]): RunTimeline {
+  const epochs = epochsOf(events);
+  const lastEpoch = epochs.length ? epochs[epochs.length - 1].epoch : 0;
+  const workers: string[] = [];
+  for (const s of epochs) if (s.workerId && !workers.includes(s.workerId)) workers.push(s.workerId);
+  return {
+    epochs,
+    steps: stepsOf(events, checkpoints, lastEpoch),
+    workers,
+    takeovers: epochs.filter((s) => s.start === 'takeover').length,
+  };
+}

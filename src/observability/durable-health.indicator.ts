@@ -1,0 +1,99 @@
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { DurableDatabase } from '../persistence/durable-database';
+import { DurableObservers } from './durable-observers';
+import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
+import type { DurableObservabilityOptions } from './observability-options.interface';
+import { RunStatsReader } from './run-stats.reader';
+
+/** One indicator's result, in the shape `@nestjs/terminus` expects (`HealthIndicatorResult`). */
+export type DurableHealthResult = Record<string, { status: 'up' | 'down'; [detail: string]: unknown }>;
+
+/**
+ * Health indicators for `@nestjs/terminus` (or any probe): the database answers, this process's worker
+ * loop is claiming, the due backlog is younger than a bound. Each returns `up` or `down`, never throws.
+ * @example
+ * ```ts
+ * this.health.check([() => this.durable.database(), () => this.durable.worker(), () => this.durable.backlog()])
+ * ```
+ */
+@Injectable()
+export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
+  private lastTickAt = Date.now();
+  private lastTickError: string | null = null;
+  private remove?: () => void;
+
+  constructor(
+    private readonly db: DurableDatabase,
+    private readonly observers: DurableObservers,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly engine: ResolvedDurableOptions,
+    @Inject(DURABLE_OBSERVABILITY_OPTIONS) private readonly options: DurableObservabilityOptions,
+  ) {}
+
+  onModuleInit(): void {
+    this.remove = this.observers.add({
+      workerTicked: (t) => {
+        this.lastTickAt = Date.now();
+        this.lastTickError = t.error ? String((t.error as Error).message ?? t.error) : null;
+      },
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.remove?.();
+  }
+
+  private get opts() {
+    return this.options.health || {};
+  }
+
+  /** `select 1` within `databaseTimeoutMs`. */
+  async database(key = 'database'): Promise<DurableHealthResult> {
+    const timeoutMs = this.opts.databaseTimeoutMs ?? 2000;
+    const started = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.db.query('select 1'),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+      return { [key]: { status: 'up', responseTimeMs: Date.now() - started } };
+    } catch (err) {
+      return { [key]: { status: 'down', message: (err as Error).message } };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * The worker loop has run a claim round within `workerStaleAfterMs`. A process that runs no worker
+   * (`worker.enabled: false`) is up with `enabled: false`; a draining worker stops claiming and goes down.
+   */
+  async worker(key = 'worker'): Promise<DurableHealthResult> {
+    const w = this.engine.worker;
+    if (!w.enabled) return { [key]: { status: 'up', enabled: false } };
+    const staleAfterMs = this.opts.workerStaleAfterMs ?? Math.max(10_000, 24 * w.pollIntervalMs);
+    const sinceMs = Date.now() - this.lastTickAt;
+    const detail = {
+      workerId: w.workerId,
+      lastClaimRoundMs: sinceMs,
+      staleAfterMs,
+      lastError: this.lastTickError,
+    };
+    return { [key]: { status: sinceMs <= staleAfterMs ? 'up' : 'down', ...detail } };
+  }
+
+  /** The oldest due run has waited at most `maxBacklogAgeMs` (database clock). */
+  async backlog(key = 'backlog'): Promise<DurableHealthResult> {
+    const maxAgeMs = this.opts.maxBacklogAgeMs ?? 300_000;
+    try {
+      const b = await new RunStatsReader(this.db).backlog();
+      return { [key]: { status: b.oldestDueAgeMs <= maxAgeMs ? 'up' : 'down', ...b, maxAgeMs } };
+    } catch (err) {
+      return { [key]: { status: 'down', message: (err as Error).message } };
+    }
+  }
+}

@@ -1,0 +1,158 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type * as Prom from 'prom-client';
+import { DurableDatabase } from '../persistence/durable-database';
+import { DurableWorker } from '../runtime/worker.service';
+import type { DurableObserver } from './durable-observer.interface';
+import { DurableObservers } from './durable-observers';
+import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
+import type { DurableObservabilityOptions, MetricsRegistryLike } from './observability-options.interface';
+import { loadOptional } from './optional-dependency';
+import { RunStats, RunStatsReader } from './run-stats.reader';
+
+const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+const STATUSES = ['pending', 'running', 'waiting', 'succeeded', 'failed', 'cancelled', 'dead_lettered'];
+
+/**
+ * Prometheus metrics on a registry of its own (unless one is given): counters and histograms fed by the
+ * engine's observer events (no SQL on the hot path), gauges read from the database at scrape time in one
+ * statement, cached for `snapshotTtlMs`. Names are listed in docs/OPERATIONS.md.
+ */
+@Injectable()
+export class DurableMetrics implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('DurableExecution');
+  private reg!: Prom.Registry;
+  private remove?: () => void;
+  private snapshot?: { at: number; value: Promise<RunStats> };
+
+  constructor(
+    private readonly observers: DurableObservers,
+    private readonly db: DurableDatabase,
+    private readonly worker: DurableWorker,
+    @Inject(DURABLE_OBSERVABILITY_OPTIONS) private readonly options: DurableObservabilityOptions,
+  ) {}
+
+  /** The registry the metrics are on (merge it into yours with prom-client's `Registry.merge`). */
+  get registry(): MetricsRegistryLike {
+    return this.reg;
+  }
+
+  /** The Prometheus text exposition of every metric on the registry. */
+  metrics(): Promise<string> {
+    return this.reg.metrics();
+  }
+
+  onModuleInit(): void {
+    const o = this.options.metrics || {};
+    const prom = loadOptional<typeof Prom>('prom-client', 'DurableObservabilityModule metrics');
+    this.reg = (o.registry as Prom.Registry | undefined) ?? new prom.Registry();
+    if (o.collectDefaultMetrics) prom.collectDefaultMetrics({ register: this.reg });
+    const p = o.prefix ?? 'durable_';
+    const registers = [this.reg];
+    const buckets = o.buckets ?? BUCKETS;
+    const counter = (name: string, help: string, labelNames: string[] = []) =>
+      new prom.Counter({ name: p + name, help, labelNames, registers });
+    const histogram = (name: string, help: string, labelNames: string[]) =>
+      new prom.Histogram({ name: p + name, help, labelNames, buckets, registers });
+    const stats = () => this.stats();
+    const gauge = (
+      name: string,
+      help: string,
+      set: (g: Prom.Gauge, s: RunStats) => void,
+      labels?: string[],
+    ) =>
+      new prom.Gauge({
+        name: p + name,
+        help,
+        labelNames: labels ?? [],
+        registers,
+        async collect() {
+          const s = await stats();
+          if (s) set(this, s);
+        },
+      });
+
+    gauge(
+      'runs',
+      'Runs by status (database, at scrape time).',
+      (g, s) => {
+        for (const st of STATUSES) g.set({ status: st }, s.byStatus[st] ?? 0);
+      },
+      ['status'],
+    );
+    gauge('queue_depth', 'Runs due now and not yet claimed.', (g, s) => g.set(s.queueDepth));
+    gauge('queue_oldest_due_age_seconds', 'How long the oldest due run has waited.', (g, s) =>
+      g.set(s.oldestDueAgeMs / 1000),
+    );
+    gauge('commands_in_doubt', 'Commands whose outcome a crash hid, not yet settled.', (g, s) =>
+      g.set(s.inDoubtCommands),
+    );
+    const worker = this.worker;
+    new prom.Gauge({
+      name: p + 'worker_in_flight',
+      help: 'Runs this process is driving now.',
+      registers,
+      collect() {
+        this.set(worker.inFlightCount);
+      },
+    });
+    const claims = counter('runs_claimed_total', 'Runs claimed by this process.', ['workflow']);
+    const claimErrors = counter('worker_claim_errors_total', 'Claim statements that failed.');
+    const attempts = counter('run_attempts_total', 'Run attempts by how they ended.', [
+      'workflow',
+      'outcome',
+    ]);
+    const leaseLosses = counter('lease_losses_total', 'Attempts that lost their lease.', ['workflow']);
+    const reconciled = counter('reconciler_actions_total', 'Expired leases handled.', ['action']);
+    const attemptSeconds = histogram('run_attempt_duration_seconds', 'Claim to resting point.', [
+      'workflow',
+      'outcome',
+    ]);
+    const stepSeconds = histogram('step_duration_seconds', 'Executed steps and commands (not replays).', [
+      'workflow',
+      'step',
+      'step_kind',
+      'outcome',
+    ]);
+
+    const observer: DurableObserver = {
+      workerTicked: (t) => {
+        if (t.error) claimErrors.inc();
+        for (const kind of t.claimedKinds) claims.inc({ workflow: kind });
+      },
+      runAttemptEnded: (info, outcome, ms) => {
+        attempts.inc({ workflow: info.kind, outcome });
+        attemptSeconds.observe({ workflow: info.kind, outcome }, ms / 1000);
+        if (outcome === 'lease_lost') leaseLosses.inc({ workflow: info.kind });
+      },
+      stepEnded: (s, outcome, ms) =>
+        stepSeconds.observe(
+          { workflow: s.run.kind, step: s.name, step_kind: s.stepKind, outcome },
+          ms / 1000,
+        ),
+      reconciled: (r) => {
+        if (r.requeued) reconciled.inc({ action: 'requeued' }, r.requeued);
+        if (r.deadLettered) reconciled.inc({ action: 'dead_lettered' }, r.deadLettered);
+      },
+    };
+    this.remove = this.observers.add(observer);
+  }
+
+  onModuleDestroy(): void {
+    this.remove?.();
+  }
+
+  /** Runs by status, backlog and in-doubt commands: one statement, cached for `snapshotTtlMs`. */
+  private async stats(): Promise<RunStats | null> {
+    const ttl = (this.options.metrics || {}).snapshotTtlMs ?? 5000;
+    if (!this.snapshot || Date.now() - this.snapshot.at > ttl) {
+      this.snapshot = { at: Date.now(), value: new RunStatsReader(this.db).read() };
+    }
+    try {
+      return await this.snapshot.value;
+    } catch (err) {
+      this.snapshot = undefined;
+      this.logger.warn(`metrics: could not read run stats: ${(err as Error).message}`);
+      return null;
+    }
+  }
+}

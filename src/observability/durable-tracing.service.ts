@@ -1,0 +1,112 @@
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type * as OTel from '@opentelemetry/api';
+import type { DurableObserver, RunAttemptInfo, StepInfo } from './durable-observer.interface';
+import { DurableObservers } from './durable-observers';
+import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
+import type { DurableObservabilityOptions } from './observability-options.interface';
+import { loadOptional } from './optional-dependency';
+
+/** Attempt outcomes that are errors of the run (a park, a drain or a backoff is not). */
+const FAILED = new Set(['failed', 'dead_lettered', 'unrecorded', 'lease_lost']);
+
+const key = (r: RunAttemptInfo) => `${r.runId}:${r.epoch}`;
+
+/**
+ * OpenTelemetry spans through `@opentelemetry/api` only: `durable.run <kind>` per run attempt (claim to
+ * resting point) and `durable.step <name>` per executed step or command, its child. Both are the active
+ * context while they run, so spans of the app's own instrumentation (HTTP, pg) nest under the step when
+ * the app installs an SDK with a context manager. Without an SDK every call is the API's no-op.
+ */
+@Injectable()
+export class DurableTracing implements OnModuleInit, OnModuleDestroy {
+  private api!: typeof OTel;
+  private remove?: () => void;
+  private readonly runs = new Map<string, OTel.Span>();
+
+  constructor(
+    private readonly observers: DurableObservers,
+    @Inject(DURABLE_OBSERVABILITY_OPTIONS) private readonly options: DurableObservabilityOptions,
+  ) {}
+
+  onModuleInit(): void {
+    this.api = loadOptional<typeof OTel>('@opentelemetry/api', 'DurableObservabilityModule tracing');
+    const observer: DurableObserver = {
+      runAttemptStarted: (info) => this.runs.set(key(info), this.startRun(info)),
+      wrapRunAttempt: (info, next) => {
+        const span = this.runs.get(key(info));
+        if (!span) return next();
+        return this.api.context.with(this.api.trace.setSpan(this.api.context.active(), span), next);
+      },
+      runAttemptEnded: (info, outcome) => {
+        const span = this.runs.get(key(info));
+        this.runs.delete(key(info));
+        if (!span) return;
+        span.setAttribute('durable.outcome', outcome);
+        if (FAILED.has(outcome)) span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: outcome });
+        span.end();
+      },
+      wrapStep: (info, next) => this.step(info, next),
+    };
+    this.remove = this.observers.add(observer);
+  }
+
+  onModuleDestroy(): void {
+    this.remove?.();
+    for (const span of this.runs.values()) span.end();
+    this.runs.clear();
+  }
+
+  private get tracer(): OTel.Tracer {
+    // Asked each time: the global provider may be installed after this module started.
+    return this.api.trace.getTracer((this.options.tracing || {}).tracerName ?? 'nestjs-durable-execution');
+  }
+
+  private startRun(info: RunAttemptInfo): OTel.Span {
+    return this.tracer.startSpan(`durable.run ${info.kind}`, {
+      kind: this.api.SpanKind.INTERNAL,
+      attributes: {
+        'durable.run_id': info.runId,
+        'durable.kind': info.kind,
+        'durable.epoch': info.epoch,
+        'durable.attempt': info.attempt,
+        'durable.worker_id': info.workerId,
+        'durable.resumed': info.epoch > 1,
+      },
+    });
+  }
+
+  private async step<T>(info: StepInfo, next: () => Promise<T>): Promise<T> {
+    const { context, trace, SpanStatusCode } = this.api;
+    const parent = this.runs.get(key(info.run));
+    const ctx = parent ? trace.setSpan(context.active(), parent) : context.active();
+    const span = this.tracer.startSpan(
+      `durable.step ${info.name}`,
+      {
+        attributes: {
+          'durable.run_id': info.run.runId,
+          'durable.kind': info.run.kind,
+          'durable.epoch': info.run.epoch,
+          'durable.step.index': info.index,
+          'durable.step.name': info.name,
+          'durable.step.kind': info.stepKind,
+        },
+      },
+      ctx,
+    );
+    try {
+      const out = await context.with(trace.setSpan(ctx, span), next);
+      span.setAttribute('durable.outcome', 'committed');
+      return out;
+    } catch (err) {
+      const parked = (err as Error | null)?.name === 'RunSuspended';
+      span.setAttribute('durable.outcome', parked ? 'parked' : 'failed');
+      if (!parked) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+      }
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+}

@@ -1,0 +1,27 @@
+import { Get, Inject } from '@nestjs/common';
+import type { HealthCheckService } from '@nestjs/terminus';
+import { ApiOperation, ApiTags } from '../admin/openapi';
+import { DurableHealthIndicator } from './durable-health.indicator';
+import { DURABLE_HEALTH_CHECK_SERVICE } from './observability.constants';
+
+/**
+ * `GET <path>/health`: terminus's report of the database, the worker loop and the backlog; 200 when all
+ * are up, 503 with the details when one is down.
+ */
+@ApiTags('durable-admin')
+export class DurableHealthController {
+  constructor(
+    @Inject(DURABLE_HEALTH_CHECK_SERVICE) private readonly health: HealthCheckService,
+    private readonly indicator: DurableHealthIndicator,
+  ) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Database reachable, worker loop alive, backlog age under its bound' })
+  check() {
+    return this.health.check([
+      () => this.indicator.database(),
+      () => this.indicator.worker(),
+      () => this.indicator.backlog(),
+    ]);
+  }
+}

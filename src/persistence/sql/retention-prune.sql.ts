@@ -1,0 +1,52 @@
+/**
+ * Retention, one batch in one statement: the checkpoints, events and signals of up to $5 finished runs
+ * (succeeded/cancelled only: a failed or dead-lettered run can still be retried from its checkpoints)
+ * that finished more than $2 ms ago (database clock) and hold no unsettled command (an operator may still have to resolve it).
+ * The run row stays as the summary (status, input, output, error) and records the pruning in `state`
+ * and in one `run.pruned` event. SKIP LOCKED: never waits on a row someone else is changing. Keyset on
+ * (created_at, id) through ai_runs_list_idx, so one sweep reads each old row once.
+ * $1 statuses, $2 age in ms, $3/$4 cursor (created_at text, id), $5 batch size
+ */
+export const RETENTION_PRUNE_SQL = `
+with h as (
+  select now() - $2::float8 * interval '1 millisecond' as before
+), victims as (
+  select r.id, r.epoch, r.created_at from ai_runs r, h
+   where r.status = any($1::text[])
+     and r.created_at < h.before and r.finished_at < h.before
+     and not (r.state ? 'retention')
+     and ($3::timestamptz is null or (r.created_at, r.id) > ($3::timestamptz, $4::uuid))
+     and not exists (select 1 from ai_commands c where c.run_id = r.id
+                      and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))
+   order by r.created_at, r.id
+   limit $5
+   for update skip locked
+), cp as (
+  delete from ai_checkpoints c using victims v where c.run_id = v.id returning c.run_id
+), ev as (
+  delete from ai_events e using victims v where e.run_id = v.id returning e.run_id
+), sig as (
+  delete from ai_signals s using victims v where s.run_id = v.id returning s.run_id
+), n as (
+  select v.id, v.epoch,
+         coalesce((select count(*) from cp where cp.run_id = v.id), 0) as checkpoints,
+         coalesce((select count(*) from ev where ev.run_id = v.id), 0) as events
+    from victims v
+), mark as (
+  update ai_runs r
+     set state = r.state || jsonb_build_object('retention', jsonb_build_object(
+           'prunedAt', now(), 'checkpoints', n.checkpoints, 'events', n.events))
+    from n where r.id = n.id
+), note as (
+  insert into ai_events (run_id, event_type, epoch, payload)
+  select n.id, 'run.pruned', n.epoch,
+         jsonb_build_object('by', 'retention', 'checkpoints', n.checkpoints, 'events', n.events,
+                            'finishedBefore', h.before)
+    from n, h
+)
+select (select count(*) from victims)::int as runs,
+       (select count(*) from cp)::int as checkpoints,
+       (select count(*) from ev)::int as events,
+       (select count(*) from sig)::int as signals,
+       (select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || '|' || id
+          from victims order by created_at desc, id desc limit 1) as last_key`;

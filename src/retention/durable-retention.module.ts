@@ -1,0 +1,52 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { InvalidOptionsError } from '../errors/invalid-options.error';
+import { DURABLE_RETENTION_OPTIONS, DurableRetention } from './durable-retention.service';
+import type { DurableRetentionOptions, ResolvedRetentionOptions } from './retention-options.interface';
+
+const HOUR = 3_600_000;
+
+/** Validates and fills in the retention options; every problem is listed at once. @internal */
+export function resolveRetentionOptions(o: DurableRetentionOptions): ResolvedRetentionOptions {
+  const problems: string[] = [];
+  const positive = (name: string, v: unknown, optional = false) => {
+    if (optional && v === undefined) return;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
+      problems.push(`retention.${name} must be a positive integer (got ${String(v)})`);
+    }
+  };
+  positive('pruneAfterMs', o?.pruneAfterMs);
+  positive('deleteRunsAfterMs', o?.deleteRunsAfterMs, true);
+  positive('batchSize', o?.batchSize, true);
+  positive('maxBatchesPerSweep', o?.maxBatchesPerSweep, true);
+  positive('intervalMs', o?.intervalMs, true);
+  if (problems.length) throw new InvalidOptionsError(problems);
+  return {
+    pruneAfterMs: o.pruneAfterMs,
+    deleteRunsAfterMs: o.deleteRunsAfterMs,
+    batchSize: o.batchSize ?? 500,
+    maxBatchesPerSweep: o.maxBatchesPerSweep ?? 1000,
+    intervalMs: o.intervalMs ?? HOUR,
+    enabled: o.enabled ?? true,
+  };
+}
+
+/**
+ * Retention of the event trail: deletes the checkpoints, events and signals of finished runs past an
+ * age, in batches, on an interval. Import next to `DurableExecutionModule` (which must be global, the
+ * default) in one or more processes; sweeps on several pods at once are safe.
+ * @example
+ * ```ts
+ * DurableRetentionModule.forRoot({ pruneAfterMs: 30 * 24 * 3600e3, deleteRunsAfterMs: 365 * 24 * 3600e3 })
+ * ```
+ */
+@Module({})
+export class DurableRetentionModule {
+  static forRoot(options: DurableRetentionOptions): DynamicModule {
+    const resolved = resolveRetentionOptions(options);
+    return {
+      module: DurableRetentionModule,
+      providers: [{ provide: DURABLE_RETENTION_OPTIONS, useValue: resolved }, DurableRetention],
+      exports: [DurableRetention],
+    };
+  }
+}

@@ -1,0 +1,36 @@
+/** Options of `DurableRetentionModule.forRoot()`. */
+export interface DurableRetentionOptions {
+  /**
+   * Delete the checkpoints, events and signals of succeeded and cancelled runs that finished longer ago
+   * than this (ms). The run row stays (status, input, output, error) with `state.retention` and one
+   * `run.pruned` event. Failed and dead-lettered runs keep everything: `retry` replays from their checkpoints.
+   */
+  pruneAfterMs: number;
+  /** Delete whole finished runs (any terminal status) that finished longer ago than this (ms). Default: never. */
+  deleteRunsAfterMs?: number;
+  /** Runs per statement. Default 500. */
+  batchSize?: number;
+  /** Batches per sweep at most (bounds one sweep's work). Default 1000. */
+  maxBatchesPerSweep?: number;
+  /** Sweep period. Default 1 hour. */
+  intervalMs?: number;
+  /** Sweep on the interval in this process. Default true; off: call `DurableRetention.sweep()` yourself. */
+  enabled?: boolean;
+}
+
+/** Options with defaults filled in. @internal */
+export type ResolvedRetentionOptions = Required<Omit<DurableRetentionOptions, 'deleteRunsAfterMs'>> &
+  Pick<DurableRetentionOptions, 'deleteRunsAfterMs'>;
+
+/** What one sweep removed. */
+export interface RetentionResult {
+  /** Runs whose checkpoints, events and signals were deleted. */
+  prunedRuns: number;
+  checkpoints: number;
+  events: number;
+  signals: number;
+  /** Whole runs deleted (`deleteRunsAfterMs`). */
+  deletedRuns: number;
+  /** Statements run (each one batch). */
+  batches: number;
+}
