@@ -1,0 +1,57 @@
+/**
+ * The demo as a service: a small Nest HTTP app that uses the module the way an application would.
+ * One process serves the API and runs a worker; scale out by running more of them (or API-only pods
+ * with `worker: { enabled: false }`).
+ */
+import { BadRequestException, INestApplication, Module, ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { ValidationError } from 'class-validator';
+import { DurableExecutionModule } from '../../../src'; // in an app: 'nestjs-durable-execution'
+import type { ServiceSettings } from '../config';
+import { durableOptions, PurchaseOrderModule } from '../purchase-order.module';
+import { OrdersController } from './orders.controller';
+
+export interface OrdersAppOptions {
+  databaseUrl: string;
+  services: ServiceSettings;
+  timeScaleMs: number;
+  /** Drive runs in this process too. Default true. */
+  worker?: boolean;
+}
+
+/** 400 with one entry per invalid field: `{ statusCode, message, errors: [{ field, messages }] }`. */
+export function validationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    exceptionFactory: (errors: ValidationError[]) =>
+      new BadRequestException({
+        statusCode: 400,
+        message: 'Validation failed',
+        errors: errors.map((e) => ({ field: e.property, messages: Object.values(e.constraints ?? {}) })),
+      }),
+  });
+}
+
+export async function createOrdersApp(opts: OrdersAppOptions): Promise<INestApplication> {
+  @Module({
+    imports: [
+      DurableExecutionModule.forRoot(
+        durableOptions({
+          databaseUrl: opts.databaseUrl,
+          timeScaleMs: opts.timeScaleMs,
+          worker: opts.worker ?? true,
+          concurrency: 50,
+        }),
+      ),
+      PurchaseOrderModule.register(opts.services),
+    ],
+    controllers: [OrdersController],
+  })
+  class OrdersAppModule {}
+
+  const app = await NestFactory.create(OrdersAppModule, { logger: ['error', 'warn'] });
+  app.useGlobalPipes(validationPipe());
+  await app.init();
+  return app;
+}
