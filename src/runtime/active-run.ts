@@ -58,6 +58,8 @@ export class ActiveRun implements StepHost, RunContextHost {
   /** When this claim began, local clock: with `claim.dbNow` it gives the database clock. */
   private readonly claimedAt = Date.now();
   cancelRequested: boolean;
+  /** Set by a draining worker: the run stops (and is released) at its next step boundary. */
+  draining = false;
   /** Set when the run parked itself with a due time (sleep, signal timeout): the worker wakes it then. */
   parkedUntil: Date | null = null;
   /** A step committed during this claim (attempts were reset in the row). */
@@ -110,8 +112,12 @@ export class ActiveRun implements StepHost, RunContextHost {
     if (!this.abort.signal.aborted) this.abort.abort(reason);
   }
 
-  /** Called at every step boundary: a lost lease or a cancellation ends the run here. */
-  checkActive(): void {
+  /**
+   * Called at every step boundary: a lost lease or a cancellation ends the run here. A drain ends it
+   * only before a step starts (`startingStep`), never between a finished step and its commit.
+   */
+  checkActive(startingStep = true): void {
+    if (!this.stopReason && this.draining && startingStep) this.stop(new RunSuspended('drain', true));
     if (!this.stopReason && this.cancelRequested)
       this.stop(new RunCancelledError(this.runId, this.claim.cancelReason));
     if (this.stopReason) throw this.stopReason;
@@ -253,7 +259,7 @@ export class ActiveRun implements StepHost, RunContextHost {
       runStorage.run(frame, () => withTimeout(Promise.resolve().then(call), meta.timeoutMs, meta.name)),
     );
     if (meta.kind === 'model') crashPoint('after-model-output', index);
-    this.checkActive();
+    this.checkActive(false);
     const json = toStoredJson(output, `output of step "${meta.name}"`, this.options.limits.maxOutputBytes);
     const metaJson = meta.kind === 'model' ? modelMeta(output) : null;
     const done: RunCursor = { step: index, name: meta.name, status: 'done', attempt, item: null };
@@ -299,7 +305,7 @@ export class ActiveRun implements StepHost, RunContextHost {
   async progress(item: number, partial: unknown): Promise<void> {
     const step = runStorage.getStore()?.step;
     if (!step) throw new Error('ctx.progress() must be called inside a @DurableStep method');
-    this.checkActive();
+    this.checkActive(false);
     const cursor: RunCursor = {
       step: step.index,
       name: step.name,

@@ -168,7 +168,7 @@ async function dispatch(
     run.writes.reserveCommand(run.fence, cursor, cmd, run.takePending()),
   );
   if (cancelRequested) run.stop(new RunCancelledError(run.runId, run.claim.cancelReason));
-  run.checkActive(); // a cancelled run never calls another command
+  run.checkActive(false); // a cancelled run never calls another command (a drain lets it finish)
   crashPoint('after-command-reserve', cmd.index);
   const policy = { ...run.options.defaultRetry, maxAttempts: 1, ...meta.retry };
   let result: unknown;

@@ -76,10 +76,7 @@ export class Executor {
     try {
       if (!wf) throw new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`);
       const output = await run.execute(() => wf.instance.run(run.claim.input, run.context));
-      if (run.stopReason instanceof RunSuspended) {
-        run.outcome = 'parked'; // already recorded
-        return;
-      }
+      if (run.stopReason instanceof RunSuspended) return await this.unwindSuspended(run, run.stopReason);
       if (run.stopReason) throw run.stopReason;
       const outputJson = toStoredJson(
         output === undefined ? null : output,
@@ -98,11 +95,20 @@ export class Executor {
     }
   }
 
+  /** A parked run is already recorded; a run a drain stopped at a step boundary is released here. */
+  private async unwindSuspended(run: ActiveRun, s: RunSuspended): Promise<void> {
+    run.outcome = s.reason.includes('drain') ? 'released' : 'parked';
+    if (!s.releaseOnUnwind) return;
+    await this.finish(run, {
+      status: 'waiting',
+      attemptsDelta: run.progressed ? 0 : -1,
+      event: 'run.released',
+      payload: { reason: 'drain', workerId: run.workerId, atStepBoundary: true },
+    });
+  }
+
   private async settleFailure(run: ActiveRun, err: unknown): Promise<void> {
-    if (err instanceof RunSuspended) {
-      run.outcome = 'parked'; // already recorded
-      return;
-    }
+    if (err instanceof RunSuspended) return this.unwindSuspended(run, err);
     if (err instanceof LeaseLostError) {
       run.outcome = err.during === 'drain' ? 'released' : 'lease_lost';
       this.logger.warn(err.message);

@@ -5,7 +5,11 @@
  * @internal
  */
 export class RunSuspended extends Error {
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    /** The executor must release the run (fenced) while unwinding: a drain reached a step boundary. */
+    readonly releaseOnUnwind = false,
+  ) {
     super(`run parked: ${reason}`);
     this.name = 'RunSuspended';
   }

@@ -18,7 +18,9 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { DurableDatabase } from '../persistence/durable-database';
 import { DurableObservers } from '../observability/durable-observers';
 import { LeaseService } from '../services/lease.service';
+import type { ClaimedRun } from '../services/lease.service';
 import { ActiveRun } from './active-run';
+import { RunSuspended } from './run-suspended';
 import { crashPoint } from './crash-points';
 import { Executor } from './executor.service';
 import { WakeListener } from './wake-listener';
@@ -33,7 +35,10 @@ const HEARTBEAT_INTERVAL_NAME = `${WORKER_INTERVAL_NAME}:heartbeat`;
 @Injectable()
 export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
-  private readonly inFlight = new Map<string, { run: ActiveRun; done: Promise<void> }>();
+  /** Runs claimed by this worker; `run` is set once prepared (the lease is renewed from the claim on). */
+  private readonly inFlight = new Map<string, { claim: ClaimedRun; run?: ActiveRun; done: Promise<void> }>();
+  /** Claims whose lease was lost (or cancel requested) while they were still being prepared. */
+  private readonly stopBeforeStart = new Map<string, LeaseLostError | RunCancelledError>();
   private draining = false;
   private claiming = false;
   private again = false;
@@ -102,7 +107,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
         total += claims.length;
         if (this.observers.active)
           this.observers.workerTicked({ workerId: this.id, claimedKinds: claims.map((c) => c.kind) });
-        for (const claim of claims) this.track(claim.id, this.start(claim));
+        for (const claim of claims) this.track(claim, this.start(claim));
       } while (this.again && !this.draining);
     } catch (err) {
       this.errors++;
@@ -126,12 +131,19 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     return this.executor.prepare(claim, this.id);
   }
 
-  private track(runId: string, prepared: Promise<ActiveRun>): void {
-    let run!: ActiveRun;
+  private track(claim: ClaimedRun, prepared: Promise<ActiveRun>): void {
+    const runId = claim.id;
+    let run: ActiveRun | undefined;
     const done = prepared
       .then((r) => {
         run = r;
-        this.inFlight.set(runId, { run, done });
+        this.inFlight.set(runId, { claim, run, done });
+        if (this.draining) r.draining = true;
+        const early = this.stopBeforeStart.get(runId);
+        if (early) {
+          this.stopBeforeStart.delete(runId);
+          r.stop(early);
+        }
         return this.executor.drive(r);
       })
       .catch((err) => this.logger.error(`run ${runId} could not be prepared: ${(err as Error).message}`))
@@ -141,7 +153,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
         this.nudge();
         this.wakeAt(run?.parkedUntil ?? null);
       });
-    this.inFlight.set(runId, { run, done });
+    this.inFlight.set(runId, { claim, done });
   }
 
   /** A run this worker parked until a near time (sleep, signal timeout) is claimed right when it is due. */
@@ -154,19 +166,26 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
 
   /** Renews all leases in one statement; runs whose lease is gone or that were cancelled are stopped. */
   async heartbeat(): Promise<void> {
-    const runs = [...this.inFlight.values()].filter((f) => f.run).map((f) => f.run);
-    if (!runs.length) return;
+    // Every claim counts, also one still being prepared (its replay read may wait on a busy pool).
+    const entries = [...this.inFlight.values()];
+    if (!entries.length) return;
     crashPoint('before-heartbeat');
     const alive = await this.lease.heartbeat(
       this.id,
-      runs.map((r) => ({ id: r.runId, epoch: r.epoch })),
+      entries.map((f) => ({ id: f.claim.id, epoch: f.claim.epoch })),
     );
-    for (const run of runs) {
-      const state = alive.get(run.runId);
-      if (!state) run.stop(new LeaseLostError(run.runId, run.epoch, 'heartbeat'));
-      else if (state.cancelRequested) {
-        run.cancelRequested = true;
-        run.stop(new RunCancelledError(run.runId, run.claim.cancelReason));
+    for (const { claim, run } of entries) {
+      const state = alive.get(claim.id);
+      const reason = !state
+        ? new LeaseLostError(claim.id, claim.epoch, 'heartbeat')
+        : state.cancelRequested
+          ? new RunCancelledError(claim.id, claim.cancelReason)
+          : null;
+      if (!reason) continue;
+      if (!run) this.stopBeforeStart.set(claim.id, reason);
+      else {
+        if (reason instanceof RunCancelledError) run.cancelRequested = true;
+        run.stop(reason);
       }
     }
   }
@@ -195,19 +214,27 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   async beforeApplicationShutdown(): Promise<void> {
     if (this.draining) return;
     this.draining = true; // also when the timers are off (tick() driven): no claim after this point
-    for (const name of [WORKER_INTERVAL_NAME, HEARTBEAT_INTERVAL_NAME]) {
-      if (this.scheduler.doesExist('interval', name)) this.scheduler.deleteInterval(name);
-    }
+    const stop = (name: string) =>
+      this.scheduler.doesExist('interval', name) && this.scheduler.deleteInterval(name);
+    stop(WORKER_INTERVAL_NAME);
     await this.listener?.stop();
+    // Runs stop at their next step boundary and release themselves; none starts a new step. The
+    // heartbeat keeps running meanwhile: a drain longer than the lease must not let another worker
+    // take runs this one is still driving.
+    for (const f of this.inFlight.values()) if (f.run) f.run.draining = true;
+    // Our own timer: @nestjs/schedule clears every registered interval at shutdown, concurrently.
+    const drainBeat = setInterval(() => void this.safeHeartbeat(), this.options.worker.heartbeatMs);
     const deadline = new Promise((r) => setTimeout(r, this.options.worker.drainTimeoutMs).unref());
     await Promise.race([this.idle(), deadline]);
     crashPoint('during-drain');
-    const left = [...this.inFlight.values()].filter((f) => f.run).map((f) => f.run);
+    const left = [...this.inFlight.values()].map((f) => f.run).filter((r): r is ActiveRun => !!r);
     await Promise.all(left.map((run) => this.release(run)));
+    clearInterval(drainBeat);
+    stop(HEARTBEAT_INTERVAL_NAME);
   }
 
   private async release(run: ActiveRun): Promise<void> {
-    run.stop(new LeaseLostError(run.runId, run.epoch, 'drain'));
+    run.stop(new RunSuspended('released on drain')); // the executor unwinds without writing or warning
     try {
       await this.lease.finish(run.fence, {
         status: 'waiting',

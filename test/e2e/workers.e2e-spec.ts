@@ -155,6 +155,25 @@ describe('workers across OS processes', () => {
     await expectNoOverlappingLeases(db);
   }, 120_000);
 
+  it('a drain longer than the lease keeps heartbeating: no other worker takes a run still being driven', async () => {
+    await insertRuns(db, 2);
+    const env = { STEP_DELAY_MS: '2500', LEASE_TTL_MS: '1500', HEARTBEAT_MS: '300', DRAIN_MS: '4000' };
+    const a = spawn(env);
+    await a.ready;
+    await waitFor(async () => (await statusCounts(db)).running === 2, 20_000, 'worker A to hold both runs');
+    await new Promise((r) => setTimeout(r, 300)); // A is inside a 2.5 s step
+    const b = spawn({ ...env, STEP_DELAY_MS: '10' });
+    await b.ready;
+    a.child.kill('SIGTERM'); // A finishes its steps within the 4 s drain, far past the 1.5 s lease
+    await a.exited;
+    await waitFor(async () => (await statusCounts(db)).succeeded === 2, 60_000, 'both runs to succeed');
+    const twice = await db.query(
+      `select run_id, step, count(distinct pid)::int as processes from step_effects group by 1, 2 having count(*) > 1`,
+    );
+    expect(twice).toEqual([]); // no step body ran in both the draining worker and its successor
+    await expectNoOverlappingLeases(db);
+  }, 90_000);
+
   it('SIGTERM drains: in-flight runs are released and resumed by another worker within 2 s, not after the TTL', async () => {
     await insertRuns(db, 3);
     const a = spawn({ STEP_DELAY_MS: '4000', LEASE_TTL_MS: '30000', HEARTBEAT_MS: '5000', DRAIN_MS: '300' });
