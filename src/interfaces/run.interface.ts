@@ -2,6 +2,17 @@
 export type RunStatus =
   'pending' | 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled' | 'dead_lettered';
 
+/** Every run status. */
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'pending',
+  'running',
+  'waiting',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'dead_lettered',
+];
+
 /** Statuses from which a run never moves again on its own. */
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
 

@@ -5,6 +5,7 @@ import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
 import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import { UnknownRunKindError } from '../errors/unknown-run-kind.error';
+import { RUN_STATUSES } from '../interfaces/run.interface';
 import type {
   CheckpointView,
   ListRunsQuery,
@@ -32,15 +33,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument.error';
 const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const STATUSES: RunStatus[] = [
-  'pending',
-  'running',
-  'waiting',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'dead_lettered',
-];
+const STATUSES = RUN_STATUSES;
 
 /**
  * What controllers inject: start runs, read them and their trail, cancel and re-drive them.

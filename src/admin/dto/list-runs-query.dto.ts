@@ -11,18 +11,10 @@ import {
   MaxLength,
   Min,
 } from 'class-validator';
-import type { RunStatus } from '../../interfaces/run.interface';
-import { ApiPropertyOptional } from '../openapi';
+import { RUN_STATUSES, RunStatus } from '../../interfaces/run.interface';
 
-export const RUN_STATUSES: RunStatus[] = [
-  'pending',
-  'running',
-  'waiting',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'dead_lettered',
-];
+export { RUN_STATUSES };
+import { ApiPropertyOptional } from '../openapi';
 
 /** `a,b` or `?s=a&s=b` → `['a', 'b']`. */
 const list = ({ value }: { value: unknown }) =>
