@@ -35,12 +35,12 @@ export interface CommandRow {
 type StopReason = LeaseLostError | NonDeterminismError | RunCancelledError | RunSuspended;
 
 /** Token usage and provider request id of a model step, kept in the checkpoint's meta. */
-function modelMeta(output: unknown): string | null {
+function modelMeta(output: unknown): { usage: unknown; requestId: unknown } | null {
   if (!output || typeof output !== 'object') return null;
   const o = output as Record<string, unknown>;
   const requestId = o.requestId ?? o.request_id ?? o.id;
   if (o.usage === undefined && requestId === undefined) return null;
-  return JSON.stringify({ usage: o.usage ?? null, requestId: requestId ?? null });
+  return { usage: o.usage ?? null, requestId: requestId ?? null };
 }
 
 /**
@@ -211,12 +211,9 @@ export class ActiveRun implements StepHost, RunContextHost {
 
   async executeStep(meta: StepMetadata, call: () => unknown): Promise<unknown> {
     this.checkActive();
-    const index = this.nextIndex++;
-    const rec = this.recorded.get(index);
-    if (rec) {
-      if (rec.name !== meta.name) throw this.nonDeterminism(index, rec.name, meta.name);
-      return rec.output;
-    }
+    const index = this.allocIndex();
+    const rec = this.recordedAt(index, meta.name);
+    if (rec) return rec.output;
     if (!this.observers) return this.runStep(meta, index, call);
     return this.observers.step(this.stepInfo(index, meta.name, meta.kind), () =>
       this.runStep(meta, index, call),
@@ -261,15 +258,11 @@ export class ActiveRun implements StepHost, RunContextHost {
     if (meta.kind === 'model') crashPoint('after-model-output', index);
     this.checkActive(false);
     const json = toStoredJson(output, `output of step "${meta.name}"`, this.options.limits.maxOutputBytes);
-    const metaJson = meta.kind === 'model' ? modelMeta(output) : null;
+    const usage = meta.kind === 'model' ? modelMeta(output) : null;
+    const metaJson = usage && JSON.stringify(usage);
     const done: RunCursor = { step: index, name: meta.name, status: 'done', attempt, item: null };
     const writes = [...this.takePending(), { index, name: meta.name, outputJson: json, metaJson }];
-    const payload = {
-      step: index,
-      name: meta.name,
-      kind: meta.kind,
-      ...(metaJson ? JSON.parse(metaJson) : {}),
-    };
+    const payload = { step: index, name: meta.name, kind: meta.kind, ...usage };
     crashPoint('before-step-commit', index);
     await this.fenced(() =>
       this.lease.writeStep(this.fence, done, writes, 'run.checkpoint_saved', payload, true),
@@ -290,15 +283,11 @@ export class ActiveRun implements StepHost, RunContextHost {
       return derive(seed);
     }
     this.checkActive();
-    const index = this.nextIndex++;
-    const rec = this.recorded.get(index);
-    if (rec) {
-      if (rec.name !== name) throw this.nonDeterminism(index, rec.name, name);
-      return rec.output as T;
-    }
+    const index = this.allocIndex();
+    const rec = this.recordedAt(index, name);
+    if (rec) return rec.output as T;
     const value = make();
     this.pending.push({ index, name, outputJson: JSON.stringify(value) });
-    this.recorded.set(index, { name, output: value });
     return value;
   }
 

@@ -83,13 +83,7 @@ export class Executor {
         `output of run kind "${run.kind}"`,
         this.options.limits.maxOutputBytes,
       );
-      await this.finish(run, {
-        status: 'succeeded',
-        outputJson,
-        records: run.takePending(),
-        event: 'run.succeeded',
-        payload: {},
-      });
+      await this.finish(run, { status: 'succeeded', outputJson, event: 'run.succeeded', payload: {} });
     } catch (err) {
       await this.settleFailure(run, run.stopReason ?? err);
     }
@@ -97,14 +91,26 @@ export class Executor {
 
   /** A parked run is already recorded; a run a drain stopped at a step boundary is released here. */
   private async unwindSuspended(run: ActiveRun, s: RunSuspended): Promise<void> {
-    run.outcome = s.reason.includes('drain') ? 'released' : 'parked';
-    if (!s.releaseOnUnwind) return;
-    await this.finish(run, {
-      status: 'waiting',
-      attemptsDelta: run.progressed ? 0 : -1,
-      event: 'run.released',
-      payload: { reason: 'drain', workerId: run.workerId, atStepBoundary: true },
-    });
+    if (s.releaseOnUnwind) return this.release(run, true);
+    // Parked (already recorded), or released by the draining worker (which records it).
+    run.outcome ??= s.reason.includes('drain') ? 'released' : 'parked';
+  }
+
+  /**
+   * Hands a run this worker drives back to `waiting` (fenced) so another worker resumes it at once:
+   * a drain, not a failure (the claim's attempt is given back unless a step committed).
+   */
+  async release(run: ActiveRun, atStepBoundary: boolean): Promise<void> {
+    await this.finish(
+      run,
+      {
+        status: 'waiting',
+        attemptsDelta: run.progressed ? 0 : -1,
+        event: 'run.released',
+        payload: { reason: 'drain', workerId: run.workerId, atStepBoundary },
+      },
+      'released',
+    );
   }
 
   private async settleFailure(run: ActiveRun, err: unknown): Promise<void> {
@@ -160,10 +166,10 @@ export class Executor {
     });
   }
 
-  private async finish(run: ActiveRun, w: FinishWrite): Promise<void> {
+  private async finish(run: ActiveRun, w: FinishWrite, outcome?: RunAttemptOutcome): Promise<void> {
     try {
       await this.lease.finish(run.fence, { ...w, records: [...(w.records ?? []), ...run.takePending()] });
-      run.outcome = OUTCOMES[w.status];
+      run.outcome = outcome ?? OUTCOMES[w.status];
     } catch (err) {
       if (err instanceof LeaseLostError) {
         run.outcome = 'lease_lost';

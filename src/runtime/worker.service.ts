@@ -234,17 +234,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async release(run: ActiveRun): Promise<void> {
-    run.stop(new RunSuspended('released on drain')); // the executor unwinds without writing or warning
-    try {
-      await this.lease.finish(run.fence, {
-        status: 'waiting',
-        attemptsDelta: run.progressed ? 0 : -1,
-        records: run.takePending(),
-        event: 'run.released',
-        payload: { reason: 'drain', workerId: this.id },
-      });
-    } catch (err) {
-      this.logger.warn(`could not release run ${run.runId} on drain: ${(err as Error).message}`);
-    }
+    run.stop(new RunSuspended('released on drain')); // its own unwinding then writes nothing
+    await this.executor.release(run, false);
   }
 }
