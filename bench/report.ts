@@ -96,6 +96,7 @@ export const RATIOS: RatioDef[] = [
     label: 'engine 3-step runs/s / raw 3-step loop runs/s',
     num: 'engine.run3.c16.perSec',
     den: 'raw.run3.c16.perSec',
+    target: { op: '>=', value: 0.8 },
   },
   {
     key: 'writeStepLatency',

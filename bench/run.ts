@@ -6,6 +6,7 @@ import { BenchDatabase, dropDatabase, WalWindow } from './database';
 import { EngineBench, SequentialResult } from './engine';
 import { ConcurrentRaw, LoopResult, RawBench } from './raw';
 import { FIGURES, printReport, RATIOS, Report, summarise } from './report';
+import { adminUrl, log, parseBenchArgs, rotate } from './cli';
 import { latency } from './stats';
 
 /**
@@ -71,49 +72,12 @@ const QUICK: BenchConfig = {
   starts: 600,
 };
 
-const USAGE = `usage: npm run bench -- [--quick] [--repeat N] [--out FILE]
+const USAGE = `usage: npm run bench:core -- [--quick] [--repeat N] [--out FILE]
   --quick      ~1 minute: smaller workloads, 2 repeats (default: ~4 minutes, 5 repeats)
   --repeat N   repeat every workload N times (N >= 2)
-  --out FILE   where to write the JSON results (default bench/results.json)
+  --out FILE   where to write the JSON results (default bench/core-results.json)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres); the bench creates
                and drops its own database dx_bench_<random> on that server`;
-
-function parseArgs(argv: string[]): { config: BenchConfig; out: string; quick: boolean } {
-  let quick = false;
-  let repeat: number | undefined;
-  let out = join(__dirname, 'results.json');
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split('=', 2);
-    const value = () => inline ?? argv[++i];
-    if (flag === '--quick') quick = true;
-    else if (flag === '--repeat') repeat = Number(value());
-    else if (flag === '--out') out = value();
-    else if (flag === '--help' || flag === '-h') {
-      console.log(USAGE);
-      process.exit(0);
-    } else {
-      console.error(`unknown argument ${argv[i]}\n${USAGE}`);
-      process.exit(2);
-    }
-  }
-  const config = { ...(quick ? QUICK : FULL) };
-  if (repeat !== undefined) {
-    if (!Number.isInteger(repeat) || repeat < 2) {
-      console.error('--repeat must be an integer >= 2');
-      process.exit(2);
-    }
-    config.repeat = repeat;
-  }
-  return { config, out, quick };
-}
-
-const log = (msg: string) => process.stderr.write(`${msg}\n`);
-
-/** `items` rotated left by `k`: block b of repeat r starts with a different workload each time. */
-function rotate<T>(items: T[], k: number): T[] {
-  const s = k % items.length;
-  return [...items.slice(s), ...items.slice(0, s)];
-}
 
 /** Runs `blocks` rounds of the workloads, in rotating order. */
 async function alternate(r: number, blocks: number, workloads: Array<() => Promise<void>>): Promise<void> {
@@ -328,11 +292,15 @@ async function repeatOnce(
 }
 
 async function main(): Promise<void> {
-  const { config: cfg, out, quick } = parseArgs(process.argv.slice(2));
-  const adminUrl = process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres';
+  const {
+    config: cfg,
+    out,
+    quick,
+  } = parseBenchArgs(process.argv.slice(2), USAGE, FULL, QUICK, join(__dirname, 'core-results.json'));
+  const admin = adminUrl();
   const started = Date.now();
-  log(`creating the bench database on ${new URL(adminUrl).host} ...`);
-  const db = await BenchDatabase.create(adminUrl);
+  log(`creating the bench database on ${new URL(admin).host} ...`);
+  const db = await BenchDatabase.create(admin);
   log(`database ${db.name} (schema applied with runDurableMigrations)`);
   if (!db.walInspect) log('pg_walinspect unavailable: commit and WAL figures are skipped');
 
@@ -340,7 +308,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => {
     interrupted = true;
     log(`interrupted: dropping ${db.name}`);
-    void dropDatabase(adminUrl, db.name).finally(() => process.exit(130));
+    void dropDatabase(admin, db.name).finally(() => process.exit(130));
   });
 
   const report = new Report(FIGURES, RATIOS);

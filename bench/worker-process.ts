@@ -31,6 +31,12 @@ import { RawStepWriter } from './raw';
 export const PICKUP_KIND = 'bench.pickup';
 /** 1-step workflow of the engine throughput figures: a trivial compute step. */
 export const TPUT_KIND = 'bench.tput';
+/** 3-step workflow of the engine throughput figures: three trivial compute steps. */
+export const TPUT3_KIND = 'bench.tput3';
+/** Memory figure: a run whose only step holds its slot until the parent sends `release-holds`. */
+export const HOLD_KIND = 'bench.hold';
+/** Memory figure: a run parked on `ctx.waitForSignal` (status `waiting`, nothing held in memory). */
+export const PARK_KIND = 'bench.park';
 /** Kind of the runs the raw loops claim (no engine registers it). */
 export const RAW_KIND = 'bench.workers.raw';
 /** Table the pickup step writes its start into (created by the parent). */
@@ -60,6 +66,19 @@ export interface ProcessStats {
 export function processStats(): ProcessStats {
   const u = process.cpuUsage();
   return { cpuUs: u.user + u.system, statements: { ...statements } };
+}
+
+/** What `memory` answers: this process's memory after a full GC (bytes). */
+export interface ProcessMemory {
+  rss: number;
+  heapUsed: number;
+  external: number;
+}
+
+function memory(): ProcessMemory {
+  (globalThis as { gc?: () => void }).gc?.();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external };
 }
 
 @DurableWorkflow(PICKUP_KIND)
@@ -94,6 +113,61 @@ export class TputWorkflow {
 
   @DurableStep()
   async step(): Promise<{ ok: boolean }> {
+    return { ok: true };
+  }
+}
+
+@DurableWorkflow(TPUT3_KIND)
+export class Tput3Workflow {
+  async run(): Promise<{ ok: boolean }> {
+    await this.one();
+    await this.two();
+    return this.three();
+  }
+
+  @DurableStep()
+  async one(): Promise<{ ok: boolean }> {
+    return { ok: true };
+  }
+
+  @DurableStep()
+  async two(): Promise<{ ok: boolean }> {
+    return { ok: true };
+  }
+
+  @DurableStep()
+  async three(): Promise<{ ok: boolean }> {
+    return { ok: true };
+  }
+}
+
+/** Steps of HOLD_KIND runs wait on this gate: `close-holds` arms it, `open-holds` lets them all go. */
+const holds = { open: () => undefined as void, gate: Promise.resolve() };
+
+@DurableWorkflow(HOLD_KIND)
+export class HoldWorkflow {
+  async run(input: { note: string }): Promise<{ ok: boolean }> {
+    return this.hold(input.note);
+  }
+
+  /** An agent step in flight: it holds its input and waits (as on a model call) until released. */
+  @DurableStep()
+  async hold(note: string): Promise<{ ok: boolean }> {
+    await holds.gate;
+    return { ok: note.length > 0 };
+  }
+}
+
+@DurableWorkflow(PARK_KIND)
+export class ParkWorkflow {
+  async run(_input: unknown, ctx: RunContext): Promise<{ ok: boolean }> {
+    await this.prepare();
+    await ctx.waitForSignal('approval');
+    return { ok: true };
+  }
+
+  @DurableStep()
+  async prepare(): Promise<{ ok: boolean }> {
     return { ok: true };
   }
 }
@@ -140,7 +214,7 @@ export async function bootEngine(cfg: EngineConfig): Promise<Engine> {
           reconciler: { enabled: false },
         }),
       ],
-      providers: [PickupWorkflow, TputWorkflow],
+      providers: [PickupWorkflow, TputWorkflow, Tput3Workflow, HoldWorkflow, ParkWorkflow],
     },
     { logger: ['error', 'warn'] },
   );
@@ -253,6 +327,9 @@ export type WorkerCommand =
   | { id: number; cmd: 'raw-go' }
   | { id: number; cmd: 'raw-close' }
   | { id: number; cmd: 'stats' }
+  | { id: number; cmd: 'memory' }
+  | { id: number; cmd: 'close-holds' }
+  | { id: number; cmd: 'open-holds' }
   | { id: number; cmd: 'exit' };
 
 /** Worker → parent: the answer to command `id`, or an event ('ready', 'began'). */
@@ -289,6 +366,15 @@ async function main(): Promise<void> {
         return;
       case 'stats':
         return processStats();
+      case 'memory':
+        return memory();
+      case 'close-holds':
+        holds.gate = new Promise<void>((resolve) => (holds.open = resolve));
+        return;
+      case 'open-holds':
+        holds.open();
+        holds.gate = Promise.resolve();
+        return;
       case 'exit':
         await engine?.close().catch(() => undefined);
         await raw?.close().catch(() => undefined);

@@ -5,16 +5,21 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { WAKE_CHANNEL } from '../src/durable-execution.constants';
 import { BenchDatabase, dropDatabase } from './database';
+import { adminUrl, log, parseBenchArgs, rotate } from './cli';
 import { latency, sleep, spread, Spread } from './stats';
 import {
   bootEngine,
   Engine,
   EngineConfig,
+  HOLD_KIND,
+  PARK_KIND,
   PICKUP_KIND,
   PICKUP_TABLE,
   pickupProbe,
+  ProcessMemory,
   ProcessStats,
   RAW_KIND,
+  TPUT3_KIND,
   TPUT_KIND,
   WorkerCommand,
   WorkerMessage,
@@ -27,7 +32,10 @@ import {
  *    LISTEN/NOTIFY): `RunRepository.start` call begins → the step body begins, in-process and with the
  *    worker in another OS process (database clock on both ends there);
  * 2. throughput of 1-step runs with 1, 2 and 4 worker processes (16 in flight each), next to the raw
- *    node-postgres limit of the engine's own claim + finish statements with as many processes.
+ *    node-postgres limit of the engine's own claim + finish statements with as many processes; and of
+ *    3-step runs with as many processes;
+ * 3. resident memory of one worker process: idle, with 1,000 runs parked on `ctx.waitForSignal`, and
+ *    with 1,000 runs queued while 100 are in flight (`concurrency: 100`, each holding its step open).
  * See bench/README.md ("Workers as OS processes").
  */
 
@@ -50,6 +58,10 @@ interface WorkersConfig {
   runs: number;
   /** Untimed runs per process before each throughput workload. */
   warmRunsPerProcess: number;
+  /** Memory figure: runs parked on a signal, runs queued, and runs in flight (= worker concurrency). */
+  memParked: number;
+  memQueued: number;
+  memInFlight: number;
 }
 
 const FULL: WorkersConfig = {
@@ -63,6 +75,9 @@ const FULL: WorkersConfig = {
   poolSize: 17,
   runs: 2500,
   warmRunsPerProcess: 48,
+  memParked: 1000,
+  memQueued: 1000,
+  memInFlight: 100,
 };
 
 const QUICK: WorkersConfig = { ...FULL, repeat: 2, pickups: 80, runs: 1200, warmRunsPerProcess: 32 };
@@ -74,49 +89,13 @@ const USAGE = `usage: npm run bench:workers -- [--quick] [--repeat N] [--out FIL
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres); the bench creates
                and drops its own database dx_bench_<random> on that server`;
 
-function parseArgs(argv: string[]): { config: WorkersConfig; out: string; quick: boolean } {
-  let quick = false;
-  let repeat: number | undefined;
-  let out = join(__dirname, 'workers-results.json');
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split('=', 2);
-    const value = () => inline ?? argv[++i];
-    if (flag === '--quick') quick = true;
-    else if (flag === '--repeat') repeat = Number(value());
-    else if (flag === '--out') out = value();
-    else if (flag === '--help' || flag === '-h') {
-      console.log(USAGE);
-      process.exit(0);
-    } else {
-      console.error(`unknown argument ${argv[i]}\n${USAGE}`);
-      process.exit(2);
-    }
-  }
-  const config = { ...(quick ? QUICK : FULL) };
-  if (repeat !== undefined) {
-    if (!Number.isInteger(repeat) || repeat < 2) {
-      console.error('--repeat must be an integer >= 2');
-      process.exit(2);
-    }
-    config.repeat = repeat;
-  }
-  return { config, out, quick };
-}
-
-const log = (msg: string) => process.stderr.write(`${msg}\n`);
 const benchStart = performance.now();
 const elapsed = () => ((performance.now() - benchStart) / 1000).toFixed(0);
-
-/** `items` rotated left by `k`. */
-function rotate<T>(items: T[], k: number): T[] {
-  const s = k % items.length;
-  return [...items.slice(s), ...items.slice(0, s)];
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Figures and ratios
 
-type Unit = 'ms' | 'runs/s' | 'µs' | 'count';
+type Unit = 'ms' | 'runs/s' | 'µs' | 'count' | 'MiB' | 'KiB';
 
 interface Figure {
   key: string;
@@ -137,6 +116,7 @@ const PICKUP =
 const TPUT =
   '2. Throughput of 1-step runs, all inserted at once, K processes x 16 in flight (wall clock, DB)';
 const CPU = '3. Client CPU per run (all worker processes together)';
+const MEM = '4. Memory of one worker process (after a full GC; RSS from the OS)';
 
 function pickupFigures(): Figure[] {
   const rows: Array<[string, Unit, string]> = [
@@ -166,6 +146,7 @@ function throughputFigures(counts: number[]): Figure[] {
     const p = `${k} process${k > 1 ? 'es' : ''}`;
     out.push(
       { key: `engine.k${k}`, unit: 'runs/s', label: `engine, ${p}`, section: TPUT },
+      { key: `engine3.k${k}`, unit: 'runs/s', label: `engine, 3-step runs, ${p}`, section: TPUT },
       { key: `raw.cf.k${k}`, unit: 'runs/s', label: `raw claim(1) + FINISH_RUN_SQL, ${p}`, section: TPUT },
       {
         key: `raw.csf.k${k}`,
@@ -196,6 +177,19 @@ function throughputFigures(counts: number[]): Figure[] {
     );
   }
   return out;
+}
+
+function memoryFigures(cfg: WorkersConfig): Figure[] {
+  const rows: Array<[string, Unit, string]> = [
+    ['mem.idle.rss', 'MiB', 'RSS, worker booted and idle'],
+    ['mem.parked.rss', 'MiB', `RSS, ${cfg.memParked} runs parked on waitForSignal`],
+    ['mem.busy.rss', 'MiB', `RSS, + ${cfg.memQueued} queued and ${cfg.memInFlight} in flight`],
+    ['mem.idle.heap', 'MiB', 'JS heap used, idle'],
+    ['mem.parked.heap', 'MiB', 'JS heap used, runs parked'],
+    ['mem.busy.heap', 'MiB', `JS heap used, ${cfg.memInFlight} in flight`],
+    ['mem.perInFlight', 'KiB', 'JS heap per run in flight (busy - parked) / in flight'],
+  ];
+  return rows.map(([key, unit, label]) => ({ key, unit, label, section: MEM }));
 }
 
 function ratioDefs(counts: number[]): Ratio[] {
@@ -320,7 +314,7 @@ class WorkerHandle {
 
   static spawn(onBegan: (runId: string) => void): WorkerHandle {
     const child = fork(join(__dirname, 'worker-process.ts'), [], {
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+      execArgv: ['--expose-gc', '-r', 'ts-node/register/transpile-only'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     return new WorkerHandle(child, onBegan);
@@ -652,20 +646,20 @@ class WorkersBench {
     return rows;
   }
 
-  /** (2) Engine: `k` worker processes on their real schedule, `runs` 1-step runs inserted at once. */
-  async engineThroughput(k: number) {
+  /** (2) Engine: `k` worker processes on their real schedule, `runs` runs of `kind` inserted at once. */
+  async engineThroughput(k: number, kind: string) {
     await this.reset();
     const ws = this.workers.slice(0, k);
     await Promise.all(ws.map((w) => w.request({ cmd: 'engine-start', config: this.engineConfig(true) })));
     try {
       await this.listeners(k);
       const warm = this.cfg.warmRunsPerProcess * k;
-      await this.insertRuns(TPUT_KIND, warm, true);
-      await this.allSucceeded(TPUT_KIND, warm);
+      await this.insertRuns(kind, warm, true);
+      await this.allSucceeded(kind, warm);
       await this.ctl.query('analyze ai_runs');
       const s0 = await this.stats(ws);
-      const t0 = (await this.insertRuns(TPUT_KIND, this.cfg.runs, true))!;
-      const last = await this.allSucceeded(TPUT_KIND, warm + this.cfg.runs);
+      const t0 = (await this.insertRuns(kind, this.cfg.runs, true))!;
+      const last = await this.allSucceeded(kind, warm + this.cfg.runs);
       const per = WorkersBench.perRun(s0, await this.stats(ws), this.cfg.runs);
       const seconds = (last - t0) / 1000;
       const claims = await this.claimsSince(t0);
@@ -681,6 +675,64 @@ class WorkersBench {
       };
     } finally {
       await Promise.all(ws.map((w) => w.request({ cmd: 'engine-stop' })));
+      await this.listeners(0);
+    }
+  }
+
+  /** Waits until `n` runs of `kind` have `status`; polled. */
+  private async statusCount(kind: string, status: string, n: number, timeoutMs = 60_000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const { rows } = await this.ctl.query(
+        `select count(*)::int as n from ai_runs where kind = $1 and status = $2`,
+        [kind, status],
+      );
+      if (rows[0].n === n) return;
+      if (performance.now() > deadline) throw new Error(`${rows[0].n} of ${n} runs of ${kind} are ${status}`);
+      await sleep(50);
+    }
+  }
+
+  /**
+   * (3) Memory of worker process 0 with `concurrency: memInFlight`: idle; with `memParked` runs parked
+   * on a signal (claimed, one step, parked, released); then with `memQueued + memInFlight` runs whose
+   * step holds its slot, so `memInFlight` are in flight and the rest wait in the queue. Every input
+   * carries 1 KiB of text, as an agent's prompt context would.
+   */
+  async memory() {
+    await this.reset();
+    const w = this.workers[0];
+    const mem = async () => (await w.request({ cmd: 'memory' })) as ProcessMemory;
+    const { memParked, memQueued, memInFlight } = this.cfg;
+    const insert = (kind: string, n: number) =>
+      this.ctl.query(
+        `with r as (insert into ai_runs (kind, input)
+                    select $1, jsonb_build_object('note', repeat('x', 1024) || i) from generate_series(1, $2) i)
+         select pg_notify($3, $1)`,
+        [kind, n, WAKE_CHANNEL],
+      );
+    await w.request({
+      cmd: 'engine-start',
+      config: { ...this.engineConfig(true), concurrency: memInFlight, poolSize: this.cfg.poolSize },
+    });
+    try {
+      await this.listeners(1);
+      const idle = await mem();
+      await insert(PARK_KIND, memParked);
+      await this.statusCount(PARK_KIND, 'waiting', memParked);
+      await sleep(200);
+      const parked = await mem();
+      await w.request({ cmd: 'close-holds' });
+      await insert(HOLD_KIND, memQueued + memInFlight);
+      await this.statusCount(HOLD_KIND, 'running', memInFlight);
+      await sleep(200);
+      const busy = await mem();
+      await w.request({ cmd: 'open-holds' });
+      await this.allSucceeded(HOLD_KIND, memQueued + memInFlight);
+      return { idle, parked, busy };
+    } finally {
+      await w.request({ cmd: 'open-holds' }).catch(() => undefined);
+      await w.request({ cmd: 'engine-stop' });
       await this.listeners(0);
     }
   }
@@ -767,13 +819,21 @@ async function repeatOnce(r: number, cfg: WorkersConfig, bench: WorkersBench, re
       [
         'engine',
         async () => {
-          const e = await bench.engineThroughput(k);
+          const e = await bench.engineThroughput(k, TPUT_KIND);
           put(`engine.k${k}`, e.perSec);
           put(`engine.k${k}.batch`, e.runsPerClaim);
           put(`engine.k${k}.stmts`, e.statementsPerRun);
           put(`engine.k${k}.cpu`, e.cpuUsPerRun);
           res.check(CHECK_SHARE, e.perProcess.length === k, `${e.perProcess.length}/${k}`);
           res.detail(r, `engine.k${k}`, e);
+        },
+      ],
+      [
+        'engine 3-step runs',
+        async () => {
+          const e = await bench.engineThroughput(k, TPUT3_KIND);
+          put(`engine3.k${k}`, e.perSec);
+          res.detail(r, `engine3.k${k}`, e);
         },
       ],
       [
@@ -800,6 +860,18 @@ async function repeatOnce(r: number, cfg: WorkersConfig, bench: WorkersBench, re
       await fn();
     }
   }
+
+  phase(`memory: one worker process, concurrency ${cfg.memInFlight}`);
+  const m = await bench.memory();
+  const mib = (b: number) => b / 1024 / 1024;
+  put('mem.idle.rss', mib(m.idle.rss));
+  put('mem.parked.rss', mib(m.parked.rss));
+  put('mem.busy.rss', mib(m.busy.rss));
+  put('mem.idle.heap', mib(m.idle.heapUsed));
+  put('mem.parked.heap', mib(m.parked.heapUsed));
+  put('mem.busy.heap', mib(m.busy.heapUsed));
+  put('mem.perInFlight', (m.busy.heapUsed - m.parked.heapUsed) / 1024 / cfg.memInFlight);
+  res.detail(r, 'memory', m);
 }
 
 function fmt(v: number, unit: string): string {
@@ -873,11 +945,15 @@ function printSummary(s: Summary): void {
 }
 
 async function main(): Promise<void> {
-  const { config: cfg, out, quick } = parseArgs(process.argv.slice(2));
-  const adminUrl = process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres';
+  const {
+    config: cfg,
+    out,
+    quick,
+  } = parseBenchArgs(process.argv.slice(2), USAGE, FULL, QUICK, join(__dirname, 'workers-results.json'));
+  const admin = adminUrl();
   const started = Date.now();
-  log(`creating the bench database on ${new URL(adminUrl).host} ...`);
-  const db = await BenchDatabase.create(adminUrl);
+  log(`creating the bench database on ${new URL(admin).host} ...`);
+  const db = await BenchDatabase.create(admin);
   log(`database ${db.name} (schema applied with runDurableMigrations)`);
 
   const bench = new WorkersBench(cfg, db);
@@ -886,11 +962,11 @@ async function main(): Promise<void> {
     interrupted = true;
     log(`interrupted: stopping the worker processes, dropping ${db.name}`);
     void Promise.all(bench.workers.map((w) => w.stop(1000)))
-      .then(() => dropDatabase(adminUrl, db.name))
+      .then(() => dropDatabase(admin, db.name))
       .finally(() => process.exit(130));
   });
 
-  const figures = [...pickupFigures(), ...throughputFigures(cfg.processCounts)];
+  const figures = [...pickupFigures(), ...throughputFigures(cfg.processCounts), ...memoryFigures(cfg)];
   const res = new Results(figures);
   const loads: number[] = [];
   try {

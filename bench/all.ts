@@ -1,0 +1,283 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { log } from './cli';
+import { ensurePeersInstalled } from './peers';
+
+/**
+ * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale] [-- --out FILE]`
+ * The whole bench in one run: the engine against the raw node-postgres limit (bench/run.ts), the peer
+ * libraries (bench/peers.ts), workers as OS processes with pickup latency and memory
+ * (bench/workers.ts), and claim cost as history grows (bench/scale.ts), one after the other on the
+ * same server. Each part is its own process and its own throw-away database(s); this file then puts
+ * the headline figures side by side, as ratios against their targets, and writes bench/results.json.
+ */
+
+const PARTS = ['core', 'peers', 'workers', 'scale'] as const;
+type Part = (typeof PARTS)[number];
+
+const SCRIPT: Record<Part, string> = {
+  core: 'run.ts',
+  peers: 'peers.ts',
+  workers: 'workers.ts',
+  scale: 'scale.ts',
+};
+
+const USAGE = `usage: npm run bench -- [--quick] [--parts core,peers,workers,scale] [--out FILE]
+  --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~20 minutes)
+  --parts      run only these parts (their figures only; the headline shows '-' for the rest)
+  --out FILE   the combined JSON results (default bench/results.json)
+  DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)
+Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale`;
+
+function parseArgs(argv: string[]): { quick: boolean; parts: Part[]; out: string } {
+  let quick = false;
+  let parts: Part[] = [...PARTS];
+  let out = join(__dirname, 'results.json');
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split('=', 2);
+    const value = () => inline ?? argv[++i];
+    if (flag === '--quick') quick = true;
+    else if (flag === '--out') out = value();
+    else if (flag === '--parts') {
+      const asked = value().split(',');
+      const bad = asked.filter((p) => !PARTS.includes(p as Part));
+      if (bad.length) {
+        console.error(`--parts: unknown part ${bad.join(', ')} (known: ${PARTS.join(', ')})`);
+        process.exit(2);
+      }
+      parts = PARTS.filter((p) => asked.includes(p));
+    } else if (flag === '--help' || flag === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    } else {
+      console.error(`unknown argument ${argv[i]}\n${USAGE}`);
+      process.exit(2);
+    }
+  }
+  return { quick, parts, out };
+}
+
+/** Runs one part as its own process (its table goes to our stdout); its JSON results. */
+async function runPart(part: Part, quick: boolean): Promise<any> {
+  const out = join(tmpdir(), `dx-bench-${part}-${process.pid}.json`);
+  const args = ['-r', 'ts-node/register/transpile-only', join(__dirname, SCRIPT[part]), '--out', out];
+  if (quick) args.push('--quick');
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  const onSigint = () => child.kill('SIGINT');
+  process.once('SIGINT', onSigint);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  process.removeListener('SIGINT', onSigint);
+  if (code !== 0) throw new Error(`bench part '${part}' exited with ${code}`);
+  return JSON.parse(readFileSync(out, 'utf8'));
+}
+
+/** A headline row: a figure or a ratio of medians, with its target when the issue set one. */
+interface Headline {
+  label: string;
+  value: number;
+  unit: string;
+  target?: { op: '<=' | '>=' | '='; value: number };
+  verdict?: 'met' | 'missed' | 'not measured';
+  how: string;
+}
+
+type Results = Partial<Record<Part, any>>;
+
+/** Median of a figure of a core / workers summary. */
+function fig(part: any, key: string): number {
+  return part?.figures?.find((f: any) => f.key === key)?.median ?? NaN;
+}
+
+/** Median of a per-repeat ratio of the core summary. */
+function ratio(part: any, key: string): number {
+  return part?.ratios?.find((r: any) => r.key === key)?.median ?? NaN;
+}
+
+function peer(
+  peers: any,
+  key: string,
+  field: 'perSecond' | 'p50Ms' | 'statementsPerUnit' | 'commitsPerUnit',
+): number {
+  return peers?.workloads?.find((w: any) => w.key === key)?.[field]?.median ?? NaN;
+}
+
+export function headline(r: Results): Headline[] {
+  const { core, peers, workers, scale } = r;
+  const engineStep = fig(core, 'engine.step.seq.p50');
+  const engineRun3 = fig(core, 'engine.run3.c16.perSec');
+  const engineK1 = fig(workers, 'engine.k1');
+  const pickup = fig(workers, 'pickup.proc.db.p50');
+  const rows: Headline[] = [
+    {
+      label: 'statements per compute step commit (client)',
+      value: fig(core, 'engine.statementsPerStep'),
+      unit: 'count',
+      target: { op: '=', value: 1 },
+      how: 'core: every pool.query sent during a step call, sequential runs',
+    },
+    {
+      label: 'commits per compute step (server WAL)',
+      value: fig(core, 'engine.commitsPerStep'),
+      unit: 'count',
+      target: { op: '=', value: 1 },
+      how: 'core: COMMIT records of the bench database read with pg_walinspect',
+    },
+    {
+      label: 'step commit p50 / raw fenced UPDATE p50',
+      value: ratio(core, 'stepLatency'),
+      unit: 'x',
+      target: { op: '<=', value: 1.5 },
+      how: 'core: per repeat, then the median',
+    },
+    {
+      label: 'DBOS step p50 / engine step commit p50',
+      value: peer(peers, 'dbos.step-latency', 'p50Ms') / engineStep,
+      unit: 'x',
+      target: { op: '>=', value: 4 },
+      how: 'peers: DBOS.runStep as the workflow sees it; core: the @DurableStep call',
+    },
+    {
+      label: '3-step runs/s @16: engine / raw loop',
+      value: ratio(core, 'run3Throughput'),
+      unit: 'x',
+      target: { op: '>=', value: 0.8 },
+      how: 'core: steady-state window, per repeat, then the median',
+    },
+    {
+      label: '3-step runs/s @16: engine / DBOS direct',
+      value: engineRun3 / peer(peers, 'dbos.workflows-direct', 'perSecond'),
+      unit: 'x',
+      target: { op: '>=', value: 4 },
+      how: 'medians: core engine.run3.c16 / DBOS startWorkflow, 16 in flight',
+    },
+    {
+      label: '3-step runs/s @16: engine / DBOS queue',
+      value: engineRun3 / peer(peers, 'dbos.workflows-queue', 'perSecond'),
+      unit: 'x',
+      how: 'medians: core engine.run3.c16 / DBOS queue, concurrency 16',
+    },
+    {
+      label: '1-step runs/s (1 worker process) / graphile-worker jobs/s',
+      value: engineK1 / peer(peers, 'graphile-worker.drain', 'perSecond'),
+      unit: 'x',
+      target: { op: '>=', value: 1 },
+      how: 'medians: workers engine.k1 (all inserted at once, 16 in flight) / graphile drain, concurrency 16',
+    },
+    {
+      label: '1-step runs/s (1 worker process) / pg-boss jobs/s',
+      value: engineK1 / peer(peers, 'pg-boss.drain', 'perSecond'),
+      unit: 'x',
+      how: 'medians: workers engine.k1 / pg-boss drain, 1 job per fetch',
+    },
+    {
+      label: '1-step runs/s (1 worker process) / pg-boss, 10 per fetch',
+      value: engineK1 / peer(peers, 'pg-boss.drain-batch10', 'perSecond'),
+      unit: 'x',
+      how: 'medians: workers engine.k1 / pg-boss drain, batchSize 10',
+    },
+    {
+      label: 'pickup p50, idle worker process (start -> step body)',
+      value: pickup,
+      unit: 'ms',
+      target: { op: '<=', value: 2 },
+      how: 'workers: database clock on both ends, worker in its own OS process',
+    },
+    {
+      label: 'pickup p50: graphile-worker / engine',
+      value: peer(peers, 'graphile-worker.pickup', 'p50Ms') / pickup,
+      unit: 'x',
+      how: 'medians: add() -> task entered / start -> step body',
+    },
+    {
+      label: 'pickup p50: pg-boss / engine',
+      value: peer(peers, 'pg-boss.pickup', 'p50Ms') / pickup,
+      unit: 'x',
+      how: 'medians: send() -> handler entered / start -> step body',
+    },
+    {
+      label: 'claim p50 at 1 million / at 1 thousand terminal runs',
+      value: scale?.ratios?.dueP50LargestOverSmallest?.median ?? NaN,
+      unit: 'x',
+      target: { op: '<=', value: 1.2 },
+      how: 'scale: CLAIM_RUNS_SQL with one run due, blocks alternating between the databases',
+    },
+    {
+      label: `worker RSS, 1,000 parked + 1,000 queued + 100 in flight`,
+      value: fig(workers, 'mem.busy.rss'),
+      unit: 'MiB',
+      how: 'workers: one worker process, concurrency 100, after a full GC',
+    },
+  ];
+  for (const h of rows) {
+    if (!h.target) continue;
+    if (!Number.isFinite(h.value)) h.verdict = 'not measured';
+    else if (h.target.op === '=') h.verdict = Math.abs(h.value - h.target.value) < 1e-9 ? 'met' : 'missed';
+    else if (h.target.op === '<=') h.verdict = h.value <= h.target.value ? 'met' : 'missed';
+    else h.verdict = h.value >= h.target.value ? 'met' : 'missed';
+  }
+  return rows;
+}
+
+function printHeadline(rows: Headline[], meta: Record<string, unknown>): void {
+  const num = (v: number, unit: string) =>
+    !Number.isFinite(v)
+      ? '-'
+      : unit === 'count'
+        ? v.toFixed(3)
+        : unit === 'MiB'
+          ? v.toFixed(0)
+          : v.toFixed(2);
+  console.log(
+    `\n=== Headline: ${meta.date}, ${meta.cpus} x ${meta.cpuModel}, node ${meta.node}, ${meta.mode} ===\n` +
+      `Medians of the parts above; a ratio of two medians where the figures come from different parts.`,
+  );
+  console.log(
+    `${'figure'.padEnd(60)} ${'value'.padStart(9)} ${'unit'.padEnd(6)} ${'target'.padEnd(8)} verdict`,
+  );
+  for (const h of rows) {
+    const target = h.target ? `${h.target.op} ${h.target.value}` : '';
+    console.log(
+      `${h.label.padEnd(60)} ${num(h.value, h.unit).padStart(9)} ${h.unit.padEnd(6)} ${target.padEnd(8)} ${h.verdict ?? ''}`,
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const { quick, parts, out } = parseArgs(process.argv.slice(2));
+  const started = Date.now();
+  // Install the peers first, so that a missing registry fails the run before anything is measured.
+  const versions = parts.includes('peers') ? ensurePeersInstalled() : {};
+  const results: Results = {};
+  const loadBefore: Record<string, number> = {};
+  for (const part of parts) {
+    loadBefore[part] = Number(loadavg()[0].toFixed(2));
+    log(`\n=== bench part '${part}' (${SCRIPT[part]}), load ${loadBefore[part]} ===`);
+    results[part] = await runPart(part, quick);
+  }
+  const meta = {
+    date: new Date().toISOString(),
+    mode: quick ? 'quick' : 'full',
+    parts,
+    durationSeconds: Math.round((Date.now() - started) / 1000),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    postgres: results.core?.meta?.postgres ?? results.workers?.meta?.postgres,
+    peerVersions: versions,
+    loadAverageBeforeEachPart: loadBefore,
+  };
+  const rows = headline(results);
+  printHeadline(rows, meta);
+  writeFileSync(out, `${JSON.stringify({ meta, headline: rows, ...results }, null, 2)}\n`);
+  log(`\nresults written to ${out} (${meta.durationSeconds} s)`);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,289 @@
+import 'reflect-metadata';
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { CLAIM_RUNS_SQL } from '../src/persistence/sql/claim-runs.sql';
+import { adminUrl, log, parseBenchArgs, rotate } from './cli';
+import { BenchDatabase, dropDatabase } from './database';
+import { latency, spread, Spread } from './stats';
+
+/**
+ * `npm run bench:scale [-- --quick] [-- --repeat N] [-- --out FILE]`
+ * Claim cost as the history grows: one database per size, filled with terminal runs (1 thousand →
+ * 1 million, each with its two events, as finished runs leave them); then the engine's own
+ * CLAIM_RUNS_SQL is timed on a dedicated connection per database, with one run due and with nothing
+ * due, in blocks that alternate between the databases (rotating order), so a noisy neighbour hits
+ * every size alike. Beside the times, the buffers each claim touches (EXPLAIN ANALYZE BUFFERS, rolled
+ * back): a count that does not depend on how busy the machine is. See bench/README.md.
+ */
+
+interface ScaleConfig {
+  /** Measurement blocks per size (each block: `claims` due claims and `claims` empty claims, per database). */
+  repeat: number;
+  /** Terminal runs in the table at each measured size (ascending). */
+  sizes: number[];
+  claims: number;
+  /** Untimed claims at each size before the blocks. */
+  warmup: number;
+}
+
+const FULL: ScaleConfig = { repeat: 3, sizes: [1_000, 10_000, 100_000, 1_000_000], claims: 300, warmup: 50 };
+const QUICK: ScaleConfig = { ...FULL, repeat: 2, claims: 150 };
+
+const USAGE = `usage: npm run bench:scale -- [--quick] [--repeat N] [--out FILE]
+  --quick      2 blocks of 150 claims per size (default: 3 blocks of 300; 1-3 minutes either way,
+               most of it filling a table to 1 million runs)
+  --repeat N   measurement blocks per size (N >= 2)
+  --out FILE   where to write the JSON results (default bench/scale-results.json)
+  DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)`;
+
+const KIND = 'bench.claim';
+const WORKER = 'bench-scale';
+const LEASE_MS = 30_000;
+
+/** One size: the per-block p50 / p99 of both claims, and the buffers of one claim of each. */
+export interface SizeResult {
+  terminalRuns: number;
+  events: number;
+  /** Heap + indexes of ai_runs, MiB. */
+  runsTableMiB: number;
+  due: { p50: Spread; p99: Spread };
+  empty: { p50: Spread; p99: Spread };
+  buffersDue: number;
+  buffersEmpty: number;
+  fillSeconds: number;
+}
+
+class ScaleBench {
+  private constructor(
+    private readonly db: BenchDatabase,
+    /** The connection whose claims are timed (prepared statement, nothing else on it). */
+    private readonly c: Client,
+  ) {}
+
+  static async open(db: BenchDatabase): Promise<ScaleBench> {
+    const c = new Client({ connectionString: db.url, application_name: 'dx-bench-scale' });
+    await c.connect();
+    return new ScaleBench(db, c);
+  }
+
+  private get ctl(): Client {
+    return this.db.ctl;
+  }
+
+  async close(): Promise<void> {
+    await this.c.end().catch(() => undefined);
+  }
+
+  /** Fills the table up to `total` terminal runs, in chunks, each run with a claimed and a succeeded event. */
+  async fill(total: number): Promise<number> {
+    const t0 = performance.now();
+    for (;;) {
+      const have = Number(
+        (await this.ctl.query(`select count(*) as n from ai_runs where status = 'succeeded'`)).rows[0].n,
+      );
+      const n = Math.min(total - have, 100_000);
+      if (n <= 0) break;
+      await this.ctl.query(
+        `with r as (
+           insert into ai_runs (kind, input, status, output, epoch, attempts, cursor, created_at, updated_at, finished_at)
+           select $1, jsonb_build_object('order', i), 'succeeded', '{"ok": true}'::jsonb, 1, 1,
+                  '{"step": 3, "name": "notify", "status": "done", "attempt": 1, "item": null}'::jsonb,
+                  now() - make_interval(secs => i), now() - make_interval(secs => i), now() - make_interval(secs => i)
+             from generate_series($2::int, $2::int + $3::int - 1) i
+           returning id, created_at
+         )
+         insert into ai_events (run_id, event_type, epoch, payload, created_at)
+         select id, e.t, 1, '{}'::jsonb, created_at from r,
+                (values ('run.claimed'), ('run.succeeded')) e(t)`,
+        [KIND, have + 1, n],
+      );
+    }
+    await this.ctl.query('vacuum analyze ai_runs');
+    await this.ctl.query('vacuum analyze ai_events');
+    return (performance.now() - t0) / 1000;
+  }
+
+  private claim(): Promise<{ rows: Array<{ id: string }> }> {
+    return this.c.query({ name: 'claim', text: CLAIM_RUNS_SQL, values: [WORKER, [KIND], 1, LEASE_MS] });
+  }
+
+  /** One due run: inserted (untimed), claimed (timed), finished as a success (untimed). */
+  async dueClaims(n: number): Promise<number[]> {
+    const ms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      await this.ctl.query(`insert into ai_runs (kind, input) values ($1, '{}'::jsonb)`, [KIND]);
+      const t0 = performance.now();
+      const { rows } = await this.claim();
+      ms.push(performance.now() - t0);
+      if (rows.length !== 1) throw new Error(`claim found ${rows.length} runs, expected the one due`);
+      await this.ctl.query(
+        `update ai_runs set status = 'succeeded', worker_id = null, lease_expires_at = null, finished_at = now()
+          where id = $1`,
+        [rows[0].id],
+      );
+    }
+    return ms;
+  }
+
+  /** Nothing due: the claim a polling worker sends most of the time. */
+  async emptyClaims(n: number): Promise<number[]> {
+    const ms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const { rows } = await this.claim();
+      ms.push(performance.now() - t0);
+      if (rows.length) throw new Error('claim found a run where none was due');
+    }
+    return ms;
+  }
+
+  /** Buffers (hit + read) the claim touches, from EXPLAIN (ANALYZE, BUFFERS), rolled back. */
+  async claimBuffers(withDue: boolean): Promise<number> {
+    await this.ctl.query('begin');
+    try {
+      if (withDue) await this.ctl.query(`insert into ai_runs (kind, input) values ($1, '{}'::jsonb)`, [KIND]);
+      const sql = CLAIM_RUNS_SQL.replace(/\$1\b/g, `'${WORKER}'`)
+        .replace(/\$2\b/g, `array['${KIND}']`)
+        .replace(/\$3\b/g, '1')
+        .replace(/\$4\b/g, String(LEASE_MS));
+      const { rows } = await this.ctl.query(`explain (analyze, buffers, format json) ${sql}`);
+      const plan = rows[0]['QUERY PLAN'][0];
+      // A node's buffers include its children's: the top node holds the statement's total.
+      return (plan.Plan['Shared Hit Blocks'] ?? 0) + (plan.Plan['Shared Read Blocks'] ?? 0);
+    } finally {
+      await this.ctl.query('rollback');
+    }
+  }
+
+  async sizes(): Promise<{ events: number; mib: number }> {
+    const { rows } = await this.ctl.query(
+      `select (select count(*) from ai_events)::int as events,
+              pg_total_relation_size('ai_runs')::float8 / 1048576 as mib`,
+    );
+    return { events: rows[0].events, mib: rows[0].mib };
+  }
+}
+
+async function main(): Promise<void> {
+  const {
+    config: cfg,
+    out,
+    quick,
+  } = parseBenchArgs(process.argv.slice(2), USAGE, FULL, QUICK, join(__dirname, 'scale-results.json'));
+  const admin = adminUrl();
+  const started = Date.now();
+  const dbs: BenchDatabase[] = [];
+  process.once('SIGINT', () => {
+    log(`interrupted: dropping ${dbs.map((d) => d.name).join(', ')}`);
+    void Promise.all(dbs.map((d) => dropDatabase(admin, d.name))).finally(() => process.exit(130));
+  });
+  const benches: ScaleBench[] = [];
+  const results: SizeResult[] = [];
+  try {
+    const fillSeconds: number[] = [];
+    for (const size of cfg.sizes) {
+      const db = await BenchDatabase.create(admin);
+      dbs.push(db);
+      const bench = await ScaleBench.open(db);
+      benches.push(bench);
+      log(
+        `${db.name}: filling to ${size.toLocaleString('en')} terminal runs (load ${loadavg()[0].toFixed(1)})`,
+      );
+      fillSeconds.push(await bench.fill(size));
+      await bench.dueClaims(cfg.warmup);
+      await bench.emptyClaims(cfg.warmup);
+    }
+    const due = benches.map(() => ({ p50: [] as number[], p99: [] as number[] }));
+    const empty = benches.map(() => ({ p50: [] as number[], p99: [] as number[] }));
+    for (let b = 0; b < cfg.repeat; b++) {
+      log(`block ${b + 1}/${cfg.repeat}: ${cfg.claims} due and ${cfg.claims} empty claims per size`);
+      for (const i of rotate([...benches.keys()], b)) {
+        const d = latency(await benches[i].dueClaims(cfg.claims));
+        const e = latency(await benches[i].emptyClaims(cfg.claims));
+        due[i].p50.push(d.p50);
+        due[i].p99.push(d.p99);
+        empty[i].p50.push(e.p50);
+        empty[i].p99.push(e.p99);
+      }
+    }
+    for (const [i, bench] of benches.entries()) {
+      const { events, mib } = await bench.sizes();
+      results.push({
+        terminalRuns: cfg.sizes[i],
+        events,
+        runsTableMiB: mib,
+        due: { p50: spread(due[i].p50), p99: spread(due[i].p99) },
+        empty: { p50: spread(empty[i].p50), p99: spread(empty[i].p99) },
+        buffersDue: await bench.claimBuffers(true),
+        buffersEmpty: await bench.claimBuffers(false),
+        fillSeconds: fillSeconds[i],
+      });
+    }
+  } finally {
+    await Promise.all(benches.map((b) => b.close()));
+    for (const db of dbs)
+      await db.close().catch((e) => log(`could not drop ${db.name}: ${(e as Error).message}`));
+  }
+
+  const first = results[0];
+  const last = results[results.length - 1];
+  // Per block: the largest size's p50 over the smallest's, then median / min / max over the blocks.
+  const ratio = (pick: (r: SizeResult) => Spread) =>
+    spread(pick(last).samples.map((v, i) => v / pick(first).samples[i]));
+  const summary = {
+    meta: {
+      date: new Date().toISOString(),
+      mode: quick ? 'quick' : 'full',
+      blocks: cfg.repeat,
+      durationSeconds: Math.round((Date.now() - started) / 1000),
+      node: process.version,
+      cpus: cpus().length,
+      postgres: dbs[0]?.serverVersion,
+    },
+    config: cfg,
+    sizes: results,
+    ratios: {
+      dueP50LargestOverSmallest: ratio((r) => r.due.p50),
+      emptyP50LargestOverSmallest: ratio((r) => r.empty.p50),
+      buffersDueLargestOverSmallest: last.buffersDue / first.buffersDue,
+    },
+  };
+  printSummary(summary);
+  writeFileSync(out, `${JSON.stringify(summary, null, 2)}\n`);
+  log(`results written to ${out} (${summary.meta.durationSeconds} s)`);
+}
+
+function printSummary(s: {
+  sizes: SizeResult[];
+  ratios: Record<string, Spread | number>;
+  meta: Record<string, unknown>;
+}): void {
+  const f = (v: Spread) => `${v.median.toFixed(3)} (${v.min.toFixed(3)}-${v.max.toFixed(3)})`;
+  console.log(
+    `\nClaim cost as terminal history grows (${s.meta.blocks} blocks per size; median (min-max) over blocks)`,
+  );
+  console.log(
+    `${'terminal runs'.padStart(14)} ${'events'.padStart(10)} ${'ai_runs MiB'.padStart(12)}  ` +
+      `${'due claim p50 ms'.padEnd(22)} ${'empty claim p50 ms'.padEnd(22)} buffers due/empty`,
+  );
+  for (const r of s.sizes) {
+    console.log(
+      `${r.terminalRuns.toLocaleString('en').padStart(14)} ${r.events.toLocaleString('en').padStart(10)} ` +
+        `${r.runsTableMiB.toFixed(1).padStart(12)}  ${f(r.due.p50).padEnd(22)} ${f(r.empty.p50).padEnd(22)} ` +
+        `${r.buffersDue} / ${r.buffersEmpty}`,
+    );
+  }
+  const due = s.ratios.dueP50LargestOverSmallest as Spread;
+  const empty = s.ratios.emptyP50LargestOverSmallest as Spread;
+  console.log(`largest / smallest, due claim p50:   ${f(due)}  (target <= 1.20)`);
+  console.log(`largest / smallest, empty claim p50: ${f(empty)}`);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
