@@ -1,8 +1,14 @@
 import { INestApplication } from '@nestjs/common';
 import { createOrdersApp } from '../../examples/purchase-order/http/orders.app';
+import { demoAdminAccess, describeAccess } from '../../examples/purchase-order/inspector/admin-access';
+import { KEY_COOKIE } from '../../examples/purchase-order/inspector/browser-login';
+import { createInspectorApp } from '../../examples/purchase-order/inspector/inspector-app';
 import { SimulatedServices, startSimulatedServices } from '../../examples/purchase-order/simulated/services';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
+import { InvalidOptionsError } from '../../src';
+
+const KEY = 'demo-admin-key-0123456789';
 
 describe('purchase-order HTTP app (npm run start:demo)', () => {
   let db: TestDatabase;
@@ -21,7 +27,12 @@ describe('purchase-order HTTP app (npm run start:demo)', () => {
   beforeAll(async () => {
     db = await createTestDatabase('demoapp');
     services = await startSimulatedServices({ timeScaleMs: 1 });
-    app = await createOrdersApp({ databaseUrl: db.url, services: services.settings, timeScaleMs: 1 });
+    app = await createOrdersApp({
+      databaseUrl: db.url,
+      services: services.settings,
+      timeScaleMs: 1,
+      admin: demoAdminAccess({ DEMO_ADMIN_KEY: KEY }),
+    });
     await app.listen(0, '127.0.0.1');
     base = await app.getUrl();
   });
@@ -93,5 +104,97 @@ describe('purchase-order HTTP app (npm run start:demo)', () => {
     );
     expect((await fetch(`${base}/orders/not-a-uuid`)).status).toBe(400);
     expect((await fetch(`${base}/orders/00000000-0000-4000-8000-000000000000`)).status).toBe(404);
+  });
+
+  describe('the run inspector (DurableAdminModule at /durable)', () => {
+    let runId: string;
+    beforeAll(async () => {
+      const res = await post({ ...order, orderRef: 'PO-2026-0043' });
+      runId = ((await res.json()) as { id: string }).id;
+    });
+
+    it('the admin API answers 401 without the key or with a wrong one, 200 with DEMO_ADMIN_KEY', async () => {
+      expect((await fetch(`${base}/durable/api/runs`)).status).toBe(401);
+      const wrong = await fetch(`${base}/durable/api/runs`, { headers: { 'x-api-key': `${KEY}x` } });
+      expect(wrong.status).toBe(401);
+      const ok = await fetch(`${base}/durable/api/runs?kind=purchase-order`, {
+        headers: { 'x-api-key': KEY },
+      });
+      expect(ok.status).toBe(200);
+      const page = (await ok.json()) as { items: { id: string; kind: string }[] };
+      expect(page.items.map((r) => r.id)).toContain(runId);
+      const bearer = await fetch(`${base}/durable/api/runs/${runId}`, {
+        headers: { authorization: `Bearer ${KEY}` },
+      });
+      expect(bearer.status).toBe(200);
+      const detail = (await bearer.json()) as { run: { idempotencyKey: string }; timeline: unknown };
+      expect(detail.run.idempotencyKey).toBe('PO-2026-0043');
+      expect(detail.timeline).toBeDefined();
+    });
+
+    it('the inspector page: 401 without the key, the runs table with the key', async () => {
+      expect((await fetch(`${base}/durable`)).status).toBe(401);
+      const res = await fetch(`${base}/durable`, { headers: { 'x-api-key': KEY } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/text\/html/);
+      const html = await res.text();
+      expect(html).toContain(`data-run-id="${runId}"`);
+      expect(html).toContain('data-testid="count-succeeded"');
+      expect(html).toContain('demo-operator'); // the name the event trail records for the demo's key
+    });
+
+    it('the login link puts the key in an HttpOnly cookie that opens the inspector in a browser', async () => {
+      const bad = await fetch(`${base}/durable/login?key=not-the-key-0123456789`, { redirect: 'manual' });
+      expect(bad.status).toBe(401);
+      expect(bad.headers.get('set-cookie')).toBeNull();
+
+      const login = await fetch(`${base}/durable/login?key=${KEY}`, { redirect: 'manual' });
+      expect(login.status).toBe(303);
+      expect(login.headers.get('location')).toBe('/durable');
+      const cookie = login.headers.get('set-cookie')!;
+      expect(cookie).toMatch(new RegExp(`^${KEY_COOKIE}=${KEY};`));
+      expect(cookie).toMatch(/HttpOnly/);
+      expect(cookie).toMatch(/SameSite=Strict/);
+      expect(cookie).toMatch(/Path=\/durable/);
+
+      const jar = { cookie: cookie.split(';')[0] };
+      const list = await fetch(`${base}/durable`, { headers: jar });
+      expect(list.status).toBe(200);
+      const run = await fetch(`${base}/durable/runs/${runId}`, { headers: jar });
+      expect(run.status).toBe(200);
+      expect(await run.text()).toContain('data-testid="run-status"');
+      // A wrong cookie is still refused by the guard.
+      const forged = await fetch(`${base}/durable`, { headers: { cookie: `${KEY_COOKIE}=${KEY}x` } });
+      expect(forged.status).toBe(401);
+      // The demo's own routes are not touched.
+      expect((await fetch(`${base}/orders/${runId}`)).status).toBe(200);
+    });
+
+    it('DEMO_ADMIN_KEY, DEMO_ADMIN_ANONYMOUS=1 or a key made for the process; never open by accident', async () => {
+      const made = demoAdminAccess({});
+      expect(made.source).toBe('generated');
+      expect(made.key).toMatch(/^[0-9a-f]{24}$/);
+      expect(made.options.guard).toBeDefined();
+      expect(made.options.allowAnonymous).toBeUndefined();
+      expect(describeAccess('http://127.0.0.1:3000', made)[0]).toBe(
+        `run inspector: http://127.0.0.1:3000/durable/login?key=${made.key}   (opens http://127.0.0.1:3000/durable)`,
+      );
+      const given = demoAdminAccess({ DEMO_ADMIN_KEY: KEY });
+      expect(given).toMatchObject({ key: KEY, source: 'DEMO_ADMIN_KEY' });
+      expect(describeAccess('http://127.0.0.1:3000', given).join('\n')).not.toContain(KEY); // not echoed
+      expect(() => demoAdminAccess({ DEMO_ADMIN_KEY: 'short' })).toThrow(InvalidOptionsError);
+      expect(() => demoAdminAccess({ DEMO_ADMIN_KEY: KEY, DEMO_ADMIN_ANONYMOUS: '1' })).toThrow(/not both/);
+
+      const anonymous = demoAdminAccess({ DEMO_ADMIN_ANONYMOUS: '1' });
+      expect(anonymous).toMatchObject({ key: null, source: 'anonymous', options: { allowAnonymous: true } });
+      const open = await createInspectorApp({ databaseUrl: db.url, access: anonymous });
+      try {
+        await open.listen(0, '127.0.0.1');
+        const res = await fetch(`${await open.getUrl()}/durable/api/runs/${runId}`);
+        expect(res.status).toBe(200);
+      } finally {
+        await open.close();
+      }
+    });
   });
 });

@@ -1,13 +1,18 @@
 /**
  * The demo as a service: a small Nest HTTP app that uses the module the way an application would.
  * One process serves the API and runs a worker; scale out by running more of them (or API-only pods
- * with `worker: { enabled: false }`).
+ * with `worker: { enabled: false }`). It mounts `DurableAdminModule` too: the run inspector at
+ * `/durable` and the admin API at `/durable/api`, behind the library's `ApiKeyAdminGuard`
+ * (see ../inspector/admin-access.ts for where the key comes from).
  */
 import { BadRequestException, INestApplication, Module, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { ValidationError } from 'class-validator';
 import { DurableExecutionModule } from '../../../src'; // in an app: 'nestjs-durable-execution'
 import type { ServiceSettings } from '../config';
+import { demoAdminAccess, type DemoAdminAccess } from '../inspector/admin-access';
+import { installBrowserLogin } from '../inspector/browser-login';
+import { demoAdminModule } from '../inspector/inspector-app';
 import { durableOptions, PurchaseOrderModule } from '../purchase-order.module';
 import { OrdersController } from './orders.controller';
 
@@ -17,6 +22,8 @@ export interface OrdersAppOptions {
   timeScaleMs: number;
   /** Drive runs in this process too. Default true. */
   worker?: boolean;
+  /** Who may use the run inspector and admin API. Default: `demoAdminAccess()` (from the environment). */
+  admin?: DemoAdminAccess;
 }
 
 /** 400 with one entry per invalid field: `{ statusCode, message, errors: [{ field, messages }] }`. */
@@ -34,6 +41,7 @@ export function validationPipe(): ValidationPipe {
 }
 
 export async function createOrdersApp(opts: OrdersAppOptions): Promise<INestApplication> {
+  const admin = opts.admin ?? demoAdminAccess();
   @Module({
     imports: [
       DurableExecutionModule.forRoot(
@@ -45,6 +53,7 @@ export async function createOrdersApp(opts: OrdersAppOptions): Promise<INestAppl
         }),
       ),
       PurchaseOrderModule.register(opts.services),
+      demoAdminModule(admin),
     ],
     controllers: [OrdersController],
   })
@@ -52,6 +61,7 @@ export async function createOrdersApp(opts: OrdersAppOptions): Promise<INestAppl
 
   const app = await NestFactory.create(OrdersAppModule, { logger: ['error', 'warn'] });
   app.useGlobalPipes(validationPipe());
+  installBrowserLogin(app, admin);
   await app.init();
   return app;
 }

@@ -1,0 +1,37 @@
+/**
+ * The run inspector on its own: `DurableAdminModule` over a database the demo has filled, with no worker
+ * and no reconciler (nothing runs any more; this process only reads, and acts if an operator asks).
+ * `npm run demo -- --inspect` and `--screenshot` serve it after the rolling deploy.
+ */
+import { DynamicModule, INestApplication, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DurableAdminModule, DurableExecutionModule } from '../../../src'; // in an app: 'nestjs-durable-execution'
+import { ADMIN_PATH, type DemoAdminAccess } from './admin-access';
+import { installBrowserLogin } from './browser-login';
+
+/** `DurableAdminModule` as the demo mounts it: at `/durable`, guarded as `access` says. */
+export function demoAdminModule(access: DemoAdminAccess): DynamicModule {
+  return DurableAdminModule.forRoot({ path: ADMIN_PATH, ...access.options });
+}
+
+export async function createInspectorApp(opts: {
+  databaseUrl: string;
+  access: DemoAdminAccess;
+}): Promise<INestApplication> {
+  @Module({
+    imports: [
+      DurableExecutionModule.forRoot({
+        database: { url: opts.databaseUrl, poolSize: 4 },
+        worker: { enabled: false },
+        reconciler: { enabled: false },
+      }),
+      demoAdminModule(opts.access),
+    ],
+  })
+  class DemoInspectorModule {}
+
+  const app = await NestFactory.create(DemoInspectorModule, { logger: ['error', 'warn'] });
+  installBrowserLogin(app, opts.access);
+  await app.init();
+  return app;
+}
