@@ -11,7 +11,10 @@
  *   npm run demo                      # default size, about two minutes on 2 cores
  *   npm run demo -- --runs 1900       # the chapter's 1,900 runs
  *   npm run demo -- --quick           # 60 runs, 2 workers per side
+ *   npm run demo -- --inspect         # then the run inspector over the durable side's runs, until Ctrl-C
+ *   npm run demo -- --screenshot docs # then screenshots of the inspector (a list, a run taken over)
  *   options: --workers W  --time-scale MS (per chapter second)  --report PATH  --no-report  --plain
+ *            --inspect[=PORT] (default 3001)  --screenshot DIR
  */
 import 'reflect-metadata';
 import fs from 'node:fs';
@@ -22,6 +25,9 @@ import { NestFactory } from '@nestjs/core';
 import { Pool } from 'pg';
 import { DurableExecutionModule, RunRepository } from '../../src';
 import { CHAPTER_FIGURES, nominalRunMs, workerTimings, type ServiceSettings } from './config';
+import { ADMIN_PATH, demoAdminAccess, describeAccess } from './inspector/admin-access';
+import { captureInspector, type Capture } from './inspector/capture';
+import { createInspectorApp } from './inspector/inspector-app';
 import { InMemoryQueue } from './naive/queue';
 import { prepareWorkerRuntime } from './orchestrator/compile';
 import { openDemoDatabase } from './orchestrator/database';
@@ -51,7 +57,29 @@ export interface DemoOptions {
   sigkillEvery: number;
   /** Give up waiting for the runs after this long (ms). */
   timeoutMs?: number;
+  /**
+   * After the report, serve the run inspector (`DurableAdminModule`) over the durable side's database on
+   * this port (0: any free one) and keep the database: the result's `inspector.close()` (or Ctrl-C) ends
+   * both. Access: DEMO_ADMIN_KEY, DEMO_ADMIN_ANONYMOUS=1 or a key made for the process (admin-access.ts).
+   */
+  inspect?: { port: number } | null;
+  /** After the report, save screenshots of the inspector in this directory (see inspector/capture.ts). */
+  screenshotDir?: string | null;
 }
+
+/** The inspector left running by `inspect`. */
+export interface DemoInspector {
+  /** The inspector page, e.g. `http://127.0.0.1:3001/durable`. */
+  url: string;
+  /** The key it asks for (`x-api-key`); null when anonymous. */
+  key: string | null;
+  /** What to print: the login link and the API. */
+  lines: string[];
+  /** Stops the inspector, the simulated services and the demo's database. */
+  close(): Promise<void>;
+}
+
+export type DemoResult = DemoReport & { inspector?: DemoInspector; screenshots?: Capture };
 
 export const DEFAULT_RUNS = 500;
 
@@ -90,7 +118,7 @@ function apiModule(databaseUrl: string, timeScaleMs: number, services: ServiceSe
   return DemoApiModule;
 }
 
-export async function runDemo(partial: Partial<DemoOptions> = {}): Promise<DemoReport> {
+export async function runDemo(partial: Partial<DemoOptions> = {}): Promise<DemoResult> {
   const runsN = partial.runs ?? DEFAULT_RUNS;
   const o: DemoOptions = {
     runs: runsN,
@@ -104,6 +132,8 @@ export async function runDemo(partial: Partial<DemoOptions> = {}): Promise<DemoR
     out: partial.out ?? process.stdout,
     sigkillEvery: partial.sigkillEvery ?? 3,
     timeoutMs: partial.timeoutMs,
+    inspect: partial.inspect ?? null,
+    screenshotDir: partial.screenshotDir ?? null,
   };
   const N = o.runs;
   const W = o.workers;
@@ -130,6 +160,17 @@ export async function runDemo(partial: Partial<DemoOptions> = {}): Promise<DemoR
   const deaths = new Map<string, number>();
   let apiClose: (() => Promise<void>) | undefined;
   let stats: Pool | undefined;
+  let keepDatabase = false;
+  const stopFleet = async () => {
+    for (const w of workers) if (w.alive) w.child.kill('SIGTERM');
+    await Promise.race([
+      Promise.all(workers.map((w) => w.exited)),
+      new Promise((r) => setTimeout(r, 5000).unref()),
+    ]);
+    for (const w of workers) if (w.alive) w.child.kill('SIGKILL');
+    await apiClose?.().catch(() => undefined);
+    apiClose = undefined;
+  };
   try {
     const naiveSvc = await startSimulatedServices({ timeScaleMs: o.timeScaleMs });
     onShutdown(() => naiveSvc.close());
@@ -449,17 +490,42 @@ export async function runDemo(partial: Partial<DemoOptions> = {}): Promise<DemoR
       fs.writeFileSync(o.reportPath, JSON.stringify(report, null, 2));
       o.out.write(`JSON report: ${path.relative(process.cwd(), o.reportPath) || o.reportPath}\n`);
     }
-    return report;
+    if (!o.inspect && !o.screenshotDir) return report;
+
+    // The durable side's runs in the run inspector. Nothing runs any more: the fleets go, the database stays.
+    await stopFleet();
+    const access = o.inspect ? demoAdminAccess() : demoAdminAccess({}); // screenshots only: a key of its own
+    const inspector = await createInspectorApp({ databaseUrl: db.url, access });
+    onShutdown(() => inspector.close());
+    await inspector.listen(o.inspect?.port ?? 0, '127.0.0.1');
+    const origin = await inspector.getUrl();
+    const url = `${origin}/${ADMIN_PATH}`;
+    const result: DemoResult = report;
+    if (o.screenshotDir) {
+      const shot = await captureInspector({
+        url,
+        key: access.key,
+        outDir: o.screenshotDir,
+        preferTakeoverFrom: deployLog
+          .filter((d) => d.signal === 'SIGKILL')
+          .map((d) => `durable-${d.worker}.v1`),
+      });
+      const rel = (p: string) => path.relative(process.cwd(), p) || p;
+      o.out.write(
+        `Screenshots of the run inspector: ${rel(shot.runsPng)} (the runs), ${rel(shot.runPng)} ` +
+          `(${shot.orderRef ?? shot.runId}: ${shot.shows})\n`,
+      );
+      result.screenshots = shot;
+    }
+    if (o.inspect) {
+      keepDatabase = true;
+      result.inspector = { url, key: access.key, lines: describeAccess(origin, access), close: runCleanups };
+    }
+    return result;
   } finally {
-    for (const w of workers) if (w.alive) w.child.kill('SIGTERM');
-    await Promise.race([
-      Promise.all(workers.map((w) => w.exited)),
-      new Promise((r) => setTimeout(r, 5000).unref()),
-    ]);
-    for (const w of workers) if (w.alive) w.child.kill('SIGKILL');
-    await apiClose?.().catch(() => undefined);
+    await stopFleet();
     await stats?.end().catch(() => undefined);
-    await runCleanups();
+    if (!keepDatabase) await runCleanups();
   }
 }
 
@@ -472,6 +538,7 @@ function parseArgs(argv: string[]): Partial<DemoOptions> {
   };
   if (process.env.npm_config_runs) out.runs = num('--runs', process.env.npm_config_runs);
   if (process.env.npm_config_quick) argv = ['--quick', ...argv];
+  if (process.env.npm_config_inspect) argv = [`--inspect=${process.env.npm_config_inspect}`, ...argv];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const [flag, inline] = a.split('=');
@@ -483,9 +550,18 @@ function parseArgs(argv: string[]): Partial<DemoOptions> {
     else if (flag === '--no-report') out.reportPath = null;
     else if (flag === '--plain') out.progress = 'plain';
     else if (flag === '--quick') Object.assign(out, { runs: out.runs ?? 60, workers: 2, timeScaleMs: 15 });
+    else if (flag === '--inspect') {
+      // --inspect, --inspect=PORT or --inspect PORT (npm turns a bare `--inspect` into "true")
+      const v = inline ?? (/^\d+$/.test(argv[i + 1] ?? '') ? argv[++i] : undefined);
+      const port = v === undefined || v === 'true' ? 3001 : Number(v);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new Error(`--inspect takes a port, got ${v}`);
+      out.inspect = { port };
+    } else if (flag === '--screenshot') out.screenshotDir = path.resolve(value());
     else if (flag === '--help' || flag === '-h') {
       process.stdout.write(
-        'npm run demo -- [--runs N] [--quick] [--workers W] [--time-scale MS] [--report PATH | --no-report] [--plain]\n',
+        'npm run demo -- [--runs N] [--quick] [--workers W] [--time-scale MS] [--report PATH | --no-report] [--plain]\n' +
+          '                [--inspect[=PORT]] [--screenshot DIR]\n',
       );
       process.exit(0);
     } else throw new Error(`unknown option ${a} (try --help)`);
@@ -497,6 +573,11 @@ if (require.main === module) {
   runDemo(parseArgs(process.argv.slice(2)))
     .then((r) => {
       const ok = r.durable.charges.duplicate === 0 && r.durable.creditEnquiries.duplicate === 0;
+      if (r.inspector) {
+        // Served until Ctrl-C, which stops the inspector and the demo's database (shutdown.ts).
+        process.stdout.write(`\n${r.inspector.lines.join('\n')}\nCtrl-C stops it and the demo's database.\n`);
+        return;
+      }
       process.exit(ok && r.durable.completed === r.durable.runs ? 0 : 1);
     })
     .catch((err) => {

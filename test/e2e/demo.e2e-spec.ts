@@ -1,23 +1,33 @@
-import { runDemo } from '../../examples/purchase-order/demo';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DemoResult, runDemo } from '../../examples/purchase-order/demo';
+import type { AdminRunDetail } from '../../src';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
+
+const SHOTS = path.join(__dirname, '..', 'artifacts', 'demo-inspector');
 
 /**
  * The README's first command, small: 50 purchase orders, 2 worker processes per side, a rolling deploy
  * with one SIGTERM (drained) and one SIGKILL per side. The durable side must not repeat a single
- * external write; the naive side must show the damage the chapter describes.
+ * external write; the naive side must show the damage the chapter describes. Then, as with
+ * `--inspect --screenshot DIR`, the durable runs are in the run inspector: screenshots of the runs and
+ * of a run the deploy interrupted (headless Chromium), and the inspector left up behind its key.
  */
 describe('purchase-order demo (naive vs durable under a rolling deploy)', () => {
   let db: TestDatabase;
+  let result: DemoResult | undefined;
 
   beforeAll(async () => {
     db = await createTestDatabase('demo');
   });
   afterAll(async () => {
+    await result?.inspector?.close();
     await db?.drop();
   });
 
   it('50 runs: durable has 0 duplicate charges and 0 duplicate credit enquiries; naive has both', async () => {
-    const report = await runDemo({
+    fs.rmSync(SHOTS, { recursive: true, force: true });
+    const report = (result = await runDemo({
       runs: 50,
       workers: 2,
       timeScaleMs: 15,
@@ -26,7 +36,9 @@ describe('purchase-order demo (naive vs durable under a rolling deploy)', () => 
       reportPath: null,
       progress: 'silent',
       timeoutMs: 60_000,
-    });
+      screenshotDir: SHOTS,
+      inspect: { port: 0 },
+    }));
     const { naive, durable } = report;
     console.log(
       `demo e2e: naive ${naive.creditEnquiries.duplicate} dup. enquiries, ${naive.charges.duplicate} dup. charges, ` +
@@ -56,5 +68,36 @@ describe('purchase-order demo (naive vs durable under a rolling deploy)', () => 
     expect(n).toBe(50);
     expect(avg).toBeGreaterThan(13_000);
     expect(avg).toBeLessThan(15_000);
-  }, 120_000);
+
+    // The screenshots: the runs list and a run the deploy interrupted, taken over or handed over.
+    const shots = report.screenshots!;
+    expect(shots.shows).toMatch(/^(takeover|handover) /);
+    for (const png of [shots.runsPng, shots.runPng]) {
+      expect(path.dirname(png)).toBe(SHOTS);
+      expect(fs.readFileSync(png).subarray(1, 4).toString()).toBe('PNG');
+      expect(fs.statSync(png).size).toBeGreaterThan(20_000);
+    }
+
+    // The inspector stays up over the durable side's database, behind its key.
+    const inspector = report.inspector!;
+    expect(inspector.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/durable$/);
+    expect(inspector.key).toMatch(/^[0-9a-f]{24}$/); // made for the process (no DEMO_ADMIN_KEY here)
+    expect(inspector.lines[0]).toContain(`${inspector.url}/login?key=${inspector.key}`);
+    expect((await fetch(`${inspector.url}/api/runs/${shots.runId}`)).status).toBe(401);
+    const headers = { 'x-api-key': inspector.key! };
+    const detail = (await (
+      await fetch(`${inspector.url}/api/runs/${shots.runId}`, { headers })
+    ).json()) as AdminRunDetail;
+    expect(detail.run.status).toBe('succeeded');
+    expect(detail.run.epoch).toBeGreaterThanOrEqual(2);
+    expect(detail.timeline.workers.length).toBeGreaterThanOrEqual(2);
+    expect(detail.timeline.epochs.some((e) => e.start === 'takeover' || e.start === 'handover')).toBe(true);
+    const page = await fetch(inspector.url, { headers });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain(`data-run-id="${shots.runId}"`);
+    const stats = (await (await fetch(`${inspector.url}/api/stats`, { headers })).json()) as {
+      byStatus: Record<string, number>;
+    };
+    expect(stats.byStatus.succeeded).toBe(50);
+  }, 150_000);
 });
