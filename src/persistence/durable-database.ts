@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { runDurableMigrations } from './run-migrations';
+import { durableSchemaIsCurrent, runDurableMigrations } from './run-migrations';
 
 /** The injection token @nestjs/typeorm uses for a named DataSource (same rule as its getDataSourceToken). */
 function dataSourceToken(name: string): string | typeof DataSource {
@@ -53,7 +53,8 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
       }
       if (!this.ds.isInitialized) await this.connectWithRetry(this.ds);
       this.pool.on('error', (err) => this.logger.warn(`idle PostgreSQL connection failed: ${err.message}`));
-      if (db.migrationsRun) await runDurableMigrations(this.ds);
+      // Up to date (every boot but the first after an upgrade): no migration DataSource, no lock.
+      if (db.migrationsRun && !(await durableSchemaIsCurrent(this.ds))) await runDurableMigrations(this.ds);
     } catch (err) {
       if (this.owned && this.ds?.isInitialized) await this.ds.destroy().catch(() => undefined);
       throw err;

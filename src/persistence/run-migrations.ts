@@ -54,6 +54,28 @@ async function underMigrationLock<T>(
   }
 }
 
+/** Names the module's migrations are recorded under in `ai_migrations`. */
+const MIGRATION_NAMES: string[] = DURABLE_EXECUTION_MIGRATIONS.map(
+  (m) => (new m() as { name?: string }).name ?? m.name,
+);
+
+/**
+ * True when every one of the module's migrations is recorded as applied, read through `ds` (two
+ * statements on the app's own pool). Lets a boot skip the migration DataSource and its advisory lock
+ * when the schema is up to date; anything else (no table, one missing) goes the locked way.
+ */
+export async function durableSchemaIsCurrent(ds: DataSource): Promise<boolean> {
+  const [{ present }] = await ds.query(`select to_regclass($1) is not null as present`, [
+    DURABLE_MIGRATIONS_TABLE,
+  ]);
+  if (!present) return false;
+  const [{ n }] = await ds.query(
+    `select count(distinct name)::int as n from ${DURABLE_MIGRATIONS_TABLE} where name = any($1)`,
+    [MIGRATION_NAMES],
+  );
+  return n === MIGRATION_NAMES.length;
+}
+
 /**
  * Applies the module's migrations on the database `source` points at, under a session advisory lock,
  * so two pods starting together both succeed: the second waits, then finds nothing left to do.

@@ -7,6 +7,9 @@ import {
   revertDurableMigrations,
   runDurableMigrations,
 } from '../../src';
+import { Client } from 'pg';
+import { MIGRATION_LOCK_KEY } from '../../src/durable-execution.constants';
+import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 const ROOT = resolve(__dirname, '../..');
@@ -43,6 +46,51 @@ function distIsStale(): boolean {
 }
 
 describe('migrations', () => {
+  describe('at boot (database.migrationsRun)', () => {
+    let db: TestDatabase;
+    let locker: Client;
+    beforeAll(async () => {
+      db = await createTestDatabase('migrboot');
+      locker = new Client({ connectionString: db.url });
+      await locker.connect();
+    });
+    afterAll(async () => {
+      await locker?.end();
+      await db?.drop();
+    });
+
+    /** Boots the module on `db` and closes it again; resolves when the boot completed. */
+    const bootAndClose = async () => {
+      const app = await bootApp(db.url);
+      await app.close();
+    };
+
+    it('an up-to-date schema boots without the migration lock; a pending migration waits for it', async () => {
+      await runDurableMigrations({ type: 'postgres', url: db.url });
+      // Someone (another pod migrating) holds the migration lock for the whole test.
+      await locker.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      try {
+        // Up to date: the boot reads ai_migrations through its own pool and never asks for the lock.
+        await bootAndClose();
+
+        // One migration pending: the boot must take the lock, so it waits until the holder lets go.
+        await locker.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+        await revertDurableMigrations({ type: 'postgres', url: db.url }, 1);
+        await locker.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+        let booted = false;
+        const boot = bootAndClose().then(() => (booted = true));
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(booted).toBe(false);
+        await locker.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+        await boot;
+        const names = await db.query<{ name: string }>(`select name from ${DURABLE_MIGRATIONS_TABLE}`);
+        expect(names.map((r) => r.name).sort()).toEqual([...MIGRATION_NAMES].sort());
+      } finally {
+        await locker.query('select pg_advisory_unlock_all()');
+      }
+    }, 30_000);
+  });
+
   describe('schema', () => {
     let db: TestDatabase;
     beforeAll(async () => {
