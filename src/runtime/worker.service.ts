@@ -217,11 +217,12 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     const stop = (name: string) =>
       this.scheduler.doesExist('interval', name) && this.scheduler.deleteInterval(name);
     stop(WORKER_INTERVAL_NAME);
-    await this.listener?.stop();
     // Runs stop at their next step boundary and release themselves; none starts a new step. The
     // heartbeat keeps running meanwhile: a drain longer than the lease must not let another worker
     // take runs this one is still driving.
     for (const f of this.inFlight.values()) if (f.run) f.run.draining = true;
+    // Closing the LISTEN connection is a round trip: not on the drain's clock.
+    const unlistened = this.listener?.stop();
     // Our own timer: @nestjs/schedule clears every registered interval at shutdown, concurrently.
     const drainBeat = setInterval(() => void this.safeHeartbeat(), this.options.worker.heartbeatMs);
     const deadline = new Promise((r) => setTimeout(r, this.options.worker.drainTimeoutMs).unref());
@@ -231,6 +232,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     await Promise.all(left.map((run) => this.release(run)));
     clearInterval(drainBeat);
     stop(HEARTBEAT_INTERVAL_NAME);
+    await unlistened;
   }
 
   private async release(run: ActiveRun): Promise<void> {
