@@ -166,6 +166,12 @@ export function headline(r: Results): Headline[] {
       how: 'medians: workers engine.k1 (all inserted at once, 16 in flight) / graphile drain, concurrency 16',
     },
     {
+      label: '  job-style runs/s (work in run(), no step) / graphile-worker',
+      value: fig(workers, 'engine0.k1') / peer(peers, 'graphile-worker.drain', 'perSecond'),
+      unit: 'x',
+      how: 'medians: workers engine0.k1 (claim + finish only, as a queue job) / graphile drain',
+    },
+    {
       label: '1-step runs/s (1 worker process) / pg-boss jobs/s',
       value: engineK1 / peer(peers, 'pg-boss.drain', 'perSecond'),
       unit: 'x',

@@ -31,6 +31,8 @@ import { RawStepWriter } from './raw';
 export const PICKUP_KIND = 'bench.pickup';
 /** 1-step workflow of the engine throughput figures: a trivial compute step. */
 export const TPUT_KIND = 'bench.tput';
+/** Job-style workflow (the work is in `run()`, no step): a job of a queue, done at least once. */
+export const JOB_KIND = 'bench.job';
 /** 3-step workflow of the engine throughput figures: three trivial compute steps. */
 export const TPUT3_KIND = 'bench.tput3';
 /** Memory figure: a run whose only step holds its slot until the parent sends `release-holds`. */
@@ -113,6 +115,13 @@ export class TputWorkflow {
 
   @DurableStep()
   async step(): Promise<{ ok: boolean }> {
+    return { ok: true };
+  }
+}
+
+@DurableWorkflow(JOB_KIND)
+export class JobWorkflow {
+  async run(): Promise<{ ok: boolean }> {
     return { ok: true };
   }
 }
@@ -214,7 +223,7 @@ export async function bootEngine(cfg: EngineConfig): Promise<Engine> {
           reconciler: { enabled: false },
         }),
       ],
-      providers: [PickupWorkflow, TputWorkflow, Tput3Workflow, HoldWorkflow, ParkWorkflow],
+      providers: [PickupWorkflow, TputWorkflow, JobWorkflow, Tput3Workflow, HoldWorkflow, ParkWorkflow],
     },
     { logger: ['error', 'warn'] },
   );

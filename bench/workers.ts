@@ -12,6 +12,7 @@ import {
   Engine,
   EngineConfig,
   HOLD_KIND,
+  JOB_KIND,
   PARK_KIND,
   PICKUP_KIND,
   PICKUP_TABLE,
@@ -147,6 +148,16 @@ function throughputFigures(counts: number[]): Figure[] {
     out.push(
       { key: `engine.k${k}`, unit: 'runs/s', label: `engine, ${p}`, section: TPUT },
       { key: `engine3.k${k}`, unit: 'runs/s', label: `engine, 3-step runs, ${p}`, section: TPUT },
+      ...(k === counts[0]
+        ? [
+            {
+              key: `engine0.k${k}`,
+              unit: 'runs/s' as Unit,
+              label: `engine, job-style runs (no step), ${p}`,
+              section: TPUT,
+            },
+          ]
+        : []),
       { key: `raw.cf.k${k}`, unit: 'runs/s', label: `raw claim(1) + FINISH_RUN_SQL, ${p}`, section: TPUT },
       {
         key: `raw.csf.k${k}`,
@@ -836,6 +847,18 @@ async function repeatOnce(r: number, cfg: WorkersConfig, bench: WorkersBench, re
           res.detail(r, `engine3.k${k}`, e);
         },
       ],
+      ...(i === 0
+        ? ([
+            [
+              'engine job-style runs',
+              async () => {
+                const e = await bench.engineThroughput(k, JOB_KIND);
+                put(`engine0.k${k}`, e.perSec);
+                res.detail(r, `engine0.k${k}`, e);
+              },
+            ],
+          ] as Array<[string, () => Promise<void>]>)
+        : []),
       [
         'raw claim+finish',
         async () => {
