@@ -27,7 +27,7 @@ const SCRIPT: Record<Part, string> = {
 const USAGE = `usage: npm run bench -- [--quick] [--parts core,peers,workers,scale] [--out FILE]
   --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~20 minutes)
   --parts      run only these parts (their figures only; the headline shows '-' for the rest)
-  --out FILE   the combined JSON results (default bench/results.json)
+  --out FILE   the combined JSON results (default bench/results.json; Markdown tables beside it, .md)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)
 Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale`;
 
@@ -250,6 +250,61 @@ function printHeadline(rows: Headline[], meta: Record<string, unknown>): void {
   }
 }
 
+/** The headline and the peers as Markdown tables (for docs/PERFORMANCE.md). */
+function markdown(rows: Headline[], r: Results, meta: Record<string, unknown>): string {
+  const num = (v: number, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : '-');
+  const spreadOf = (x: any, d: number) =>
+    x && Number.isFinite(x.median) ? `${num(x.median, d)} (${num(x.min, d)}–${num(x.max, d)})` : '-';
+  const out = [
+    `Run of ${meta.date} (${meta.mode}), ${meta.cpus} × ${meta.cpuModel}, ${meta.memoryGiB} GiB, node ${meta.node}, ` +
+      `${String(meta.postgres ?? '').split(' on ')[0]}.`,
+    '',
+    '| figure | value | target | verdict |',
+    '|---|---|---|---|',
+    ...rows.map(
+      (h) =>
+        `| ${h.label.trim()} | ${num(h.value, h.unit === 'count' ? 3 : h.unit === 'MiB' ? 0 : 2)} ${h.unit === 'x' ? '×' : h.unit} | ` +
+        `${h.target ? `${h.target.op} ${h.target.value}` : ''} | ${h.verdict ?? ''} |`,
+    ),
+  ];
+  if (r.peers) {
+    out.push(
+      '',
+      '| peer workload | per second | p50 ms | p99 ms | statements / commits per unit |',
+      '|---|---|---|---|---|',
+    );
+    for (const w of r.peers.workloads) {
+      out.push(
+        `| ${w.key} | ${spreadOf(w.perSecond, 0)} | ${spreadOf(w.p50Ms, 2)} | ${spreadOf(w.p99Ms, 2)} | ` +
+          `${spreadOf(w.statementsPerUnit, 1)} / ${spreadOf(w.commitsPerUnit, 1)} |`,
+      );
+    }
+  }
+  for (const [name, part] of [
+    ['core', r.core],
+    ['workers', r.workers],
+  ] as const) {
+    if (!part) continue;
+    out.push('', `| ${name} figure | unit | median (min–max) |`, '|---|---|---|');
+    for (const f of part.figures)
+      out.push(`| ${f.label.trim()} | ${f.unit} | ${spreadOf(f, f.unit === 'ms' ? 3 : 1)} |`);
+    for (const q of part.ratios ?? []) out.push(`| ${q.label.trim()} | × | ${spreadOf(q, 2)} |`);
+  }
+  if (r.scale) {
+    out.push(
+      '',
+      '| terminal runs | due claim p50 ms | empty claim p50 ms | buffers per claim (due / empty) |',
+      '|---|---|---|---|',
+    );
+    for (const z of r.scale.sizes) {
+      out.push(
+        `| ${z.terminalRuns.toLocaleString('en')} | ${spreadOf(z.due.p50, 3)} | ${spreadOf(z.empty.p50, 3)} | ${z.buffersDue} / ${z.buffersEmpty} |`,
+      );
+    }
+  }
+  return `${out.join('\n')}\n`;
+}
+
 async function main(): Promise<void> {
   const { quick, parts, out } = parseArgs(process.argv.slice(2));
   const started = Date.now();
@@ -278,6 +333,7 @@ async function main(): Promise<void> {
   const rows = headline(results);
   printHeadline(rows, meta);
   writeFileSync(out, `${JSON.stringify({ meta, headline: rows, ...results }, null, 2)}\n`);
+  writeFileSync(out.replace(/\.json$/, '') + '.md', markdown(rows, results, meta));
   log(`\nresults written to ${out} (${meta.durationSeconds} s)`);
 }
 
