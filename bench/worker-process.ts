@@ -17,6 +17,9 @@
  * pickup figures, so both sides run identical code.
  */
 import 'reflect-metadata';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { dirname } from 'node:path';
 import { INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Client, Pool, PoolClient } from 'pg';
@@ -337,6 +340,8 @@ export type WorkerCommand =
   | { id: number; cmd: 'raw-close' }
   | { id: number; cmd: 'stats' }
   | { id: number; cmd: 'memory' }
+  | { id: number; cmd: 'profile-start' }
+  | { id: number; cmd: 'profile-stop'; file: string }
   | { id: number; cmd: 'close-holds' }
   | { id: number; cmd: 'open-holds' }
   | { id: number; cmd: 'exit' };
@@ -348,7 +353,15 @@ export type WorkerMessage =
   | { event: 'ready' }
   | { event: 'began'; runId: string };
 
+/** One inspector protocol call. */
+function post(session: Session, method: string): Promise<unknown> {
+  return new Promise((resolve, reject) =>
+    session.post(method, (err: Error | null, result?: unknown) => (err ? reject(err) : resolve(result))),
+  );
+}
+
 async function main(): Promise<void> {
+  let profiler: Session | null = null;
   let engine: Engine | null = null;
   let raw: RawLoop | null = null;
   const reply = (m: WorkerMessage) => process.send?.(m);
@@ -377,6 +390,21 @@ async function main(): Promise<void> {
         return processStats();
       case 'memory':
         return memory();
+      case 'profile-start':
+        profiler = new Session();
+        profiler.connect();
+        await post(profiler, 'Profiler.enable');
+        await post(profiler, 'Profiler.start');
+        return;
+      case 'profile-stop': {
+        if (!profiler) throw new Error('profiler not started');
+        const { profile } = (await post(profiler, 'Profiler.stop')) as { profile: unknown };
+        profiler.disconnect();
+        profiler = null;
+        mkdirSync(dirname(m.file), { recursive: true });
+        writeFileSync(m.file, JSON.stringify(profile));
+        return;
+      }
       case 'close-holds':
         holds.gate = new Promise<void>((resolve) => (holds.open = resolve));
         return;

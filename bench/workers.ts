@@ -696,8 +696,10 @@ class WorkersBench {
       await this.allSucceeded(kind, warm);
       await this.ctl.query('analyze ai_runs');
       const s0 = await this.stats(ws);
+      const profiled = await this.profileStart(ws);
       const t0 = (await this.insertRuns(kind, this.cfg.runs, true))!;
       const last = await this.allSucceeded(kind, warm + this.cfg.runs);
+      await profiled(`${kind}-k${k}`);
       const per = WorkersBench.perRun(s0, await this.stats(ws), this.cfg.runs);
       const seconds = (last - t0) / 1000;
       const claims = await this.claimsSince(t0);
@@ -715,6 +717,23 @@ class WorkersBench {
       await Promise.all(ws.map((w) => w.request({ cmd: 'engine-stop' })));
       await this.listeners(0);
     }
+  }
+
+  /**
+   * With BENCH_CPU_PROF=DIR, starts the V8 profiler in `ws`; the returned function stops it and writes
+   * DIR/<label>-<pid>-<time>.cpuprofile (summarise with bench/cpu-profile.ts). A no-op otherwise.
+   */
+  private async profileStart(ws: WorkerHandle[]): Promise<(label: string) => Promise<void>> {
+    const dir = process.env.BENCH_CPU_PROF;
+    if (!dir) return async () => undefined;
+    await Promise.all(ws.map((w) => w.request({ cmd: 'profile-start' })));
+    return async (label) => {
+      await Promise.all(
+        ws.map((w) =>
+          w.request({ cmd: 'profile-stop', file: join(dir, `${label}-${w.pid}-${Date.now()}.cpuprofile`) }),
+        ),
+      );
+    };
   }
 
   /** Waits until `n` runs of `kind` have `status`; polled. */
@@ -795,8 +814,10 @@ class WorkersBench {
       await this.ctl.query('analyze ai_runs');
       await this.insertRuns(RAW_KIND, this.cfg.runs, false);
       const s0 = await this.stats(ws);
+      const profiled = await this.profileStart(ws);
       const t0 = await this.dbNow();
       const done = await go();
+      await profiled(`raw-${withStep ? 'csf' : 'cf'}-k${k}`);
       const per = WorkersBench.perRun(s0, await this.stats(ws), this.cfg.runs);
       if (done !== this.cfg.runs) throw new Error(`raw loop completed ${done} of ${this.cfg.runs} runs`);
       const last = await this.allSucceeded(RAW_KIND, warm + this.cfg.runs, 5_000);
