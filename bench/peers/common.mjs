@@ -481,3 +481,26 @@ export class Deferred {
     });
   }
 }
+
+/**
+ * Sequential pickups of an idle worker: `add(i)` enqueues one job, then wait until the task function
+ * resolves `state.entered` with `performance.now()` as its first act, then 2 ms of idle time (the job's
+ * completion goes through) before the next one. Pushes add() call start -> task entered, in ms.
+ * @param {{ entered: Deferred<number> | null }} state  shared with the task function
+ * @param {(i: number) => Promise<unknown>} add
+ * @param {number} count
+ * @param {number} offset  first job number
+ * @param {number[] | null} samples  null for the untimed warm-up
+ */
+export async function sequentialPickups(state, add, count, offset, samples) {
+  for (let i = 0; i < count; i++) {
+    /** @type {Deferred<number>} */
+    const d = new Deferred();
+    state.entered = d;
+    const t0 = performance.now();
+    await add(offset + i);
+    const tEntered = await d.promise;
+    if (samples) samples.push(tEntered - t0);
+    await sleep(2);
+  }
+}

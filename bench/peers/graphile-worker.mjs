@@ -10,6 +10,7 @@ import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import {
   cliOrExit,
   Deferred,
+  sequentialPickups,
   installedVersion,
   latency,
   log,
@@ -211,19 +212,8 @@ await runMain(cli.timeoutS, async () => {
     const runner = await run({ connectionString: cli.url, taskList, logger, ...runnerOptions });
     await sleep(200);
     /** @param {number} count @param {number} offset @param {number[] | null} samples */
-    const pickups = async (count, offset, samples) => {
-      for (let i = 0; i < count; i++) {
-        /** @type {Deferred<number>} */
-        const d = new Deferred();
-        state.entered = d;
-        const t0 = performance.now();
-        await utils.addJob(TASK, { i: offset + i });
-        const tEntered = await d.promise;
-        if (samples) samples.push(tEntered - t0);
-        // Let the job's completion go through before the next add (the runner is idle again).
-        await sleep(2);
-      }
-    };
+    const pickups = (count, offset, samples) =>
+      sequentialPickups(state, (i) => utils.addJob(TASK, { i }), count, offset, samples);
     await pickups(cli.warmup, 0, null);
     log(`warm-up: ${cli.warmup} pickups`);
     await sleep(cli.settleMs);

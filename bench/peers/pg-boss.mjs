@@ -10,6 +10,7 @@ import { PgBoss } from 'pg-boss';
 import {
   cliOrExit,
   Deferred,
+  sequentialPickups,
   installedVersion,
   latency,
   log,
@@ -250,19 +251,8 @@ await runMain(cli.timeoutS, async () => {
     await boss.work(QUEUE, workOptions, handler);
     await sleep(1000);
     /** @param {number} count @param {number} offset @param {number[] | null} samples */
-    const pickups = async (count, offset, samples) => {
-      for (let i = 0; i < count; i++) {
-        /** @type {Deferred<number>} */
-        const d = new Deferred();
-        state.entered = d;
-        const t0 = performance.now();
-        await boss.send(QUEUE, { i: offset + i });
-        const tEntered = await d.promise;
-        if (samples) samples.push(tEntered - t0);
-        // Let the job's completion go through before the next send (the workers are idle again).
-        await sleep(2);
-      }
-    };
+    const pickups = (count, offset, samples) =>
+      sequentialPickups(state, (i) => boss.send(QUEUE, { i }), count, offset, samples);
     await pickups(cli.warmup, 0, null);
     log(`warm-up: ${cli.warmup} pickups`);
     await sleep(cli.settleMs);
