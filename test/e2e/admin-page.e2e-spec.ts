@@ -12,6 +12,7 @@ import {
   runDurableMigrations,
 } from '../../src';
 import { driveRun, releaseCrashedRuns, runWorkerUntilCrash } from '../../src/testing';
+import { compiledEntry } from '../helpers/compiled';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /**
@@ -78,8 +79,7 @@ describe('run inspector page (headless Chromium)', () => {
 
     // A worker process takes the run and dies right after the quote step (index 2) commits.
     const crashed = await runWorkerUntilCrash({
-      entry: path.join(__dirname, '..', 'fixtures', 'approval-worker-app.ts'),
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+      entry: compiledEntry(path.join(__dirname, '..', 'fixtures', 'approval-worker-app.ts')),
       crashAt: 'after-step-commit@2',
       env: { DB_URL: db.url },
     });

@@ -1,5 +1,6 @@
 import { ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
+import { compiledEntry } from './compiled';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'worker-app.ts');
 
@@ -11,8 +12,7 @@ export interface WorkerProcess {
 }
 
 export function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const child = fork(FIXTURE, [], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
+  const child = fork(compiledEntry(FIXTURE), [], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
