@@ -103,10 +103,38 @@ function peer(
   return peers?.workloads?.find((w: any) => w.key === key)?.[field]?.median ?? NaN;
 }
 
+/**
+ * The engine ÷ peer rows: ratios of the peers part, computed per repeat from the engine's and the
+ * peer's runs of the same workload in the same rotation (bench/peers/engine.ts beside the peers).
+ */
+function peerRows(peers: any, engineK1: number, engineJobK1: number): Headline[] {
+  const rows: Headline[] = (peers?.ratios ?? []).map((q: any) => ({
+    label: q.label,
+    value: q.median,
+    unit: 'x',
+    target: q.target,
+    how: `peers part: per repeat, then the median (${q.num.join(' ')} / ${q.den.join(' ')})`,
+  }));
+  const graphile = peer(peers, 'graphile-worker.drain', 'perSecond');
+  rows.push(
+    {
+      label: '  1-step runs/s, worker process (workers part) / graphile-worker',
+      value: engineK1 / graphile,
+      unit: 'x',
+      how: 'medians of two parts: workers engine.k1 / peers graphile-worker.drain',
+    },
+    {
+      label: '  job-style runs/s, no step (workers part) / graphile-worker',
+      value: engineJobK1 / graphile,
+      unit: 'x',
+      how: 'medians of two parts: workers engine0.k1 (claim + finish only) / peers graphile-worker.drain',
+    },
+  );
+  return rows;
+}
+
 export function headline(r: Results): Headline[] {
   const { core, peers, workers, scale } = r;
-  const engineStep = fig(core, 'engine.step.seq.p50');
-  const engineRun3 = fig(core, 'engine.run3.c16.perSec');
   const engineK1 = fig(workers, 'engine.k1');
   const pickup = fig(workers, 'pickup.proc.db.p50');
   const rows: Headline[] = [
@@ -132,75 +160,19 @@ export function headline(r: Results): Headline[] {
       how: 'core: per repeat, then the median',
     },
     {
-      label: 'DBOS step p50 / engine step commit p50',
-      value: peer(peers, 'dbos.step-latency', 'p50Ms') / engineStep,
-      unit: 'x',
-      target: { op: '>=', value: 4 },
-      how: 'peers: DBOS.runStep as the workflow sees it; core: the @DurableStep call',
-    },
-    {
       label: '3-step runs/s @16: engine / raw loop',
       value: ratio(core, 'run3Throughput'),
       unit: 'x',
       target: { op: '>=', value: 0.8 },
       how: 'core: steady-state window, per repeat, then the median',
     },
-    {
-      label: '3-step runs/s @16: engine / DBOS direct',
-      value: engineRun3 / peer(peers, 'dbos.workflows-direct', 'perSecond'),
-      unit: 'x',
-      target: { op: '>=', value: 4 },
-      how: 'medians: core engine.run3.c16 / DBOS startWorkflow, 16 in flight',
-    },
-    {
-      label: '3-step runs/s @16: engine / DBOS queue',
-      value: engineRun3 / peer(peers, 'dbos.workflows-queue', 'perSecond'),
-      unit: 'x',
-      how: 'medians: core engine.run3.c16 / DBOS queue, concurrency 16',
-    },
-    {
-      label: '1-step runs/s (1 worker process) / graphile-worker jobs/s',
-      value: engineK1 / peer(peers, 'graphile-worker.drain', 'perSecond'),
-      unit: 'x',
-      target: { op: '>=', value: 1 },
-      how: 'medians: workers engine.k1 (all inserted at once, 16 in flight) / graphile drain, concurrency 16',
-    },
-    {
-      label: '  job-style runs/s (work in run(), no step) / graphile-worker',
-      value: fig(workers, 'engine0.k1') / peer(peers, 'graphile-worker.drain', 'perSecond'),
-      unit: 'x',
-      how: 'medians: workers engine0.k1 (claim + finish only, as a queue job) / graphile drain',
-    },
-    {
-      label: '1-step runs/s (1 worker process) / pg-boss jobs/s',
-      value: engineK1 / peer(peers, 'pg-boss.drain', 'perSecond'),
-      unit: 'x',
-      how: 'medians: workers engine.k1 / pg-boss drain, 1 job per fetch',
-    },
-    {
-      label: '1-step runs/s (1 worker process) / pg-boss, 10 per fetch',
-      value: engineK1 / peer(peers, 'pg-boss.drain-batch10', 'perSecond'),
-      unit: 'x',
-      how: 'medians: workers engine.k1 / pg-boss drain, batchSize 10',
-    },
+    ...peerRows(peers, engineK1, fig(workers, 'engine0.k1')),
     {
       label: 'pickup p50, idle worker process (start -> step body)',
       value: pickup,
       unit: 'ms',
       target: { op: '<=', value: 2 },
       how: 'workers: database clock on both ends, worker in its own OS process',
-    },
-    {
-      label: 'pickup p50: graphile-worker / engine',
-      value: peer(peers, 'graphile-worker.pickup', 'p50Ms') / pickup,
-      unit: 'x',
-      how: 'medians: add() -> task entered / start -> step body',
-    },
-    {
-      label: 'pickup p50: pg-boss / engine',
-      value: peer(peers, 'pg-boss.pickup', 'p50Ms') / pickup,
-      unit: 'x',
-      how: 'medians: send() -> handler entered / start -> step body',
     },
     {
       label: 'claim p50 at 1 million / at 1 thousand terminal runs',

@@ -11,7 +11,9 @@ import { spread, Spread } from './stats';
 /**
  * `npm run bench:peers [-- --quick] [-- --repeat N] [-- --out FILE]`
  * The peer libraries on the same server, each workload in a fresh database of its own and a fresh
- * OS process (bench/peers/*.mjs), repeated in rotating order. The peers live in bench/package.json,
+ * OS process (bench/peers/*.mjs), repeated in rotating order, and the engine on the same workloads the
+ * same way (bench/peers/engine.ts), so that every engine ÷ peer ratio is computed per repeat from
+ * workloads that ran next to each other. The peers live in bench/package.json,
  * installed here by `npm ci --prefix bench` when missing, so they never weigh on the library's own
  * install. See bench/peers/README.md for what each workload does.
  */
@@ -25,13 +27,17 @@ interface PeersConfig {
 
 /** One workload of one peer, as bench/peers/<peer>.mjs runs it. */
 export interface PeerWorkload {
-  peer: 'dbos' | 'graphile-worker' | 'pg-boss';
+  peer: 'engine' | 'dbos' | 'graphile-worker' | 'pg-boss';
   workload: string;
   /** Figure key in the results: `<peer>.<workload>`. */
   key: string;
 }
 
 export const PEER_WORKLOADS: PeerWorkload[] = [
+  ['engine', 'step-latency'],
+  ['engine', 'workflows-direct'],
+  ['engine', 'drain'],
+  ['engine', 'pickup'],
   ['dbos', 'step-latency'],
   ['dbos', 'workflows-direct'],
   ['dbos', 'workflows-queue'],
@@ -130,8 +136,12 @@ export async function runPeer(
   const name = `dx_peer_${randomBytes(4).toString('hex')}`;
   await withAdmin(admin, (c) => c.query(`create database ${name}`));
   try {
+    const runner =
+      w.peer === 'engine'
+        ? ['-r', 'ts-node/register/transpile-only', join(BENCH_DIR, 'peers', 'engine.ts')]
+        : [join(BENCH_DIR, 'peers', `${w.peer}.mjs`)];
     const args = [
-      join(BENCH_DIR, 'peers', `${w.peer}.mjs`),
+      ...runner,
       '--url',
       withDatabase(admin, name),
       '--workload',
@@ -168,6 +178,90 @@ export interface PeerFigures {
   p99Ms: Spread;
   statementsPerUnit: Spread;
   commitsPerUnit: Spread;
+}
+
+/** Engine ÷ peer (or peer ÷ engine for latencies: "how many times faster"), per repeat. */
+export interface PeerRatioDef {
+  key: string;
+  label: string;
+  num: [string, 'perSecond' | 'p50Ms'];
+  den: [string, 'perSecond' | 'p50Ms'];
+  target?: { op: '<=' | '>='; value: number };
+}
+
+export const PEER_RATIOS: PeerRatioDef[] = [
+  {
+    key: 'dbosStep',
+    label: 'DBOS step p50 / engine step p50',
+    num: ['dbos.step-latency', 'p50Ms'],
+    den: ['engine.step-latency', 'p50Ms'],
+    target: { op: '>=', value: 4 },
+  },
+  {
+    key: 'dbosDirect',
+    label: '3-step runs/s, 16 in flight: engine / DBOS direct',
+    num: ['engine.workflows-direct', 'perSecond'],
+    den: ['dbos.workflows-direct', 'perSecond'],
+    target: { op: '>=', value: 4 },
+  },
+  {
+    key: 'dbosQueue',
+    label: '3-step runs/s: engine / DBOS through a queue',
+    num: ['engine.workflows-direct', 'perSecond'],
+    den: ['dbos.workflows-queue', 'perSecond'],
+  },
+  {
+    key: 'graphileDrain',
+    label: '1-step runs/s: engine / graphile-worker jobs/s',
+    num: ['engine.drain', 'perSecond'],
+    den: ['graphile-worker.drain', 'perSecond'],
+    target: { op: '>=', value: 1 },
+  },
+  {
+    key: 'pgbossDrain',
+    label: '1-step runs/s: engine / pg-boss jobs/s (1 per fetch)',
+    num: ['engine.drain', 'perSecond'],
+    den: ['pg-boss.drain', 'perSecond'],
+  },
+  {
+    key: 'pgbossDrain10',
+    label: '1-step runs/s: engine / pg-boss jobs/s (10 per fetch)',
+    num: ['engine.drain', 'perSecond'],
+    den: ['pg-boss.drain-batch10', 'perSecond'],
+  },
+  {
+    key: 'graphilePickup',
+    label: 'pickup p50: graphile-worker / engine',
+    num: ['graphile-worker.pickup', 'p50Ms'],
+    den: ['engine.pickup', 'p50Ms'],
+  },
+  {
+    key: 'pgbossPickup',
+    label: 'pickup p50: pg-boss / engine',
+    num: ['pg-boss.pickup', 'p50Ms'],
+    den: ['engine.pickup', 'p50Ms'],
+  },
+];
+
+/** Each ratio per repeat (both figures from the same repeat), then median / min / max. */
+function peerRatios(samples: Map<string, PeerSample[]>) {
+  return PEER_RATIOS.map((q) => {
+    const num = samples.get(q.num[0]) ?? [];
+    const den = samples.get(q.den[0]) ?? [];
+    const per: number[] = [];
+    for (let i = 0; i < Math.min(num.length, den.length); i++) {
+      const a = num[i][q.num[1]];
+      const b = den[i][q.den[1]];
+      if (typeof a === 'number' && typeof b === 'number') per.push(a / b);
+    }
+    const s = spread(per);
+    const meetsTarget = q.target
+      ? q.target.op === '>='
+        ? s.median >= q.target.value
+        : s.median <= q.target.value
+      : undefined;
+    return { ...q, ...s, meetsTarget };
+  });
 }
 
 function figures(key: string, samples: PeerSample[]): PeerFigures {
@@ -207,6 +301,7 @@ async function main(): Promise<void> {
     }
   }
   const results = PEER_WORKLOADS.map((w) => figures(w.key, samples.get(w.key)!));
+  const ratios = peerRatios(samples);
   const summary = {
     meta: {
       date: new Date().toISOString(),
@@ -219,8 +314,17 @@ async function main(): Promise<void> {
     },
     config: cfg,
     workloads: results,
+    ratios,
   };
   printPeers(results);
+  console.log('\nEngine / peers, per repeat (side by side in the same rotation), then median (min-max)');
+  for (const q of ratios) {
+    const t = q.target ? `${q.target.op} ${q.target.value}` : '';
+    const v = q.meetsTarget === undefined ? '' : q.meetsTarget ? 'meets target' : 'MISSES target';
+    console.log(
+      `${q.label.padEnd(56)} ${q.median.toFixed(2)} (${q.min.toFixed(2)}-${q.max.toFixed(2)})  ${t.padEnd(6)} ${v}`,
+    );
+  }
   writeFileSync(out, `${JSON.stringify(summary, null, 2)}\n`);
   log(`results written to ${out} (${summary.meta.durationSeconds} s)`);
 }

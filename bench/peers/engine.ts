@@ -1,0 +1,263 @@
+/**
+ * The engine on the peers' workloads, as one more runner of bench/peers.ts, so that every engine ÷ peer
+ * ratio is computed per repeat from workloads that ran next to each other (same rotation, a fresh
+ * database and a fresh process each, like the peers' runners):
+ *
+ *   node -r ts-node/register/transpile-only bench/peers/engine.ts --url URL --workload W [--n N] [--concurrency C]
+ *
+ * - `step-latency`: 10-step workflows one after the other; each `await this.step(i)` timed as the
+ *   workflow sees it (DBOS: each `DBOS.runStep`).
+ * - `workflows-direct`: n 3-step runs started with `RunRepository.start` by 16 concurrent callers while
+ *   the worker (concurrency 16) drives them; runs/s from the first start to the last run settled
+ *   (DBOS: `startWorkflow` with 16 in flight).
+ * - `drain`: n 1-step runs inserted first, then the worker (concurrency 16) is woken; runs/s until all
+ *   settled (graphile-worker / pg-boss: n jobs added first, then the runner).
+ * - `pickup`: an idle worker in this process (poll every 5 s, LISTEN/NOTIFY wake-up); `start()` call
+ *   begins → step body entered, one at a time, 2 ms apart (graphile-worker / pg-boss: add → task).
+ *
+ * Prints one JSON line on stdout, like the peers' runners; logs go to stderr.
+ */
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  DurableExecutionModule,
+  DurableStep,
+  DurableWorker,
+  DurableWorkflow,
+  RunRepository,
+  runDurableMigrations,
+} from '../../src';
+import { DurableDatabase } from '../../src/persistence/durable-database';
+import { WAKE_CHANNEL } from '../../src/durable-execution.constants';
+import { version } from '../../package.json';
+
+const WORKLOADS: Record<string, { n: number; concurrency: number; warmup: number }> = {
+  'step-latency': { n: 2000, concurrency: 1, warmup: 200 },
+  'workflows-direct': { n: 3000, concurrency: 16, warmup: 300 },
+  drain: { n: 5000, concurrency: 16, warmup: 500 },
+  pickup: { n: 200, concurrency: 16, warmup: 30 },
+};
+
+/** Where the step bodies report. */
+const probe = {
+  stepMs: [] as number[],
+  entered: null as ((t: number) => void) | null,
+};
+
+@DurableWorkflow('engine.steps10')
+class Steps10Workflow {
+  async run(): Promise<{ ok: boolean }> {
+    for (let i = 0; i < 10; i++) {
+      const t0 = performance.now();
+      await this.step(i);
+      probe.stepMs.push(performance.now() - t0);
+    }
+    return { ok: true };
+  }
+
+  @DurableStep()
+  async step(i: number): Promise<number> {
+    return i;
+  }
+}
+
+@DurableWorkflow('engine.steps3')
+class Steps3Workflow {
+  async run(): Promise<{ ok: boolean }> {
+    await this.step(0);
+    await this.step(1);
+    await this.step(2);
+    return { ok: true };
+  }
+
+  @DurableStep()
+  async step(i: number): Promise<number> {
+    return i;
+  }
+}
+
+@DurableWorkflow('engine.job1')
+class OneStepWorkflow {
+  async run(): Promise<{ ok: boolean }> {
+    return this.step();
+  }
+
+  @DurableStep()
+  async step(): Promise<{ ok: boolean }> {
+    probe.entered?.(performance.now());
+    return { ok: true };
+  }
+}
+
+@Module({})
+class EngineBenchModule {}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+}
+
+const log = (msg: string) => process.stderr.write(`${msg}\n`);
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function quantile(samples: number[], q: number): number {
+  const s = [...samples].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+async function main(): Promise<void> {
+  const url = arg('url');
+  const workload = arg('workload') ?? '';
+  const defaults = WORKLOADS[workload];
+  if (!url || !defaults) throw new Error(`usage: --url URL --workload ${Object.keys(WORKLOADS).join('|')}`);
+  const n = Number(arg('n') ?? defaults.n);
+  const concurrency = Number(arg('concurrency') ?? defaults.concurrency);
+  const warmup = Number(arg('warmup') ?? defaults.warmup);
+
+  await runDurableMigrations({ type: 'postgres', url });
+  const app = await NestFactory.createApplicationContext(
+    {
+      module: EngineBenchModule,
+      imports: [
+        DurableExecutionModule.forRoot({
+          database: { url, poolSize: concurrency + 4, migrationsRun: false },
+          worker: { enabled: true, concurrency, pollIntervalMs: 5000 },
+          reconciler: { enabled: false },
+        }),
+      ],
+      providers: [Steps10Workflow, Steps3Workflow, OneStepWorkflow],
+    },
+    { logger: ['error', 'warn'] },
+  );
+  await app.init();
+  const runs = app.get(RunRepository);
+  const worker = app.get(DurableWorker);
+  const pool = app.get(DurableDatabase).pool;
+  let statements = 0;
+  const query = pool.query.bind(pool) as (...a: unknown[]) => unknown;
+  (pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+    statements++;
+    return query(...a);
+  };
+  const settled = async (kind: string, total: number) => {
+    for (;;) {
+      const { rows } = await pool.query(
+        `select count(*) filter (where status = 'succeeded')::int as ok,
+                count(*) filter (where status in ('failed', 'dead_lettered', 'cancelled'))::int as bad
+           from ai_runs where kind = $1`,
+        [kind],
+      );
+      statements--; // the bench's own poll
+      if (rows[0].bad) throw new Error(`${rows[0].bad} runs of ${kind} failed`);
+      if (rows[0].ok >= total) return;
+      await sleep(5);
+    }
+  };
+  const insertAndWake = async (kind: string, count: number) => {
+    await pool.query(`insert into ai_runs (kind, input) select $1, '{}'::jsonb from generate_series(1, $2)`, [
+      kind,
+      count,
+    ]);
+    await pool.query(`select pg_notify($1, $2)`, [WAKE_CHANNEL, kind]);
+    statements -= 2;
+  };
+  /** Starts `count` runs from `callers` concurrent callers, as an API would. */
+  const startMany = async (kind: string, count: number, callers: number, offset: number) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: callers }, async () => {
+        while (next < count) {
+          const i = next++;
+          await runs.start(kind, { i: offset + i });
+        }
+      }),
+    );
+  };
+
+  let out: Record<string, unknown> = {};
+  const s0 = () => statements;
+  if (workload === 'step-latency') {
+    const each = 10;
+    const go = async (count: number) => {
+      for (let r = 0; r < count / each; r++) {
+        const { run } = await runs.start('engine.steps10', { r });
+        for (;;) {
+          const got = await runs.get(run.id);
+          if (got?.status === 'succeeded') break;
+          await sleep(1);
+        }
+      }
+    };
+    await go(warmup);
+    probe.stepMs = [];
+    await go(n);
+    out = {
+      p50Ms: quantile(probe.stepMs, 0.5),
+      p99Ms: quantile(probe.stepMs, 0.99),
+      notes:
+        'each `await this.step(i)` of sequential 10-step runs, as the workflow sees it (statements per step: ' +
+        'see the core part, exactly 1)',
+    };
+  } else if (workload === 'workflows-direct') {
+    await startMany('engine.steps3', warmup, concurrency, 0);
+    await settled('engine.steps3', warmup);
+    const before = s0();
+    const t0 = performance.now();
+    await startMany('engine.steps3', n, concurrency, warmup);
+    await settled('engine.steps3', warmup + n);
+    const ms = performance.now() - t0;
+    out = {
+      perSecond: (n * 1000) / ms,
+      elapsedMs: ms,
+      statementsPerUnit: (s0() - before) / n,
+      notes: `RunRepository.start from ${concurrency} concurrent callers while the worker (concurrency ${concurrency}) runs them; window: first start to last run settled`,
+    };
+  } else if (workload === 'drain') {
+    await insertAndWake('engine.job1', warmup);
+    await settled('engine.job1', warmup);
+    await worker.idle();
+    const before = s0();
+    const t0 = performance.now();
+    await insertAndWake('engine.job1', n);
+    await settled('engine.job1', warmup + n);
+    const ms = performance.now() - t0;
+    out = {
+      perSecond: (n * 1000) / ms,
+      elapsedMs: ms,
+      statementsPerUnit: (s0() - before) / n,
+      notes: `n 1-step runs inserted in one statement, the worker (concurrency ${concurrency}) woken by one NOTIFY; window: the insert to the last run settled`,
+    };
+  } else {
+    const go = async (count: number, samples: number[] | null) => {
+      for (let i = 0; i < count; i++) {
+        const entered = new Promise<number>((resolve) => (probe.entered = resolve));
+        const t0 = performance.now();
+        await runs.start('engine.job1', { i });
+        const t1 = await entered;
+        samples?.push(t1 - t0);
+        await worker.idle();
+        await sleep(2);
+      }
+    };
+    await sleep(200);
+    await go(warmup, null);
+    const samples: number[] = [];
+    await go(n, samples);
+    out = {
+      p50Ms: quantile(samples, 0.5),
+      p99Ms: quantile(samples, 0.99),
+      notes: 'idle worker in this process (poll every 5 s, LISTEN/NOTIFY); start() call → step body entered',
+    };
+  }
+  await app.close();
+  process.stdout.write(
+    `${JSON.stringify({ peer: 'engine', version, workload, n, concurrency, warmup, ...out })}\n`,
+  );
+  process.exit(0);
+}
+
+main().catch((err) => {
+  log(String((err as Error)?.stack ?? err));
+  process.exit(1);
+});
