@@ -504,3 +504,39 @@ export async function sequentialPickups(state, add, count, offset, samples) {
     await sleep(2);
   }
 }
+
+/**
+ * The result fields of a sequential pickup workload: latency percentiles of `samples`, statements and
+ * commits per job in the timed window (`c0`..`c1`), the server's commit count when both
+ * `pg_stat_database` readings exist (minus the client's commits after the window, `c1`..`c2`).
+ * @param {number} n  timed jobs
+ * @param {number} elapsedMs
+ * @param {number[]} samples
+ * @param {CountSnapshot} c0
+ * @param {CountSnapshot} c1
+ * @param {CountSnapshot} c2
+ * @param {{ commits: number } | null} before
+ * @param {{ commits: number } | null} after
+ */
+export function pickupFields(n, elapsedMs, samples, c0, c1, c2, before, after) {
+  const lat = latency(samples);
+  const window = StatementCounter.diff(c0, c1);
+  const tail = StatementCounter.diff(c1, c2);
+  const serverCommits = before && after ? after.commits - before.commits : null;
+  return {
+    perSecond: round(n / (elapsedMs / 1000), 1),
+    elapsedMs: round(elapsedMs, 1),
+    p50Ms: round(lat.p50),
+    p99Ms: round(lat.p99),
+    meanMs: round(lat.mean),
+    maxMs: round(lat.max),
+    statementsPerUnit: round(window.statements / n),
+    commitsPerUnit: serverCommits === null ? round(window.commits / n) : round((serverCommits - tail.commits) / n),
+    counts: {
+      statements: window.statements,
+      commitsClient: window.commits,
+      serverXactCommitDelta: serverCommits,
+      shutdownCommitsClient: tail.commits,
+    },
+  };
+}

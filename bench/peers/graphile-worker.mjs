@@ -10,9 +10,9 @@ import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import {
   cliOrExit,
   Deferred,
+  pickupFields,
   sequentialPickups,
   installedVersion,
-  latency,
   log,
   round,
   runMain,
@@ -236,26 +236,9 @@ await runMain(cli.timeoutS, async () => {
     const c2 = counter.snapshot();
     const remaining = await jobsLeft();
     if (remaining !== 0) throw new Error(`${remaining} job(s) left in graphile_worker._private_jobs`);
-    const lat = latency(samples);
-    const window = StatementCounter.diff(c0, c1);
-    const tail = StatementCounter.diff(c1, c2);
-    const serverCommits = before && after ? after.commits - before.commits : null;
     Object.assign(result, {
       concurrency: cli.concurrency,
-      perSecond: round(cli.n / (elapsedMs / 1000), 1),
-      elapsedMs: round(elapsedMs, 1),
-      p50Ms: round(lat.p50),
-      p99Ms: round(lat.p99),
-      meanMs: round(lat.mean),
-      maxMs: round(lat.max),
-      statementsPerUnit: round(window.statements / cli.n),
-      commitsPerUnit: serverCommits === null ? round(window.commits / cli.n) : round((serverCommits - tail.commits) / cli.n),
-      counts: {
-        statements: window.statements,
-        commitsClient: window.commits,
-        serverXactCommitDelta: serverCommits,
-        shutdownCommitsClient: tail.commits,
-      },
+      ...pickupFields(cli.n, elapsedMs, samples, c0, c1, c2, before, after),
     });
     notes.push(
       `an idle runner (run({ concurrency: ${cli.concurrency} }), default pollInterval, woken by its LISTEN "jobs:insert" as by default); jobs added one at a time with WorkerUtils.addJob() (its own pool), the next after the task was entered (+2 ms); latency = addJob() call start -> task function entered, p50/p99 over n`,

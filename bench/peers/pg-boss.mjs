@@ -10,9 +10,9 @@ import { PgBoss } from 'pg-boss';
 import {
   cliOrExit,
   Deferred,
+  pickupFields,
   sequentialPickups,
   installedVersion,
-  latency,
   log,
   round,
   runMain,
@@ -275,25 +275,8 @@ await runMain(cli.timeoutS, async () => {
     if (check.done !== cli.n + cli.warmup) {
       throw new Error(`expected ${cli.n + cli.warmup} completed jobs, found ${check.done} of ${check.total}`);
     }
-    const lat = latency(samples);
-    const window = StatementCounter.diff(c0, c1);
-    const tail = StatementCounter.diff(c1, c2);
-    const serverCommits = before && after ? after.commits - before.commits : null;
     Object.assign(result, {
-      perSecond: round(cli.n / (elapsedMs / 1000), 1),
-      elapsedMs: round(elapsedMs, 1),
-      p50Ms: round(lat.p50),
-      p99Ms: round(lat.p99),
-      meanMs: round(lat.mean),
-      maxMs: round(lat.max),
-      statementsPerUnit: round(window.statements / cli.n),
-      commitsPerUnit: serverCommits === null ? round(window.commits / cli.n) : round((serverCommits - tail.commits) / cli.n),
-      counts: {
-        statements: window.statements,
-        commitsClient: window.commits,
-        serverXactCommitDelta: serverCommits,
-        shutdownCommitsClient: tail.commits,
-      },
+      ...pickupFields(cli.n, elapsedMs, samples, c0, c1, c2, before, after),
     });
     notes.push(
       notify
