@@ -25,7 +25,7 @@ const SCRIPT: Record<Part, string> = {
 };
 
 const USAGE = `usage: npm run bench -- [--quick] [--parts core,peers,workers,scale] [--out FILE]
-  --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~13 minutes)
+  --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~14 minutes)
   --parts      run only these parts (their figures only; the headline shows '-' for the rest)
   --out FILE   the combined JSON results (default bench/results.json; Markdown tables beside it, .md)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)

@@ -1,3 +1,4 @@
+import { cpus } from 'node:os';
 /** Argument parsing and logging shared by the bench entry points (bench/*.ts). */
 
 /** What every bench entry point accepts: `--quick`, `--repeat N` (N >= 2), `--out FILE`. */
@@ -57,3 +58,24 @@ export function rotate<T>(items: T[], k: number): T[] {
 
 /** The admin connection every bench uses: `DATABASE_URL` or the local server. */
 export const adminUrl = (): string => process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres';
+
+/** What every part's JSON `meta` starts with: when, how, how long, on what. */
+export interface RunMeta {
+  date: string;
+  mode: 'quick' | 'full';
+  durationSeconds: number;
+  node: string;
+  cpus: number;
+  cpuModel?: string;
+}
+
+export function runMeta(started: number, quick: boolean): RunMeta {
+  return {
+    date: new Date().toISOString(),
+    mode: quick ? 'quick' : 'full',
+    durationSeconds: Math.round((Date.now() - started) / 1000),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+  };
+}

@@ -1,10 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { adminUrl, log, parseBenchArgs, rotate } from './cli';
+import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { dropDatabase, withDatabase } from './database';
 import { spread, Spread } from './stats';
 
@@ -73,7 +73,7 @@ const QUICK: PeersConfig = {
 };
 
 const USAGE = `usage: npm run bench:peers -- [--quick] [--repeat N] [--out FILE]
-  --quick      smaller workloads (default: 2 repeats of every workload, ~6-8 minutes)
+  --quick      smaller workloads (default: 2 repeats of every workload, ~10 minutes)
   --repeat N   repeat every workload N times (N >= 2)
   --out FILE   where to write the JSON results (default bench/peers-results.json)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)`;
@@ -304,12 +304,8 @@ async function main(): Promise<void> {
   const ratios = peerRatios(samples);
   const summary = {
     meta: {
-      date: new Date().toISOString(),
-      mode: quick ? 'quick' : 'full',
+      ...runMeta(started, quick),
       repeats: cfg.repeat,
-      durationSeconds: Math.round((Date.now() - started) / 1000),
-      node: process.version,
-      cpus: cpus().length,
       versions,
     },
     config: cfg,

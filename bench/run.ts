@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import { writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { BenchDatabase, dropDatabase, WalWindow } from './database';
 import { EngineBench, SequentialResult } from './engine';
 import { ConcurrentRaw, LoopResult, RawBench } from './raw';
 import { FIGURES, printReport, RATIOS, Report, summarise } from './report';
-import { adminUrl, log, parseBenchArgs, rotate } from './cli';
+import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { latency } from './stats';
 
 /**
@@ -329,12 +329,7 @@ async function main(): Promise<void> {
   }
 
   const meta = {
-    date: new Date().toISOString(),
-    mode: quick ? 'quick' : 'full',
-    durationSeconds: Math.round((Date.now() - started) / 1000),
-    node: process.version,
-    cpus: cpus().length,
-    cpuModel: cpus()[0]?.model,
+    ...runMeta(started, quick),
     loadAverageAfterEachRepeat: loads.map((l) => Number(l.toFixed(2))),
     postgres: db.serverVersion,
     database: db.name,

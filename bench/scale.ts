@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import { writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { CLAIM_RUNS_SQL } from '../src/persistence/sql/claim-runs.sql';
-import { adminUrl, log, parseBenchArgs, rotate } from './cli';
+import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { BenchDatabase, dropDatabase } from './database';
 import { latency, spread, Spread } from './stats';
 
@@ -234,12 +234,8 @@ async function main(): Promise<void> {
     spread(pick(last).samples.map((v, i) => v / pick(first).samples[i]));
   const summary = {
     meta: {
-      date: new Date().toISOString(),
-      mode: quick ? 'quick' : 'full',
+      ...runMeta(started, quick),
       blocks: cfg.repeat,
-      durationSeconds: Math.round((Date.now() - started) / 1000),
-      node: process.version,
-      cpus: cpus().length,
       postgres: dbs[0]?.serverVersion,
     },
     config: cfg,

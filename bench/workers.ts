@@ -1,11 +1,11 @@
 import 'reflect-metadata';
 import { ChildProcess, execFileSync, fork } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { WAKE_CHANNEL } from '../src/durable-execution.constants';
 import { BenchDatabase, dropDatabase } from './database';
-import { adminUrl, log, parseBenchArgs, rotate } from './cli';
+import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { latency, sleep, spread, Spread } from './stats';
 import {
   bootEngine,
@@ -1052,13 +1052,8 @@ async function main(): Promise<void> {
   }
 
   const meta = {
-    date: new Date().toISOString(),
-    mode: quick ? 'quick' : 'full',
+    ...runMeta(started, quick),
     repeats: cfg.repeat,
-    durationSeconds: Math.round((Date.now() - started) / 1000),
-    node: process.version,
-    cpus: cpus().length,
-    cpuModel: cpus()[0]?.model,
     loadAverageAfterEachRepeat: loads.map((l) => Number(l.toFixed(2))),
     postgres: db.serverVersion,
     database: db.name,

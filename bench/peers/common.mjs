@@ -540,3 +540,29 @@ export function pickupFields(n, elapsedMs, samples, c0, c1, c2, before, after) {
     },
   };
 }
+
+/**
+ * The JSON line every runner prints, with the figures it has not measured yet set to null.
+ * @param {string} peer
+ * @param {string} version
+ * @param {Cli} cli
+ * @param {{ n: number, unit: string, concurrency: number }} shape
+ * @returns {Record<string, unknown>}
+ */
+export function emptyResult(peer, version, cli, shape) {
+  return {
+    peer,
+    version,
+    workload: cli.workload,
+    n: shape.n,
+    unit: shape.unit,
+    concurrency: shape.concurrency,
+    warmup: cli.warmup,
+    perSecond: null,
+    elapsedMs: null,
+    p50Ms: null,
+    p99Ms: null,
+    statementsPerUnit: null,
+    commitsPerUnit: null,
+  };
+}

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import {
   cliOrExit,
+  emptyResult,
   installedVersion,
   latency,
   log,
@@ -244,22 +245,14 @@ await runMain(cli.timeoutS, async () => {
   const serverCommits = before && after ? after.commits - before.commits : null;
   const serverRollbacks = before && after ? after.rollbacks - before.rollbacks : null;
 
-  /** @type {Record<string, unknown>} */
-  const result = {
-    peer: PEER,
-    version,
-    workload: cli.workload,
-    n: cli.workload === 'step-latency' ? steps : workflows,
-    unit: cli.workload === 'step-latency' ? 'step' : 'workflow',
-    concurrency: cli.workload === 'step-latency' ? 1 : cli.concurrency,
-    warmup: cli.warmup,
-    perSecond: null,
-    elapsedMs: round(elapsedMs, 1),
-    p50Ms: null,
-    p99Ms: null,
-    statementsPerUnit: null,
-    commitsPerUnit: null,
-  };
+  const stepWise = cli.workload === 'step-latency';
+  const result = emptyResult(PEER, version, cli, {
+    n: stepWise ? steps : workflows,
+    unit: stepWise ? 'step' : 'workflow',
+    concurrency: stepWise ? 1 : cli.concurrency,
+  });
+  result.elapsedMs = round(elapsedMs, 1);
+
 
   if (cli.workload === 'step-latency') {
     const lat = latency(state.stepSamples);

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import {
   cliOrExit,
+  emptyResult,
   Deferred,
   pickupFields,
   sequentialPickups,
@@ -118,22 +119,8 @@ await runMain(cli.timeoutS, async () => {
   const specs = (count, offset) =>
     Array.from({ length: count }, (_, i) => ({ identifier: TASK, payload: { i: offset + i } }));
 
-  /** @type {Record<string, unknown>} */
-  const result = {
-    peer: PEER,
-    version,
-    workload: cli.workload,
-    n: cli.n,
-    unit: 'job',
-    concurrency: cli.concurrency,
-    warmup: cli.warmup,
-    perSecond: null,
-    elapsedMs: null,
-    p50Ms: null,
-    p99Ms: null,
-    statementsPerUnit: null,
-    commitsPerUnit: null,
-  };
+  const result = emptyResult(PEER, version, cli, { n: cli.n, unit: 'job', concurrency: cli.concurrency });
+
 
   if (cli.workload === 'drain') {
     // ---- untimed warm-up: add and drain `warmup` jobs with a runner of its own ----------------------

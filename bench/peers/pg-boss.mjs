@@ -9,6 +9,7 @@ import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import {
   cliOrExit,
+  emptyResult,
   Deferred,
   pickupFields,
   sequentialPickups,
@@ -107,22 +108,8 @@ await runMain(cli.timeoutS, async () => {
   const xact = new XactCounter(pg, cli.adminUrl, cli.database);
   await xact.connect();
 
-  /** @type {Record<string, unknown>} */
-  const result = {
-    peer: PEER,
-    version,
-    workload: cli.workload,
-    n: cli.n,
-    unit: 'job',
-    concurrency: cli.concurrency,
-    warmup: cli.warmup,
-    perSecond: null,
-    elapsedMs: null,
-    p50Ms: null,
-    p99Ms: null,
-    statementsPerUnit: null,
-    commitsPerUnit: null,
-  };
+  const result = emptyResult(PEER, version, cli, { n: cli.n, unit: 'job', concurrency: cli.concurrency });
+
   /** @type {Record<string, unknown>} */
   let settings;
 

@@ -38,7 +38,7 @@ export async function runChaos(
   const pg = await startOwnedPostgres();
   const pay: FakeTarget = await startFakeTarget({ honoursKeys: false });
   const notify: FakeTarget = await startFakeTarget({ honoursKeys: true });
-  // Workers start from compiled JavaScript: about a second instead of 2.5 s through ts-node, so a
+  // Workers start from compiled JavaScript, without ts-node (~2.5 s a boot in session 1), so a
   // planned kill or stall finds a worker up and holding runs more often.
   const workerJs = compiledEntry(WORKER);
   const slots: Slot[] = Array.from({ length: o.workers }, () => ({ spawns: 0, ready: false }));

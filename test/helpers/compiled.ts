@@ -25,13 +25,22 @@ function sources(dir: string, out: string[] = []): string[] {
 
 /**
  * The JavaScript of a TypeScript entry file (a worker process the tests fork), compiled with the
- * library sources it imports into `.tmp/compiled-<key>/`: the child starts on plain node in about a
- * second instead of two or more through ts-node, so a crash test's kill finds a worker up sooner.
+ * library sources it imports into `.tmp/compiled-<key>/`: the child starts on plain node without
+ * loading ts-node and the TypeScript compiler, so a crash test's kill finds a worker up sooner.
  * Emit only (`tsc --noCheck`; `npm run lint` type-checks the same files). The key hashes the paths and
  * mtimes of src/, migrations/ and test/, so an edit recompiles. Parallel jest workers may compile at
  * the same moment: each writes its own folder and renames it into place; the first rename wins.
  */
 export function compiledEntry(entry: string): string {
+  const js = built.get(entry) ?? compile(entry);
+  built.set(entry, js);
+  return js;
+}
+
+/** Entries this process has compiled or found already: the source walk runs once per entry. */
+const built = new Map<string, string>();
+
+function compile(entry: string): string {
   const key = createHash('sha1')
     .update(
       ['src', 'migrations', 'test']
