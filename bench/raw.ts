@@ -29,6 +29,35 @@ interface OwnedRun {
   epoch: number;
 }
 
+/** The raw loops' finish: FINISH_RUN_SQL with the parameters the engine sends for a success. */
+export async function rawFinish(
+  c: PoolClient,
+  run: { id: string; epoch: number },
+  workerId: string,
+  output: unknown,
+): Promise<void> {
+  const fin = await c.query({
+    name: 'bench_finish',
+    text: FINISH_RUN_SQL,
+    values: [
+      run.id,
+      workerId,
+      run.epoch,
+      'succeeded',
+      JSON.stringify(output),
+      null,
+      0,
+      0,
+      '[]',
+      'run.succeeded',
+      '{}',
+      null,
+      WAKE_CHANNEL,
+    ],
+  });
+  if (fin.rowCount !== 1) throw new Error(`raw finish lost the fence of run ${run.id}`);
+}
+
 /**
  * Writes step after step of one run with the engine's STEP_WRITE_SQL, parameters built exactly as
  * LeaseService.writeStep builds them for a compute step commit.
@@ -288,26 +317,7 @@ export class RawBench {
         await writer.write();
         meter.step();
       }
-      const fin = await c.query({
-        name: 'bench_finish',
-        text: FINISH_RUN_SQL,
-        values: [
-          run.id,
-          workerId,
-          run.epoch,
-          'succeeded',
-          JSON.stringify({ steps }),
-          null,
-          0,
-          0,
-          '[]',
-          'run.succeeded',
-          '{}',
-          null,
-          WAKE_CHANNEL,
-        ],
-      });
-      if (fin.rowCount !== 1) throw new Error(`raw finish lost the fence of run ${run.id}`);
+      await rawFinish(c, run, workerId, { steps });
       meter.finished();
       done++;
     }

@@ -25,10 +25,8 @@ import { NestFactory } from '@nestjs/core';
 import { Client, Pool, PoolClient } from 'pg';
 import { DurableExecutionModule, DurableStep, DurableWorkflow, RunContext, RunRepository } from '../src';
 import { DurableDatabase } from '../src/persistence/durable-database';
-import { WAKE_CHANNEL } from '../src/durable-execution.constants';
 import { CLAIM_RUNS_SQL } from '../src/persistence/sql/claim-runs.sql';
-import { FINISH_RUN_SQL } from '../src/persistence/sql/finish-run.sql';
-import { RawStepWriter } from './raw';
+import { rawFinish, RawStepWriter } from './raw';
 
 /** 1-step workflow of the pickup figures: the step marks when its body began. */
 export const PICKUP_KIND = 'bench.pickup';
@@ -254,30 +252,6 @@ export async function bootEngine(cfg: EngineConfig): Promise<Engine> {
   };
 }
 
-/** The raw loop's finish: FINISH_RUN_SQL with the parameters the engine sends for a success. */
-async function rawFinish(c: PoolClient, run: { id: string; epoch: number }, workerId: string): Promise<void> {
-  const fin = await c.query({
-    name: 'bench_finish',
-    text: FINISH_RUN_SQL,
-    values: [
-      run.id,
-      workerId,
-      run.epoch,
-      'succeeded',
-      JSON.stringify({ ok: true }),
-      null,
-      0,
-      0,
-      '[]',
-      'run.succeeded',
-      '{}',
-      null,
-      WAKE_CHANNEL,
-    ],
-  });
-  if (fin.rowCount !== 1) throw new Error(`raw finish lost the fence of run ${run.id}`);
-}
-
 /** `connections` dedicated connections of the raw loop. */
 class RawLoop {
   private constructor(
@@ -320,7 +294,7 @@ class RawLoop {
         await new RawStepWriter(c, run, workerId).write();
       }
       count('bench_finish');
-      await rawFinish(c, run, workerId);
+      await rawFinish(c, run, workerId, { ok: true });
       done++;
     }
   }
