@@ -1,5 +1,5 @@
 import { PayloadTooLargeError, SerializationError } from '../errors';
-import { toStoredJson } from './json';
+import { MAX_JSON_DEPTH, storableJson, toStoredJson } from './json';
 
 describe('toStoredJson', () => {
   const store = (v: unknown, max = 1000) => toStoredJson(v, 'input of run kind "po"', max);
@@ -37,5 +37,35 @@ describe('toStoredJson', () => {
   it('enforces the byte cap with a typed error', () => {
     expect(() => store({ s: 'é'.repeat(600) }, 1000)).toThrow(PayloadTooLargeError);
     expect(store({ s: 'a'.repeat(900) }, 1000)).toHaveLength(908);
+  });
+});
+
+describe('what jsonb refuses', () => {
+  const store = (v: unknown) => toStoredJson(v, 'output of step "s"', 1_000_000);
+
+  it.each([
+    ['a NUL in a value', { a: 'x\u0000y' }, '$.a contains a NUL'],
+    ['a lone high surrogate', { a: ['ok', 'x\uD800'] }, '$.a[1] contains a lone UTF-16 surrogate'],
+    ['a lone low surrogate', 'x\uDC00', '$ contains a lone UTF-16 surrogate'],
+    ['a NUL in a key', { ['k\u0000']: 1 }, 'has a key that contains a NUL'],
+  ])('rejects %s naming the path', (_label, value, expected) => {
+    expect(() => store(value)).toThrow(SerializationError);
+    expect(() => store(value)).toThrow(expected);
+  });
+
+  it('accepts a valid surrogate pair', () => {
+    expect(JSON.parse(store({ e: '\uD83D\uDE00' }))).toEqual({ e: '😀' });
+  });
+
+  it('rejects nesting deeper than MAX_JSON_DEPTH without overflowing the stack', () => {
+    let deep: unknown = null;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(() => store(deep)).toThrow(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+  });
+
+  it('storableJson makes anything storable', () => {
+    const out = storableJson({ a: 'x\u0000\uD800', n: NaN, f: () => 1, ['k\u0000']: [1n] });
+    expect(out).toEqual({ a: 'x\uFFFD\uFFFD', n: null, ['k\uFFFD']: ['1'] });
+    expect(() => store(out)).not.toThrow();
   });
 });

@@ -1,15 +1,59 @@
 import { PayloadTooLargeError } from '../errors/payload-too-large.error';
 import { SerializationError } from '../errors/serialization.error';
 
+/** Deepest nesting a stored value may have (PostgreSQL's jsonb and our own checks recurse). */
+export const MAX_JSON_DEPTH = 256;
+
+type WellFormed = { isWellFormed(): boolean; toWellFormed(): string };
+
+/**
+ * Why PostgreSQL would refuse this string in jsonb or text, or null when it is fine: jsonb cannot
+ * hold U+0000, and a lone UTF-16 surrogate is not valid Unicode (no UTF-8 encoding exists).
+ */
+export function unstorableText(s: string): string | null {
+  if (s.includes('\u0000')) return 'contains a NUL character (\\u0000), which PostgreSQL cannot store';
+  if (!(s as unknown as WellFormed).isWellFormed())
+    return 'contains a lone UTF-16 surrogate (not valid Unicode), which PostgreSQL cannot store';
+  return null;
+}
+
+/** Replaces NUL and lone surrogates by U+FFFD: for recording errors, which must never fail. */
+export function storableText(s: string): string {
+  const w = (s as unknown as WellFormed).toWellFormed();
+  return w.includes('\u0000') ? w.replace(/\u0000/g, '\uFFFD') : w;
+}
+
+/**
+ * A deep copy of `value` that PostgreSQL can always store: strings made storable, non-JSON values
+ * dropped or stringified, nesting cut at MAX_JSON_DEPTH. Last resort for error records and events.
+ */
+export function storableJson(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return storableText(value);
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (typeof value === 'boolean' || value === null) return value;
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value !== 'object') return undefined;
+  if (depth >= MAX_JSON_DEPTH) return '[nested too deep]';
+  if (Array.isArray(value)) return value.map((v) => storableJson(v, depth + 1) ?? null);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const s = storableJson(v, depth + 1);
+    if (s !== undefined) out[storableText(k)] = s;
+  }
+  return out;
+}
+
 /**
  * Serialises a value that must round-trip through JSONB unchanged, or throws a typed error naming
  * the subject and the JSON path. Stricter than JSON.stringify, which silently turns NaN into null and
- * drops functions: a checkpoint that replays differently from what the step returned is a bug.
+ * drops functions: a checkpoint that replays differently from what the step returned is a bug. Also
+ * refuses what jsonb refuses (NUL, lone surrogates) and nesting deeper than MAX_JSON_DEPTH, so
+ * nothing reaches PostgreSQL that it would reject.
  */
 export function toStoredJson(value: unknown, subject: string, maxBytes: number): string {
   if (value === undefined)
     throw new SerializationError(subject, '$', 'is undefined (return null or an object)');
-  check(value, '$', subject, new Set());
+  check(value, '$', subject, new Set(), 0);
   const text = JSON.stringify(value);
   // Byte length only matters near the cap; string length is a cheap lower bound.
   if (text.length * 3 > maxBytes) {
@@ -19,9 +63,13 @@ export function toStoredJson(value: unknown, subject: string, maxBytes: number):
   return text;
 }
 
-function check(v: unknown, path: string, subject: string, seen: Set<object>): void {
+function check(v: unknown, path: string, subject: string, seen: Set<object>, depth: number): void {
   switch (typeof v) {
-    case 'string':
+    case 'string': {
+      const why = unstorableText(v);
+      if (why) throw new SerializationError(subject, path, why);
+      return;
+    }
     case 'boolean':
       return;
     case 'number':
@@ -37,9 +85,11 @@ function check(v: unknown, path: string, subject: string, seen: Set<object>): vo
       return; // dropped inside objects, as JSON does
   }
   if (v === null) return;
+  if (depth >= MAX_JSON_DEPTH)
+    throw new SerializationError(subject, path, `is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const obj = v as Record<string, unknown>;
   if (typeof obj.toJSON === 'function') {
-    check(obj.toJSON(), path, subject, seen);
+    check(obj.toJSON(), path, subject, seen, depth);
     return;
   }
   if (v instanceof Map || v instanceof Set) {
@@ -54,10 +104,15 @@ function check(v: unknown, path: string, subject: string, seen: Set<object>): vo
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       if (v[i] === undefined) throw new SerializationError(subject, `${path}[${i}]`, 'is undefined');
-      check(v[i], `${path}[${i}]`, subject, seen);
+      check(v[i], `${path}[${i}]`, subject, seen, depth + 1);
     }
   } else {
-    for (const k of Object.keys(obj)) check(obj[k], `${path}.${k}`, subject, seen);
+    for (const k of Object.keys(obj)) {
+      const why = unstorableText(k);
+      if (why)
+        throw new SerializationError(subject, `${path}[${JSON.stringify(k)}]`, `has a key that ${why}`);
+      check(obj[k], `${path}.${k}`, subject, seen, depth + 1);
+    }
   }
   seen.delete(obj);
 }
