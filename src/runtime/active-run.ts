@@ -18,6 +18,7 @@ import type { RunWrites } from '../services/run-writes.service';
 import { executeCommand } from './command-step';
 import { toStoredJson } from '../util/json';
 import { crashPoint } from './crash-points';
+import { pausePoint, PausePointName } from './pause-points';
 import { withRetry, withTimeout } from './retry';
 import { RunContext, RunContextHost } from './run-context';
 import { runStorage, RunFrame, StepHost } from './run-storage';
@@ -160,15 +161,22 @@ export class ActiveRun implements StepHost, RunContextHost {
   }
 
   /** Runs a fenced write; on LeaseLostError the run stops for good; a cancel flag is remembered. */
-  async fenced<T extends object>(write: () => Promise<T>): Promise<T> {
+  async fenced<T extends object>(write: () => Promise<T>, what = 'write'): Promise<T> {
     try {
+      await this.pause('before-write', what);
       const out = await write();
+      await this.pause('after-write', what);
       if ((out as { cancelRequested?: boolean }).cancelRequested) this.cancelRequested = true;
       return out;
     } catch (err) {
       if (err instanceof LeaseLostError) this.stop(err);
       throw err;
     }
+  }
+
+  /** A test-only pause point of this run (inert unless a test installed a hook). */
+  pause(point: PausePointName, detail?: string): Promise<void> | undefined {
+    return pausePoint({ point, runId: this.runId, epoch: this.epoch, workerId: this.workerId, detail });
   }
 
   executeCommand(
@@ -252,9 +260,12 @@ export class ActiveRun implements StepHost, RunContextHost {
       context: this.context,
       step: { index, name: meta.name, derived: 0 },
     };
-    const output = await withRetry(policy, this.signal, () =>
-      runStorage.run(frame, () => withTimeout(Promise.resolve().then(call), meta.timeoutMs, meta.name)),
-    );
+    const output = await withRetry(policy, this.signal, async () => {
+      await this.pause('before-call', `step:${meta.name}`);
+      return runStorage.run(frame, () =>
+        withTimeout(Promise.resolve().then(call), meta.timeoutMs, meta.name),
+      );
+    });
     if (meta.kind === 'model') crashPoint('after-model-output', index);
     this.checkActive(false);
     const json = toStoredJson(output, `output of step "${meta.name}"`, this.options.limits.maxOutputBytes);

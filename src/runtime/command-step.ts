@@ -113,6 +113,7 @@ async function resolveInDoubt(
     );
   }
   if (meta.inDoubt === 'retry-with-key') return null;
+  await run.pause('before-call', `lookup:${meta.name}`);
   const found = await lookup!(meta.name, cmd.key);
   if (!found.found) return null;
   const resultJson = toStoredJson(
@@ -147,7 +148,7 @@ async function parkCommand(
       records: run.takePending(),
     });
     return {};
-  });
+  }, 'park');
   return run.suspend(reason);
 }
 
@@ -164,8 +165,9 @@ async function dispatch(
     attempt: run.attempt,
     item: null,
   };
-  const { cancelRequested } = await run.fenced(() =>
-    run.writes.reserveCommand(run.fence, cursor, cmd, run.takePending()),
+  const { cancelRequested } = await run.fenced(
+    () => run.writes.reserveCommand(run.fence, cursor, cmd, run.takePending()),
+    'tool.command_reserved',
   );
   if (cancelRequested) run.stop(new RunCancelledError(run.runId, run.claim.cancelReason));
   run.checkActive(false); // a cancelled run never calls another command (a drain lets it finish)
@@ -173,9 +175,10 @@ async function dispatch(
   const policy = { ...run.options.defaultRetry, maxAttempts: 1, ...meta.retry };
   let result: unknown;
   try {
-    result = await withRetry(policy, run.signal, async () =>
-      call({ idempotencyKey: cmd.key, signal: run.signal }),
-    );
+    result = await withRetry(policy, run.signal, async () => {
+      await run.pause('before-call', `command:${meta.name}`);
+      return call({ idempotencyKey: cmd.key, signal: run.signal });
+    });
   } catch (err) {
     if (!isNonRetryable(err) || run.stopReason) throw err; // outcome unknown: the row stays pending (in doubt)
     await recordOutcome(run, meta, cmd, {
@@ -220,18 +223,20 @@ async function recordOutcome(
     attempt: run.attempt,
     item: null,
   };
-  await run.fenced(() =>
-    run.writes.recordCommand(run.fence, cursor, {
-      key: cmd.key,
-      status,
-      resultJson,
-      error,
-      index: cmd.index,
-      name: stepName,
-      event,
-      payload: { key: cmd.key, name: meta.name, step: cmd.index, ...payload },
-      resolution,
-    }),
+  await run.fenced(
+    () =>
+      run.writes.recordCommand(run.fence, cursor, {
+        key: cmd.key,
+        status,
+        resultJson,
+        error,
+        index: cmd.index,
+        name: stepName,
+        event,
+        payload: { key: cmd.key, name: meta.name, step: cmd.index, ...payload },
+        resolution,
+      }),
+    event,
   );
   const output =
     status === 'succeeded' ? { status, result: JSON.parse(resultJson ?? 'null') } : { status, error };

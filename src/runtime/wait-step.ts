@@ -33,7 +33,7 @@ export async function sleepStep(run: ActiveRun, ms: number): Promise<void> {
       records: run.takePending(),
     });
     return {};
-  });
+  }, 'park');
   run.suspend('sleeping');
 }
 
@@ -63,8 +63,9 @@ export async function waitForSignalStep(
     if (o.timedOut) throw new SignalTimeoutError(name, timeoutMs ?? 0);
     return o.payload;
   }
-  const got = await run.fenced(() =>
-    run.writes.consumeSignal(run.fence, name, signalIndex, run.takePending()),
+  const got = await run.fenced(
+    () => run.writes.consumeSignal(run.fence, name, signalIndex, run.takePending()),
+    'consume-signal',
   );
   if (got.consumed) {
     run.remember(signalIndex, `$signal:${name}`, { payload: got.payload });
@@ -97,6 +98,6 @@ export async function waitForSignalStep(
       records: run.takePending(),
     });
     return {};
-  });
+  }, 'park');
   return run.suspend(`waiting for signal "${name}"`);
 }

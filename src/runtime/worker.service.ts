@@ -22,6 +22,7 @@ import type { ClaimedRun } from '../services/lease.service';
 import { ActiveRun } from './active-run';
 import { RunSuspended } from './run-suspended';
 import { crashPoint } from './crash-points';
+import { pausePoint } from './pause-points';
 import { Executor } from './executor.service';
 import { WakeListener } from './wake-listener';
 
@@ -128,6 +129,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async start(claim: Parameters<Executor['prepare']>[0]): Promise<ActiveRun> {
+    await pausePoint({ point: 'after-claim', runId: claim.id, epoch: claim.epoch, workerId: this.id });
     return this.executor.prepare(claim, this.id);
   }
 

@@ -13,6 +13,8 @@ import { DurableWorker } from '../runtime/worker.service';
 import { RunRepository } from '../services/run.repository';
 
 export type { CrashPointName } from '../runtime/crash-points';
+export { setPausePointHook } from '../runtime/pause-points';
+export type { PausePointName, PausePointInfo, PausePointHook } from '../runtime/pause-points';
 
 /** Where to crash: a point name, optionally `@<step index>` (e.g. `after-step-commit@3`). */
 export type CrashSpec = CrashPointName | `${CrashPointName}@${number}`;
