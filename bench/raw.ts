@@ -307,7 +307,7 @@ export class RawBench {
       const claim = await c.query({
         name: 'bench_claim',
         text: CLAIM_RUNS_SQL,
-        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS],
+        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, []],
       });
       meter.claimed(claim.rows.length);
       if (!claim.rows.length) return done;

@@ -1,11 +1,13 @@
 import { CreateDurableExecutionSchema1764400000000 } from './1764400000000-create-durable-execution-schema';
 import { CommandApprovalStates1764500000000 } from './1764500000000-command-approval-states';
 import { HotLeaseRenewal1764600000000 } from './1764600000000-hot-lease-renewal';
+import { ReplayOrder1764700000000 } from './1764700000000-replay-order';
 
 export {
   CreateDurableExecutionSchema1764400000000,
   CommandApprovalStates1764500000000,
   HotLeaseRenewal1764600000000,
+  ReplayOrder1764700000000,
 };
 
 /**
@@ -16,4 +18,5 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   CreateDurableExecutionSchema1764400000000,
   CommandApprovalStates1764500000000,
   HotLeaseRenewal1764600000000,
+  ReplayOrder1764700000000,
 ];

@@ -29,6 +29,7 @@ export {
   CreateDurableExecutionSchema1764400000000,
   CommandApprovalStates1764500000000,
   HotLeaseRenewal1764600000000,
+  ReplayOrder1764700000000,
 } from '../migrations';
 export { DurableObservers } from './observability/durable-observers';
 export * from './observability/durable-observer.interface';

@@ -26,7 +26,7 @@ export function DurableStep(options: DurableStepOptions = {}): MethodDecorator {
     const wrapped = function (this: unknown, ...args: unknown[]) {
       const frame = runStorage.getStore();
       if (!frame || frame.step) return original.apply(this, args);
-      return frame.host.executeStep(meta, () => original.apply(this, args));
+      return frame.host.executeStep(meta, () => original.apply(this, args), args);
     };
     Object.defineProperty(wrapped, 'name', { value: original.name });
     Reflect.defineMetadata(STEP_METADATA, meta, wrapped);

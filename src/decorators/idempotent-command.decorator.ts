@@ -4,6 +4,7 @@ import type {
   CommandMetadata,
   IdempotentCommandOptions,
 } from '../interfaces/command.interface';
+import { CommandInStepError } from '../errors/command-in-step.error';
 import { runStorage } from '../runtime/run-storage';
 
 /**
@@ -23,7 +24,9 @@ export function IdempotentCommand<A = any>(options: IdempotentCommandOptions<A>)
     const meta: CommandMetadata = { ...options, declaredAt: `${target.constructor.name}.${String(key)}` };
     const wrapped = function (this: unknown, ...args: unknown[]) {
       const frame = runStorage.getStore();
-      if (!frame || frame.step) return original.apply(this, args);
+      if (!frame) return original.apply(this, args);
+      // Inside a step a command would have no stable key and repeat on every retry of the step.
+      if (frame.step) return Promise.reject(new CommandInStepError(meta.name, frame.step.name));
       const self = this as Partial<CommandLookup>;
       const lookup = typeof self.lookupCommand === 'function' ? self.lookupCommand.bind(self) : undefined;
       return frame.host.executeCommand(meta, args[0], (ctx) => original.call(this, args[0], ctx), lookup);

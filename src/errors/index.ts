@@ -18,3 +18,4 @@ export * from './command-not-found.error';
 export * from './invalid-command-state.error';
 export * from './signal-timeout.error';
 export * from './missing-dependency.error';
+export * from './command-in-step.error';

@@ -7,11 +7,16 @@ export class NonDeterminismError extends DurableExecutionError {
     public readonly stepIndex: number,
     public readonly recordedName: string,
     public readonly requestedName: string,
+    /** What differed, when not the name (`with other arguments`, `was never asked for again`). */
+    detail?: string,
   ) {
     super(
       'DURABLE_NON_DETERMINISM',
-      `Run ${runId} recorded step #${stepIndex} as "${recordedName}" but the workflow now calls "${requestedName}" there. ` +
-        'The run was failed rather than re-executed. Keep step order stable for live runs, or version the workflow kind.',
+      (detail
+        ? `Run ${runId} recorded step #${stepIndex} "${recordedName}", but on replay it ${detail}. `
+        : `Run ${runId} recorded step #${stepIndex} as "${recordedName}" but the workflow now calls "${requestedName}" there. `) +
+        'The run was failed before any external call rather than re-executed. Keep the workflow deterministic ' +
+        '(same calls, same arguments, values from ctx; see docs/ARCHITECTURE.md "Replay rules"), or version the workflow kind.',
     );
   }
 }

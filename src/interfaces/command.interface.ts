@@ -29,6 +29,20 @@ export interface CommandContext {
   idempotencyKey: string;
   /** Fires when the lease is lost or the run is cancelled. */
   signal: AbortSignal;
+  /**
+   * The fencing token of this claim. A target that supports conditional writes can refuse a call whose
+   * epoch is lower than one it has already seen for the run: that closes the last window in which a
+   * frozen worker could still reach it after a takeover (see docs/ARCHITECTURE.md).
+   */
+  fence: CommandFence;
+}
+
+/** Which claim sends a command: the run, its epoch (rises by one per claim), and the lease's end. */
+export interface CommandFence {
+  runId: string;
+  epoch: number;
+  /** The latest time this claim's lease holds, by the worker's clock. */
+  leaseExpiresAt: Date;
 }
 
 /** What a target answers when asked about a key. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { NonDeterminismError } from '../errors/non-determinism.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
@@ -23,6 +24,7 @@ import { withRetry, withTimeout } from './retry';
 import { RunContext, RunContextHost } from './run-context';
 import { runStorage, RunFrame, StepHost } from './run-storage';
 import { RunSuspended } from './run-suspended';
+import { argsJson, callFingerprint, RecordedStep, ReplayLog } from './replay-log';
 import { sleepStep, waitForSignalStep } from './wait-step';
 
 /** A command row as loaded for replay. */
@@ -31,6 +33,8 @@ export interface CommandRow {
   result: unknown;
   error: { message?: string } | null;
   resolution: string | null;
+  /** The arguments it was reserved with. */
+  payload?: unknown;
 }
 
 type StopReason = LeaseLostError | NonDeterminismError | RunCancelledError | RunSuspended;
@@ -45,15 +49,20 @@ function modelMeta(output: unknown): { usage: unknown; requestId: unknown } | nu
 }
 
 /**
- * One claimed run being driven by this worker: replays recorded steps from memory, executes and
- * commits new ones (one fenced statement each), and records ctx.now()/uuid()/random().
+ * One claimed run being driven by this worker: replays recorded steps from memory (in their recorded
+ * delivery order, see ReplayLog), executes and commits new ones (one fenced statement each), records
+ * ctx.now()/uuid()/random(), and keeps a local, monotonic view of its lease: nothing leaves the
+ * process unless the lease is known to hold for a margin (else it is re-confirmed by a fenced
+ * statement, or the run stops).
  * @internal
  */
 export class ActiveRun implements StepHost, RunContextHost {
   readonly context = new RunContext(this);
   private readonly abort = new AbortController();
-  private nextIndex = 0;
+  readonly log: ReplayLog;
   private pending: CheckpointWrite[] = [];
+  /** `performance.now()` until which the lease certainly holds (from the send time of its last renewal). */
+  private leaseDeadline: number;
   /** Set when the run must stop whatever user code does with the errors we throw. */
   stopReason: StopReason | null = null;
   /** When this claim began, local clock: with `claim.dbNow` it gives the database clock. */
@@ -73,13 +82,24 @@ export class ActiveRun implements StepHost, RunContextHost {
   constructor(
     readonly claim: ClaimedRun,
     readonly workerId: string,
-    private readonly recorded: Map<number, { name: string; output: unknown }>,
+    recorded: Map<number, RecordedStep>,
     readonly commands: Map<string, CommandRow>,
     readonly lease: LeaseService,
     readonly writes: RunWrites,
     readonly options: ResolvedDurableOptions,
   ) {
     this.cancelRequested = claim.cancelRequested;
+    this.leaseDeadline = claim.sentAt + options.worker.leaseTtlMs;
+    this.log = new ReplayLog(recorded, (index, name) =>
+      this.stop(
+        new NonDeterminismError(this.runId, index, name, name, 'was never asked for again (another path)'),
+      ),
+    );
+  }
+
+  /** This claim's identity in the worker's bookkeeping: a run can be claimed again under a new epoch. */
+  get claimKey(): string {
+    return `${this.claim.id}:${this.claim.epoch}`;
   }
 
   get runId(): string {
@@ -107,10 +127,54 @@ export class ActiveRun implements StepHost, RunContextHost {
     return out;
   }
 
-  /** Stops the run: later steps throw `reason`, and the AbortSignal fires. */
+  /** Stops the run: later steps throw `reason`, the AbortSignal fires, replay waiters reject. */
   stop(reason: StopReason): void {
     if (!this.stopReason) this.stopReason = reason;
     if (!this.abort.signal.aborted) this.abort.abort(reason);
+    this.log.fail(this.stopReason);
+  }
+
+  /** The attempt is over: replay timers are cleared. */
+  close(): void {
+    this.log.fail(this.stopReason ?? new RunSuspended('attempt ended'));
+  }
+
+  /** A renewal of this lease was sent at `sentAt` (performance.now()) and succeeded. */
+  leaseRenewed(sentAt: number): void {
+    this.leaseDeadline = Math.max(this.leaseDeadline, sentAt + this.options.worker.leaseTtlMs);
+  }
+
+  /** When the lease ends at the latest, by this process's clock (for the fencing token of a command). */
+  leaseExpiresAt(): Date {
+    return new Date(Date.now() + (this.leaseDeadline - performance.now()));
+  }
+
+  /**
+   * Called right before anything leaves the process (a step body, a command, a lookup): the lease
+   * must hold for at least a third of its TTL by the local monotonic clock, or be re-confirmed by a
+   * fenced statement. A process that wakes past its lease (a freeze, a GC pause) stops here.
+   */
+  async ensureLease(what: string): Promise<void> {
+    const margin = this.options.worker.leaseTtlMs / 3;
+    for (let tries = 0; performance.now() >= this.leaseDeadline - margin; tries++) {
+      if (this.stopReason) throw this.stopReason;
+      const sentAt = performance.now();
+      const { alive, cancelRequested } =
+        tries < 2 ? await this.lease.renew(this.fence) : { alive: false, cancelRequested: false };
+      if (!alive) {
+        const err = new LeaseLostError(this.runId, this.epoch, `the lease check before ${what}`);
+        this.stop(err);
+        throw err;
+      }
+      if (cancelRequested) this.cancelRequested = true;
+      this.leaseRenewed(sentAt);
+    }
+    this.checkActive(false);
+  }
+
+  /** Resolves when replay is over: nothing new runs before every recorded result was delivered. */
+  goLive(): Promise<void> | undefined {
+    return this.log.replaying ? this.log.replayDone() : undefined;
   }
 
   /**
@@ -124,28 +188,37 @@ export class ActiveRun implements StepHost, RunContextHost {
     if (this.stopReason) throw this.stopReason;
   }
 
-  private nonDeterminism(index: number, recorded: string, requested: string): NonDeterminismError {
-    const err = new NonDeterminismError(this.runId, index, recorded, requested);
+  /** Stops the run for a call at `index` that does not match what was recorded there. */
+  nonDeterminismAt(index: number, name: string, detail: string): NonDeterminismError {
+    return this.nonDeterminism(index, name, name, detail);
+  }
+
+  private nonDeterminism(
+    index: number,
+    recorded: string,
+    requested: string,
+    detail?: string,
+  ): NonDeterminismError {
+    const err = new NonDeterminismError(this.runId, index, recorded, requested, detail);
     this.stop(err);
     return err;
   }
 
   /** The next step index (steps, commands, recorded values and waits share one sequence). */
   allocIndex(): number {
-    return this.nextIndex++;
+    return this.log.allocIndex();
   }
 
-  /** The checkpoint recorded at `index`, if any; a different name there is non-determinism. */
-  recordedAt(index: number, name: string): { output: unknown } | undefined {
-    const rec = this.recorded.get(index);
+  /**
+   * The checkpoint recorded at `index`, if any. Another name there, or the same name called with other
+   * arguments (when both fingerprints are known), is non-determinism: the run stops before any call.
+   */
+  recordedAt(index: number, name: string, fingerprint: string | null = null): RecordedStep | undefined {
+    const rec = this.log.at(index);
     if (rec && rec.name !== name) throw this.nonDeterminism(index, rec.name, name);
+    if (rec && rec.fingerprint && fingerprint && rec.fingerprint !== fingerprint)
+      throw this.nonDeterminism(index, rec.name, name, 'was called with other arguments');
     return rec;
-  }
-
-  /** Remembers a checkpoint this claim wrote, so a later read in the same claim sees it. */
-  remember(index: number, name: string, output: unknown): void {
-    this.recorded.set(index, { name, output });
-    this.progressed = true;
   }
 
   /** The database clock now, from the claim's `now()` plus local time elapsed since. */
@@ -160,11 +233,16 @@ export class ActiveRun implements StepHost, RunContextHost {
     throw s;
   }
 
-  /** Runs a fenced write; on LeaseLostError the run stops for good; a cancel flag is remembered. */
+  /**
+   * Runs a fenced write; on LeaseLostError the run stops for good; a cancel flag is remembered. Every
+   * fenced write that leaves the run `running` also renews its lease from the moment it was sent.
+   */
   async fenced<T extends object>(write: () => Promise<T>, what = 'write'): Promise<T> {
     try {
       await this.pause('before-write', what);
+      const sentAt = performance.now();
       const out = await write();
+      this.leaseRenewed(sentAt);
       await this.pause('after-write', what);
       if ((out as { cancelRequested?: boolean }).cancelRequested) this.cancelRequested = true;
       return out;
@@ -186,9 +264,9 @@ export class ActiveRun implements StepHost, RunContextHost {
     lookup?: (command: string, key: string) => Promise<LookupResult>,
   ): Promise<unknown> {
     // A command already recorded at the next index is a replay: no span, no timing.
-    if (!this.observers || this.recorded.has(this.nextIndex))
+    if (!this.observers || this.log.at(this.log.peekIndex()))
       return executeCommand(this, meta, args, call, lookup);
-    const info = this.stepInfo(this.nextIndex, meta.name, 'command');
+    const info = this.stepInfo(this.log.peekIndex(), meta.name, 'command');
     return this.observers.step(info, () => executeCommand(this, meta, args, call, lookup));
   }
 
@@ -217,19 +295,29 @@ export class ActiveRun implements StepHost, RunContextHost {
     return runStorage.run(frame, async () => fn());
   }
 
-  async executeStep(meta: StepMetadata, call: () => unknown): Promise<unknown> {
+  async executeStep(meta: StepMetadata, call: () => unknown, args: unknown[] = []): Promise<unknown> {
     this.checkActive();
     const index = this.allocIndex();
-    const rec = this.recordedAt(index, meta.name);
-    if (rec) return rec.output;
-    if (!this.observers) return this.runStep(meta, index, call);
+    const fingerprint = callFingerprint(meta.name, argsJson(args));
+    const rec = this.recordedAt(index, meta.name, fingerprint);
+    if (rec) {
+      await this.log.replayed(index);
+      return rec.output;
+    }
+    await this.goLive();
+    if (!this.observers) return this.runStep(meta, index, call, fingerprint);
     return this.observers.step(this.stepInfo(index, meta.name, meta.kind), () =>
-      this.runStep(meta, index, call),
+      this.runStep(meta, index, call, fingerprint),
     );
   }
 
   /** Executes a step not yet recorded: `started` mark (model/tool), the call with retries, the commit. */
-  private async runStep(meta: StepMetadata, index: number, call: () => unknown): Promise<unknown> {
+  private async runStep(
+    meta: StepMetadata,
+    index: number,
+    call: () => unknown,
+    fingerprint: string | null,
+  ): Promise<unknown> {
     const attempt = this.claim.attempts;
     const prior = this.claim.cursor;
     const resumed = prior.step === index && prior.name === meta.name && prior.status === 'started';
@@ -243,15 +331,17 @@ export class ActiveRun implements StepHost, RunContextHost {
         partial: resumed ? prior.partial : undefined,
       };
       const event = meta.kind === 'model' ? 'model.call_started' : 'step.started';
-      await this.fenced(() =>
-        this.lease.writeStep(
-          this.fence,
-          started,
-          this.takePending(),
-          event,
-          { step: index, name: meta.name },
-          false,
-        ),
+      await this.fenced(
+        () =>
+          this.lease.writeStep(
+            this.fence,
+            started,
+            this.takePending(),
+            event,
+            { step: index, name: meta.name },
+            false,
+          ),
+        event,
       );
     }
     const policy = { ...this.options.defaultRetry, ...meta.retry };
@@ -262,24 +352,41 @@ export class ActiveRun implements StepHost, RunContextHost {
     };
     const output = await withRetry(policy, this.signal, async () => {
       await this.pause('before-call', `step:${meta.name}`);
+      await this.ensureLease(`step ${meta.name}`);
       return runStorage.run(frame, () =>
         withTimeout(Promise.resolve().then(call), meta.timeoutMs, meta.name),
       );
     });
     if (meta.kind === 'model') crashPoint('after-model-output', index);
     this.checkActive(false);
-    const json = toStoredJson(output, `output of step "${meta.name}"`, this.options.limits.maxOutputBytes);
+    // A step that returns nothing records null: its effect happened, and replay returns the same.
+    const json = toStoredJson(
+      output === undefined ? null : output,
+      `output of step "${meta.name}"`,
+      this.options.limits.maxOutputBytes,
+    );
     const usage = meta.kind === 'model' ? modelMeta(output) : null;
     const metaJson = usage && JSON.stringify(usage);
     const done: RunCursor = { step: index, name: meta.name, status: 'done', attempt, item: null };
-    const writes = [...this.takePending(), { index, name: meta.name, outputJson: json, metaJson }];
+    const seq = this.log.takeSeq();
+    const writes = [
+      ...this.takePending(),
+      { index, name: meta.name, outputJson: json, metaJson, seq, fingerprint },
+    ];
     const payload = { step: index, name: meta.name, kind: meta.kind, ...usage };
     crashPoint('before-step-commit', index);
-    await this.fenced(() =>
-      this.lease.writeStep(this.fence, done, writes, 'run.checkpoint_saved', payload, true),
-    );
+    try {
+      await this.fenced(
+        () => this.lease.writeStep(this.fence, done, writes, 'run.checkpoint_saved', payload, true),
+        'run.checkpoint_saved',
+      );
+    } catch (err) {
+      this.log.abandon(seq);
+      throw err;
+    }
     crashPoint('after-step-commit', index);
     this.progressed = true;
+    await this.log.deliverLive(seq);
     // The JSON round trip, so the first execution sees exactly what every replay will see. This index
     // is never read again in this claim, so nothing needs to be remembered.
     return JSON.parse(json);
@@ -314,7 +421,7 @@ export class ActiveRun implements StepHost, RunContextHost {
       item,
       partial,
     };
-    await this.fenced(() => this.lease.progress(this.fence, cursor));
+    await this.fenced(() => this.lease.progress(this.fence, cursor), 'progress');
     this.claim.cursor = cursor;
   }
 

@@ -2,8 +2,12 @@ import { CommandFailedError } from '../errors/command-failed.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { CommandContext, CommandMetadata, LookupResult } from '../interfaces/command.interface';
 import type { RunCursor } from '../interfaces/run.interface';
-import { toStoredJson } from '../util/json';
+import { PayloadTooLargeError } from '../errors/payload-too-large.error';
+import { SerializationError } from '../errors/serialization.error';
+import { storableJson, toStoredJson } from '../util/json';
 import type { ActiveRun } from './active-run';
+import { callFingerprint } from './replay-log';
+import { RunSuspended } from './run-suspended';
 import { crashPoint } from './crash-points';
 import { serializeError } from './serialize-error';
 import { isNonRetryable, withRetry } from './retry';
@@ -49,16 +53,25 @@ export async function executeCommand(
   const index = run.allocIndex();
   const stepName = `command:${meta.name}`;
   const key = commandKey(run.runId, index, toolCallOf(meta, args), meta.name);
-  const rec = run.recordedAt(index, stepName);
-  if (rec) return replayOutcome(meta, key, rec.output);
-
   const payloadJson = toStoredJson(
     args ?? null,
     `arguments of command "${meta.name}"`,
     run.options.limits.maxInputBytes,
   );
-  const cmd = { key, index, name: meta.name, payloadJson };
+  const fingerprint = callFingerprint(stepName, payloadJson);
+  const rec = run.recordedAt(index, stepName, fingerprint);
+  if (rec) {
+    await run.log.replayed(index);
+    return replayOutcome(meta, key, rec.output);
+  }
+  await run.goLive();
+
+  const cmd = { key, index, name: meta.name, payloadJson, fingerprint };
   const row = run.commands.get(key);
+  // A row reserved with other arguments is another call: the workflow is not deterministic. Stop
+  // before asking the target about it or sending anything under its key.
+  if (row && row.payload !== undefined && !jsonEqual(row.payload, JSON.parse(payloadJson)))
+    throw run.nonDeterminismAt(index, stepName, 'was called with other arguments than its reserved command');
   const record = (o: Outcome) => recordOutcome(run, meta, cmd, o);
 
   if (row) {
@@ -98,10 +111,19 @@ export async function executeCommand(
   return dispatch(run, meta, cmd, call);
 }
 
+/** The command being executed: key, index, name, arguments (JSON) and call fingerprint. */
+interface Cmd {
+  key: string;
+  index: number;
+  name: string;
+  payloadJson: string;
+  fingerprint: string | null;
+}
+
 async function resolveInDoubt(
   run: ActiveRun,
   meta: CommandMetadata,
-  cmd: { key: string; index: number; name: string; payloadJson: string },
+  cmd: Cmd,
   lookup?: Lookup,
 ): Promise<{ result: unknown } | null> {
   if (meta.inDoubt === 'manual') {
@@ -114,13 +136,10 @@ async function resolveInDoubt(
   }
   if (meta.inDoubt === 'retry-with-key') return null;
   await run.pause('before-call', `lookup:${meta.name}`);
+  await run.ensureLease(`lookup of ${cmd.key}`);
   const found = await lookup!(meta.name, cmd.key);
   if (!found.found) return null;
-  const resultJson = toStoredJson(
-    found.result ?? null,
-    `lookup result of command "${meta.name}"`,
-    run.options.limits.maxOutputBytes,
-  );
+  const resultJson = commandResultJson(run, meta, found.result, 'lookup result');
   await recordOutcome(run, meta, cmd, {
     status: 'succeeded',
     resultJson,
@@ -131,31 +150,65 @@ async function resolveInDoubt(
   return { result: JSON.parse(resultJson) };
 }
 
+/**
+ * Parks the run for an operator (approval, manual in-doubt). The park is due at once instead when the
+ * command was decided or the run cancelled meanwhile (PARK_RUN_SQL): nothing is stranded.
+ */
 async function parkCommand(
   run: ActiveRun,
-  cmd: { key: string; index: number; name: string; payloadJson: string },
+  cmd: Cmd,
   status: 'awaiting_approval' | 'in_doubt',
   reason: string,
 ): Promise<never> {
   const event = status === 'in_doubt' ? 'command.in_doubt' : 'command.approval_requested';
-  await run.fenced(async () => {
-    await run.writes.park(run.fence, {
-      attemptsDelta: run.progressed ? 0 : -1,
-      reason,
-      event,
-      payload: { key: cmd.key, name: cmd.name, step: cmd.index },
-      command: { ...cmd, status },
-      records: run.takePending(),
-    });
-    return {};
-  }, 'park');
+  const { key, index, name, payloadJson } = cmd;
+  const parked = await run.fenced(
+    () =>
+      run.writes.park(run.fence, {
+        attemptsDelta: run.progressed ? 0 : -1,
+        reason,
+        event,
+        payload: { key, name, step: index },
+        command: { key, index, name, payloadJson, status },
+        records: run.takePending(),
+      }),
+    'park',
+  );
+  run.parkedUntil = parked.availableAt;
   return run.suspend(reason);
+}
+
+/**
+ * A command's result as stored. The effect already happened, so a result PostgreSQL cannot hold (NUL,
+ * lone surrogates) is stored made storable (U+FFFD) rather than lost: losing it would send the
+ * command again. First execution and every replay see the stored value.
+ */
+function commandResultJson(run: ActiveRun, meta: CommandMetadata, result: unknown, what: string): string {
+  const subject = `${what} of command "${meta.name}"`;
+  const max = run.options.limits.maxOutputBytes;
+  try {
+    return toStoredJson(result ?? null, subject, max);
+  } catch (err) {
+    if (!(err instanceof SerializationError) || err instanceof PayloadTooLargeError) throw err;
+    return toStoredJson(storableJson(result ?? null) ?? null, subject, max);
+  }
+}
+
+/** Deep equality of two JSON values, key order ignored (jsonb reorders keys). */
+function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
 async function dispatch(
   run: ActiveRun,
   meta: CommandMetadata,
-  cmd: { key: string; index: number; name: string; payloadJson: string },
+  cmd: Cmd,
   call: (ctx: CommandContext) => unknown,
 ): Promise<unknown> {
   const cursor: RunCursor = {
@@ -165,11 +218,14 @@ async function dispatch(
     attempt: run.attempt,
     item: null,
   };
-  const { cancelRequested } = await run.fenced(
+  const { cancelRequested, reserved } = await run.fenced(
     () => run.writes.reserveCommand(run.fence, cursor, cmd, run.takePending()),
     'tool.command_reserved',
   );
   if (cancelRequested) run.stop(new RunCancelledError(run.runId, run.claim.cancelReason));
+  // Settled meanwhile (an operator decided it): never send it again; the next claim replays the
+  // decision from the row.
+  else if (!reserved) run.stop(new RunSuspended(`command ${cmd.key} was settled meanwhile`, true));
   run.checkActive(false); // a cancelled run never calls another command (a drain lets it finish)
   crashPoint('after-command-reserve', cmd.index);
   const policy = { ...run.options.defaultRetry, maxAttempts: 1, ...meta.retry };
@@ -177,7 +233,9 @@ async function dispatch(
   try {
     result = await withRetry(policy, run.signal, async () => {
       await run.pause('before-call', `command:${meta.name}`);
-      return call({ idempotencyKey: cmd.key, signal: run.signal });
+      await run.ensureLease(`command ${cmd.key}`);
+      const fence = { runId: run.runId, epoch: run.epoch, leaseExpiresAt: run.leaseExpiresAt() };
+      return call({ idempotencyKey: cmd.key, signal: run.signal, fence });
     });
   } catch (err) {
     if (!isNonRetryable(err) || run.stopReason) throw err; // outcome unknown: the row stays pending (in doubt)
@@ -190,11 +248,7 @@ async function dispatch(
     throw new CommandFailedError(meta.name, cmd.key, (err as Error).message);
   }
   crashPoint('after-command-dispatch', cmd.index);
-  const resultJson = toStoredJson(
-    result ?? null,
-    `result of command "${meta.name}"`,
-    run.options.limits.maxOutputBytes,
-  );
+  const resultJson = commandResultJson(run, meta, result, 'result');
   await recordOutcome(run, meta, cmd, { status: 'succeeded', resultJson, event: 'tool.command_succeeded' });
   return JSON.parse(resultJson);
 }
@@ -209,10 +263,11 @@ interface Outcome {
   resolution?: string | null;
 }
 
+/** Records the outcome (one fenced statement), then hands it to the workflow in delivery order. */
 async function recordOutcome(
   run: ActiveRun,
   meta: CommandMetadata,
-  cmd: { key: string; index: number },
+  cmd: { key: string; index: number; fingerprint: string | null },
   { status, resultJson = null, error = null, event, payload = {}, resolution = null }: Outcome,
 ): Promise<void> {
   const stepName = `command:${meta.name}`;
@@ -223,22 +278,29 @@ async function recordOutcome(
     attempt: run.attempt,
     item: null,
   };
-  await run.fenced(
-    () =>
-      run.writes.recordCommand(run.fence, cursor, {
-        key: cmd.key,
-        status,
-        resultJson,
-        error,
-        index: cmd.index,
-        name: stepName,
-        event,
-        payload: { key: cmd.key, name: meta.name, step: cmd.index, ...payload },
-        resolution,
-      }),
-    event,
-  );
-  const output =
-    status === 'succeeded' ? { status, result: JSON.parse(resultJson ?? 'null') } : { status, error };
-  run.remember(cmd.index, stepName, output);
+  const seq = run.log.takeSeq();
+  try {
+    await run.fenced(
+      () =>
+        run.writes.recordCommand(run.fence, cursor, {
+          key: cmd.key,
+          status,
+          resultJson,
+          error,
+          index: cmd.index,
+          name: stepName,
+          event,
+          payload: { key: cmd.key, name: meta.name, step: cmd.index, ...payload },
+          resolution,
+          seq,
+          fingerprint: cmd.fingerprint,
+        }),
+      event,
+    );
+  } catch (err) {
+    run.log.abandon(seq);
+    throw err;
+  }
+  run.progressed = true;
+  await run.log.deliverLive(seq);
 }

@@ -72,6 +72,14 @@ export class Executor {
   }
 
   private async driveRun(run: ActiveRun): Promise<void> {
+    try {
+      await this.driveAttempt(run);
+    } finally {
+      run.close();
+    }
+  }
+
+  private async driveAttempt(run: ActiveRun): Promise<void> {
     const wf = this.registry.getWorkflow(run.kind);
     try {
       if (!wf) throw new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`);
@@ -91,7 +99,7 @@ export class Executor {
 
   /** A parked run is already recorded; a run a drain stopped at a step boundary is released here. */
   private async unwindSuspended(run: ActiveRun, s: RunSuspended): Promise<void> {
-    if (s.releaseOnUnwind) return this.release(run, true);
+    if (s.releaseOnUnwind) return this.release(run, true, s.reason);
     // Parked (already recorded), or released by the draining worker (which records it).
     run.outcome ??= s.reason.includes('drain') ? 'released' : 'parked';
   }
@@ -100,14 +108,14 @@ export class Executor {
    * Hands a run this worker drives back to `waiting` (fenced) so another worker resumes it at once:
    * a drain, not a failure (the claim's attempt is given back unless a step committed).
    */
-  async release(run: ActiveRun, atStepBoundary: boolean): Promise<void> {
+  async release(run: ActiveRun, atStepBoundary: boolean, reason = 'drain'): Promise<void> {
     await this.finish(
       run,
       {
         status: 'waiting',
         attemptsDelta: run.progressed ? 0 : -1,
         event: 'run.released',
-        payload: { reason: 'drain', workerId: run.workerId, atStepBoundary },
+        payload: { reason, workerId: run.workerId, atStepBoundary },
       },
       'released',
     );

@@ -1,3 +1,4 @@
+import { CommandInStepError } from '../errors/command-in-step.error';
 import { DurableExecutionError } from '../errors/durable-execution.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { NonDeterminismError } from '../errors/non-determinism.error';
@@ -17,6 +18,7 @@ export function isNonRetryable(err: unknown): boolean {
   if (err instanceof NonRetryableError || err instanceof SerializationError) return true;
   if (err instanceof PayloadTooLargeError || err instanceof NonDeterminismError) return true;
   if (err instanceof LeaseLostError || err instanceof RunCancelledError) return true;
+  if (err instanceof CommandInStepError) return true;
   if (err instanceof DurableExecutionError) return false;
   const e = err as { name?: string; retryable?: unknown; constraints?: unknown } | null;
   return !!e && (e.retryable === false || e.name === 'ValidationError' || Array.isArray(err));

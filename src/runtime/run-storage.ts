@@ -5,7 +5,7 @@ import type { RunContext } from './run-context';
 
 /** What a decorated method needs from the run it is called in. @internal */
 export interface StepHost {
-  executeStep(meta: StepMetadata, call: () => unknown): Promise<unknown>;
+  executeStep(meta: StepMetadata, call: () => unknown, args: unknown[]): Promise<unknown>;
   executeCommand(
     meta: CommandMetadata,
     args: unknown,

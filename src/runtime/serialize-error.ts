@@ -1,5 +1,14 @@
-/** Error as stored in the run row: name, code, message, stack and cause chain. */
-export function serializeError(err: unknown, depth = 0): Record<string, unknown> {
+import { storableJson } from '../util/json';
+
+/**
+ * Error as stored in the run row: name, code, message, stack and cause chain. Always storable: text
+ * PostgreSQL refuses (NUL, lone surrogates) becomes U+FFFD, so recording a failure never fails.
+ */
+export function serializeError(err: unknown): Record<string, unknown> {
+  return storableJson(plainError(err, 0)) as Record<string, unknown>;
+}
+
+function plainError(err: unknown, depth: number): Record<string, unknown> {
   if (!(err instanceof Error)) return { message: String(err) };
   const e = err as Error & { code?: unknown };
   return {
@@ -7,6 +16,6 @@ export function serializeError(err: unknown, depth = 0): Record<string, unknown>
     code: typeof e.code === 'string' ? e.code : undefined,
     message: e.message,
     stack: e.stack,
-    cause: e.cause !== undefined && depth < 3 ? serializeError(e.cause, depth + 1) : undefined,
+    cause: e.cause !== undefined && depth < 3 ? plainError(e.cause, depth + 1) : undefined,
   };
 }

@@ -20,28 +20,45 @@ export async function sleepStep(run: ActiveRun, ms: number): Promise<void> {
   run.checkActive();
   const index = run.allocIndex();
   const rec = run.recordedAt(index, '$sleep');
-  if (rec && Date.parse(rec.output as string) <= run.dbNow()) return;
-  await run.fenced(async () => {
-    run.parkedUntil = await run.writes.park(run.fence, {
-      at: rec ? (rec.output as string) : null,
-      delayMs: rec ? null : ms,
-      attemptsDelta: run.progressed ? 0 : -1,
-      reason: 'sleeping',
-      event: 'run.sleeping',
-      payload: { step: index, ms },
-      dueRecord: rec ? undefined : { index, name: '$sleep' },
-      records: run.takePending(),
-    });
-    return {};
-  }, 'park');
+  if (rec) {
+    await run.log.replayed(index);
+    if (Date.parse(rec.output as string) <= run.dbNow()) return;
+  }
+  await run.goLive();
+  const seq = rec ? null : run.log.takeSeq();
+  try {
+    const parked = await run.fenced(
+      () =>
+        run.writes.park(run.fence, {
+          at: rec ? (rec.output as string) : null,
+          delayMs: rec ? null : ms,
+          attemptsDelta: run.progressed ? 0 : -1,
+          reason: 'sleeping',
+          event: 'run.sleeping',
+          payload: { step: index, ms },
+          dueRecord: seq === null ? undefined : { index, name: '$sleep', seq },
+          records: run.takePending(),
+        }),
+      'park',
+    );
+    run.parkedUntil = parked.availableAt;
+  } catch (err) {
+    if (seq !== null) run.log.abandon(seq);
+    throw err;
+  }
   run.suspend('sleeping');
+}
+
+/** A recorded deadline as the database reads it: null when the wait has none. */
+function recordedDeadline(output: unknown): string | null {
+  return typeof output === 'string' && output !== 'infinity' ? output : null;
 }
 
 /**
  * `ctx.waitForSignal(name, { timeoutMs })`: two indexes, `$deadline:<name>` (when the wait gives up,
- * database clock, recorded the first time) and `$signal:<name>` (the payload, or the timeout). A
- * signal stored before the wait is consumed at once; otherwise the run parks until the signal wakes
- * it or the deadline passes.
+ * database clock, recorded the first time) and `$signal:<name>` (the payload, or the timeout). One
+ * fenced statement consumes a signal already stored, records the timeout, or parks the run until a
+ * signal wakes it or the deadline passes; a signal sent while that statement runs is never lost.
  */
 export async function waitForSignalStep(
   run: ActiveRun,
@@ -59,45 +76,43 @@ export async function waitForSignalStep(
   const deadline = run.recordedAt(deadlineIndex, `$deadline:${name}`);
   const outcome = run.recordedAt(signalIndex, `$signal:${name}`);
   if (outcome) {
+    await run.log.replayed(signalIndex);
     const o = outcome.output as { payload?: unknown; timedOut?: boolean };
     if (o.timedOut) throw new SignalTimeoutError(name, timeoutMs ?? 0);
     return o.payload;
   }
-  const got = await run.fenced(
-    () => run.writes.consumeSignal(run.fence, name, signalIndex, run.takePending()),
-    'consume-signal',
-  );
-  if (got.consumed) {
-    run.remember(signalIndex, `$signal:${name}`, { payload: got.payload });
-    return got.payload;
-  }
-  const due = deadline ? (deadline.output as string | null) : null;
-  if (deadline && due !== null && Date.parse(due) <= run.dbNow()) {
-    await run.fenced(() =>
-      run.lease.writeStep(
-        run.fence,
-        { step: signalIndex, name: `$signal:${name}`, status: 'done', attempt: run.attempt, item: null },
-        [{ index: signalIndex, name: `$signal:${name}`, outputJson: '{"timedOut":true}' }],
-        'signal.timed_out',
-        { name, step: signalIndex, timeoutMs: timeoutMs ?? null },
-        true,
-      ),
+  await run.goLive();
+  const seq = run.log.takeSeq();
+  const reason = `waiting for signal "${name}"`;
+  let got;
+  try {
+    got = await run.fenced(
+      () =>
+        run.writes.waitForSignal(run.fence, {
+          name,
+          deadlineIndex,
+          signalIndex,
+          deadline: deadline ? recordedDeadline(deadline.output) : null,
+          recordDeadline: !deadline,
+          timeoutMs: timeoutMs ?? null,
+          reason,
+          attemptsDelta: run.progressed ? 0 : -1,
+          seq,
+          records: run.takePending(),
+        }),
+      'wait-for-signal',
     );
-    run.remember(signalIndex, `$signal:${name}`, { timedOut: true });
-    throw new SignalTimeoutError(name, timeoutMs ?? 0);
+  } catch (err) {
+    run.log.abandon(seq);
+    throw err;
   }
-  await run.fenced(async () => {
-    run.parkedUntil = await run.writes.park(run.fence, {
-      at: due,
-      delayMs: deadline ? null : (timeoutMs ?? null),
-      attemptsDelta: run.progressed ? 0 : -1,
-      reason: `waiting for signal "${name}"`,
-      event: 'run.waiting_for_signal',
-      payload: { name, timeoutMs: timeoutMs ?? null },
-      dueRecord: deadline ? undefined : { index: deadlineIndex, name: `$deadline:${name}` },
-      records: run.takePending(),
-    });
-    return {};
-  }, 'park');
-  return run.suspend(`waiting for signal "${name}"`);
+  if (got.outcome === 'parked') {
+    run.log.abandon(seq);
+    run.parkedUntil = got.availableAt;
+    return run.suspend(reason);
+  }
+  run.progressed = true;
+  await run.log.deliverLive(seq);
+  if (got.outcome === 'timed_out') throw new SignalTimeoutError(name, timeoutMs ?? 0);
+  return got.payload;
 }

@@ -21,6 +21,7 @@ import { LeaseService } from '../services/lease.service';
 import type { ClaimedRun } from '../services/lease.service';
 import { ActiveRun } from './active-run';
 import { RunSuspended } from './run-suspended';
+import { performance } from 'node:perf_hooks';
 import { crashPoint } from './crash-points';
 import { pausePoint } from './pause-points';
 import { Executor } from './executor.service';
@@ -36,9 +37,13 @@ const HEARTBEAT_INTERVAL_NAME = `${WORKER_INTERVAL_NAME}:heartbeat`;
 @Injectable()
 export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
-  /** Runs claimed by this worker; `run` is set once prepared (the lease is renewed from the claim on). */
+  /**
+   * Claims this worker drives, by `<run id>:<epoch>` (a run can be claimed again under a new epoch
+   * while a stale attempt of it still unwinds here); `run` is set once prepared (the lease is renewed
+   * from the claim on).
+   */
   private readonly inFlight = new Map<string, { claim: ClaimedRun; run?: ActiveRun; done: Promise<void> }>();
-  /** Claims whose lease was lost (or cancel requested) while they were still being prepared. */
+  /** Claims (by `<run id>:<epoch>`) whose lease was lost or cancel requested while being prepared. */
   private readonly stopBeforeStart = new Map<string, LeaseLostError | RunCancelledError>();
   private draining = false;
   private claiming = false;
@@ -103,7 +108,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       do {
         this.again = false;
         const free = this.options.worker.concurrency - this.inFlight.size;
-        const claims = await this.lease.claim(this.id, this.registry.kinds(), free);
+        const mine = [...new Set([...this.inFlight.values()].map((f) => f.claim.id))];
+        const claims = await this.lease.claim(this.id, this.registry.kinds(), free, mine);
         this.errors = 0;
         total += claims.length;
         if (this.observers.active)
@@ -134,28 +140,29 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private track(claim: ClaimedRun, prepared: Promise<ActiveRun>): void {
-    const runId = claim.id;
+    const key = `${claim.id}:${claim.epoch}`;
     let run: ActiveRun | undefined;
     const done = prepared
       .then((r) => {
         run = r;
-        this.inFlight.set(runId, { claim, run, done });
+        this.inFlight.set(key, { claim, run, done });
         if (this.draining) r.draining = true;
-        const early = this.stopBeforeStart.get(runId);
+        const early = this.stopBeforeStart.get(key);
         if (early) {
-          this.stopBeforeStart.delete(runId);
+          this.stopBeforeStart.delete(key);
           r.stop(early);
         }
         return this.executor.drive(r);
       })
-      .catch((err) => this.logger.error(`run ${runId} could not be prepared: ${(err as Error).message}`))
+      .catch((err) => this.logger.error(`run ${claim.id} could not be prepared: ${(err as Error).message}`))
       .finally(() => {
-        this.inFlight.delete(runId);
+        this.inFlight.delete(key);
+        this.stopBeforeStart.delete(key);
         if (this.draining) return;
         this.nudge();
         this.wakeAt(run?.parkedUntil ?? null);
       });
-    this.inFlight.set(runId, { claim, done });
+    this.inFlight.set(key, { claim, done });
   }
 
   /** A run this worker parked until a near time (sleep, signal timeout) is claimed right when it is due. */
@@ -172,19 +179,22 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     const entries = [...this.inFlight.values()];
     if (!entries.length) return;
     crashPoint('before-heartbeat');
+    const sentAt = performance.now();
     const alive = await this.lease.heartbeat(
       this.id,
       entries.map((f) => ({ id: f.claim.id, epoch: f.claim.epoch })),
     );
     for (const { claim, run } of entries) {
+      // Rows come back only for the (id, epoch) pairs still owned: this claim's lease was renewed.
       const state = alive.get(claim.id);
+      if (state && run) run.leaseRenewed(sentAt);
       const reason = !state
         ? new LeaseLostError(claim.id, claim.epoch, 'heartbeat')
         : state.cancelRequested
           ? new RunCancelledError(claim.id, claim.cancelReason)
           : null;
       if (!reason) continue;
-      if (!run) this.stopBeforeStart.set(claim.id, reason);
+      if (!run) this.stopBeforeStart.set(`${claim.id}:${claim.epoch}`, reason);
       else {
         if (reason instanceof RunCancelledError) run.cancelRequested = true;
         run.stop(reason);

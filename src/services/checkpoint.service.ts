@@ -4,28 +4,36 @@ import { DurableDatabase } from '../persistence/durable-database';
 import { toCheckpoint } from '../persistence/run-row.mapper';
 import { LOAD_REPLAY_SQL } from '../persistence/sql/load-checkpoints.sql';
 import type { CommandRow } from '../runtime/active-run';
+import type { RecordedStep } from '../runtime/replay-log';
 
 /** Reads checkpoints. Writes happen only inside LeaseService's fenced statements. */
 @Injectable()
 export class CheckpointService {
   constructor(private readonly db: DurableDatabase) {}
 
-  /** Checkpoints (index → { name, output }) and commands (key → row) of a run for replay, in one query. */
+  /** Checkpoints (index → entry) and commands (key → row) of a run for replay, in one query. */
   async loadForReplay(runId: string): Promise<{
-    checkpoints: Map<number, { name: string; output: unknown }>;
+    checkpoints: Map<number, RecordedStep>;
     commands: Map<string, CommandRow>;
   }> {
     const { rows } = await this.db.query(LOAD_REPLAY_SQL, [runId], 'dx_load_replay');
-    const checkpoints = new Map<number, { name: string; output: unknown }>();
+    const checkpoints = new Map<number, RecordedStep>();
     const commands = new Map<string, CommandRow>();
     for (const r of rows) {
-      if (r.source === 'checkpoint') checkpoints.set(r.step_index, { name: r.name, output: r.output });
+      if (r.source === 'checkpoint')
+        checkpoints.set(r.step_index, {
+          name: r.name,
+          output: r.output,
+          seq: r.seq,
+          fingerprint: r.fingerprint,
+        });
       else
         commands.set(r.name, {
           status: r.status,
           result: r.output,
           error: r.error,
           resolution: r.resolution,
+          payload: r.payload,
         });
     }
     return { checkpoints, commands };

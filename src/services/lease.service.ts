@@ -23,6 +23,8 @@ export interface ClaimedRun {
   cancelReason: string | null;
   /** The database clock at claim time (sleeps and signal timeouts compare against it). */
   dbNow: Date;
+  /** `performance.now()` when the claim was sent: the lease runs at least `leaseTtlMs` from there. */
+  sentAt: number;
 }
 
 /** The (run, worker, epoch) triple every fenced write carries. */
@@ -38,6 +40,10 @@ export interface CheckpointWrite {
   name: string;
   outputJson: string;
   metaJson?: string | null;
+  /** Delivery order of a result (null for recorded values). */
+  seq?: number | null;
+  /** Hash of the call's name and arguments. */
+  fingerprint?: string | null;
 }
 
 /** A fenced transition out of `running`. */
@@ -58,7 +64,7 @@ export function recordset(rows: CheckpointWrite[]): string {
   return `[${rows
     .map(
       (r) =>
-        `{"step_index":${r.index},"step_name":${JSON.stringify(r.name)},"output":${r.outputJson},"meta":${r.metaJson ?? 'null'}}`,
+        `{"step_index":${r.index},"step_name":${JSON.stringify(r.name)},"output":${r.outputJson},"meta":${r.metaJson ?? 'null'},"seq":${r.seq ?? 'null'},"fingerprint":${r.fingerprint ? JSON.stringify(r.fingerprint) : 'null'}}`,
     )
     .join(',')}]`;
 }
@@ -78,10 +84,23 @@ export class LeaseService {
     return this.options.worker.leaseTtlMs;
   }
 
-  /** Claims up to `limit` due runs of `kinds` for `workerId` (SKIP LOCKED; raises epoch and attempts). */
-  async claim(workerId: string, kinds: string[], limit: number): Promise<ClaimedRun[]> {
+  /**
+   * Claims up to `limit` due runs of `kinds` for `workerId` (SKIP LOCKED; raises epoch and attempts),
+   * never one of `exclude` (runs this process still drives, e.g. a stale attempt stuck in a call).
+   */
+  async claim(
+    workerId: string,
+    kinds: string[],
+    limit: number,
+    exclude: string[] = [],
+  ): Promise<ClaimedRun[]> {
     if (limit <= 0 || kinds.length === 0) return [];
-    const { rows } = await this.db.query(CLAIM_RUNS_SQL, [workerId, kinds, limit, this.ttl], 'dx_claim');
+    const sentAt = performance.now();
+    const { rows } = await this.db.query(
+      CLAIM_RUNS_SQL,
+      [workerId, kinds, limit, this.ttl, exclude],
+      'dx_claim',
+    );
     return rows.map((r) => ({
       id: r.id,
       kind: r.kind,
@@ -93,6 +112,7 @@ export class LeaseService {
       cancelRequested: r.cancel_requested,
       cancelReason: r.cancel_reason,
       dbNow: r.db_now,
+      sentAt,
     }));
   }
 
@@ -161,6 +181,19 @@ export class LeaseService {
       'dx_finish',
     );
     if (!rowCount) throw new LeaseLostError(fence.runId, fence.epoch, w.event);
+  }
+
+  /**
+   * Renews one lease (fenced): false when the run is no longer this claim's. Used before a call
+   * leaves the process when the local clock says the lease may be close to its end.
+   */
+  async renew(fence: Fence): Promise<{ alive: boolean; cancelRequested: boolean }> {
+    const { rows } = await this.db.query(
+      HEARTBEAT_SQL,
+      [fence.workerId, [fence.runId], [fence.epoch], this.ttl],
+      'dx_heartbeat',
+    );
+    return { alive: rows.length === 1, cancelRequested: !!rows[0]?.cancel_requested };
   }
 
   /**

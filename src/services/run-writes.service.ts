@@ -6,7 +6,7 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { DurableDatabase } from '../persistence/durable-database';
 import { eventPayload } from '../persistence/event-payload';
 import { PARK_RUN_SQL, RECORD_COMMAND_SQL, RESERVE_COMMAND_SQL } from '../persistence/sql/command.sql';
-import { CONSUME_SIGNAL_SQL } from '../persistence/sql/signal.sql';
+import { WAIT_FOR_SIGNAL_SQL } from '../persistence/sql/signal.sql';
 import { CheckpointWrite, Fence, recordset } from './lease.service';
 
 /** A park: where the run waits, and what is recorded with it. */
@@ -24,8 +24,8 @@ export interface ParkWrite {
     name: string;
     payloadJson: string;
   };
-  /** Record the due time (database clock) as checkpoint `name` at `index`. */
-  dueRecord?: { index: number; name: string };
+  /** Record the due time (database clock) as checkpoint `name` at `index`, delivered as `seq`. */
+  dueRecord?: { index: number; name: string; seq: number };
   records?: CheckpointWrite[];
 }
 
@@ -83,6 +83,8 @@ export class RunWrites {
       event: string;
       payload: Record<string, unknown>;
       resolution?: string | null;
+      seq: number;
+      fingerprint: string | null;
     },
   ): Promise<{ cancelRequested: boolean }> {
     const output =
@@ -105,6 +107,8 @@ export class RunWrites {
         w.event,
         eventPayload(this.options, w.event, w.payload),
         w.resolution ?? null,
+        w.seq,
+        w.fingerprint,
       ],
       'dx_record_command',
     );
@@ -112,8 +116,12 @@ export class RunWrites {
     return { cancelRequested: rows[0].cancel_requested };
   }
 
-  /** Parks the run (lease released); returns the time it becomes due (null = until woken). */
-  async park(f: Fence, w: ParkWrite): Promise<Date | null> {
+  /**
+   * Parks the run (lease released). `availableAt` is when it becomes due: null = until woken; `now`
+   * or earlier when something it waits for is already stored (nothing stranded); `due` is the due
+   * time the park asked for.
+   */
+  async park(f: Fence, w: ParkWrite): Promise<{ availableAt: Date | null; due: Date | null }> {
     const { rows } = await this.db.query(
       PARK_RUN_SQL,
       [
@@ -132,34 +140,74 @@ export class RunWrites {
         w.dueRecord?.index ?? null,
         w.dueRecord?.name ?? null,
         recordset(w.records ?? []),
+        w.dueRecord?.seq ?? null,
       ],
       'dx_park',
     );
     if (!rows.length) throw new LeaseLostError(f.runId, f.epoch, w.event);
-    const at = rows[0].available_at as Date;
-    return Number.isFinite(at?.getTime?.()) ? at : null;
+    return { availableAt: finiteDate(rows[0].available_at), due: finiteDate(rows[0].due) };
   }
 
-  /** Consumes the oldest pending signal `name` into checkpoint `index`; `consumed: false` when none. */
-  async consumeSignal(
-    f: Fence,
-    name: string,
-    index: number,
-    records: CheckpointWrite[],
-  ): Promise<{ consumed: boolean; payload: unknown }> {
+  /**
+   * One statement: consume the oldest pending signal `name`, or record the timeout when the deadline
+   * passed, or park (due at once when something arrived meanwhile). See WAIT_FOR_SIGNAL_SQL.
+   */
+  async waitForSignal(f: Fence, w: SignalWaitWrite): Promise<SignalWaitOutcome> {
     const { rows } = await this.db.query(
-      CONSUME_SIGNAL_SQL,
+      WAIT_FOR_SIGNAL_SQL,
       [
         ...this.fenceArgs(f),
         this.options.worker.leaseTtlMs,
-        name,
-        index,
-        `$signal:${name}`,
-        recordset(records),
+        w.name,
+        w.signalIndex,
+        `$signal:${w.name}`,
+        recordset(w.records),
+        w.deadline,
+        w.deadline === null ? w.timeoutMs : null,
+        w.recordDeadline ? w.deadlineIndex : null,
+        `$deadline:${w.name}`,
+        w.reason,
+        eventPayload(this.options, 'run.waiting_for_signal', { name: w.name, timeoutMs: w.timeoutMs }),
+        w.seq,
+        w.attemptsDelta,
       ],
-      'dx_consume_signal',
+      'dx_wait_signal',
     );
-    if (!rows[0]?.owned) throw new LeaseLostError(f.runId, f.epoch, `wait for signal ${name}`);
-    return { consumed: rows[0].consumed === 1, payload: rows[0].payload };
+    if (!rows.length) throw new LeaseLostError(f.runId, f.epoch, `wait for signal ${w.name}`);
+    const r = rows[0];
+    return {
+      outcome: r.outcome,
+      payload: r.payload,
+      availableAt: finiteDate(r.available_at),
+      cancelRequested: r.cancel_requested,
+    };
   }
+}
+
+function finiteDate(v: unknown): Date | null {
+  return v instanceof Date && Number.isFinite(v.getTime()) ? v : null;
+}
+
+/** A wait for a signal: where it is recorded and what to do when nothing is there yet. */
+export interface SignalWaitWrite {
+  name: string;
+  deadlineIndex: number;
+  signalIndex: number;
+  /** The recorded deadline (ISO), or null when there is none yet or the wait has no timeout. */
+  deadline: string | null;
+  /** Record the deadline now (the first time the wait is reached). */
+  recordDeadline: boolean;
+  timeoutMs: number | null;
+  reason: string;
+  attemptsDelta: number;
+  seq: number;
+  records: CheckpointWrite[];
+}
+
+/** What the wait statement did. */
+export interface SignalWaitOutcome {
+  outcome: 'consumed' | 'timed_out' | 'parked';
+  payload: unknown;
+  availableAt: Date | null;
+  cancelRequested: boolean;
 }

@@ -8,14 +8,16 @@ export const CANCEL_RUN_SQL = `
 with cur as (
   select id, status, epoch from ai_runs where id = $1 for update
 ), upd as (
+  -- Decided on the row's newest version (r), never on cur's: a claim that committed in between must
+  -- not see its running row turned 'cancelled' with an owner (the status/owner check would fail).
   update ai_runs r
-     set status = case when cur.status in ('pending', 'waiting') then 'cancelled' else r.status end,
-         finished_at = case when cur.status in ('pending', 'waiting') then now() else r.finished_at end,
+     set status = case when r.status in ('pending', 'waiting') then 'cancelled' else r.status end,
+         finished_at = case when r.status in ('pending', 'waiting') then now() else r.finished_at end,
          cancel_requested_at = coalesce(r.cancel_requested_at, now()),
          cancel_reason = coalesce(r.cancel_reason, $2),
          updated_at = now()
     from cur
-   where r.id = cur.id and cur.status in ('pending', 'waiting', 'running')
+   where r.id = cur.id and r.status in ('pending', 'waiting', 'running')
   returning r.id, r.status, r.epoch
 ), doubt as (
   update ai_commands c set status = 'in_doubt', updated_at = now()

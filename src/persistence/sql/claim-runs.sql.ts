@@ -3,7 +3,9 @@
  * workers claim concurrently without waiting on each other; the partial index ai_runs_claim_idx
  * holds only pending/waiting rows, so the cost stays flat as terminal history grows. Every claim
  * raises the epoch (fencing token) and attempts; lease expiry comes from the database clock.
- * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms
+ * Runs this process still drives ($5) are never claimed again by it: a stale attempt of its own (a
+ * database outage longer than the lease, a retry() while a call hangs) must end first.
+ * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process
  */
 export const CLAIM_RUNS_SQL = `
 with c as (
@@ -12,6 +14,7 @@ with c as (
      and available_at <= now()
      and attempts < max_attempts
      and kind = any($2::text[])
+     and id <> all($5::uuid[])
    order by priority desc, available_at
    limit $3
    for update skip locked

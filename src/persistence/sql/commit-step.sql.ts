@@ -17,9 +17,9 @@ with run as (
    where id = $1 and worker_id = $2 and epoch = $3 and status = 'running'
   returning id, epoch, cancel_requested_at is not null as cancel_requested
 ), cp as (
-  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta)
-  select run.id, c.step_index, c.step_name, c.output, $7, run.epoch, c.meta
-    from run, jsonb_to_recordset($6::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb)
+  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
+  select run.id, c.step_index, c.step_name, c.output, $7, run.epoch, c.meta, c.seq, c.fingerprint
+    from run, jsonb_to_recordset($6::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select run.id, $8, run.epoch, $9::jsonb from run

@@ -1,12 +1,18 @@
 /**
  * An operator decision on one command (approve, reject, resolve), in one statement: the row moves only
  * from an allowed status, the run is woken if it is parked, one event records who decided. The row
- * lock orders concurrent decisions: the second sees the first's result and changes nothing.
+ * lock orders concurrent decisions: the second sees the first's result and changes nothing. The run
+ * row is locked first (the order every fenced write of a run uses, so the two never deadlock) and
+ * touched when the run is running, so a park racing this decision stays due (PARK_RUN_SQL).
  * $1 run id (null: any run), $2 key, $3 allowed statuses, $4 new status, $5 result, $6 error,
  * $7 resolution, $8 by, $9 note, $10 event type, $11 event payload, $12 channel
  */
 export const DECIDE_COMMAND_SQL = `
-with cmd as (
+with run_lock as (
+  select r.id from ai_runs r
+   where r.id = (select run_id from ai_commands where idempotency_key = $2)
+   for update
+), cmd as (
   select idempotency_key, run_id, status from ai_commands
    where idempotency_key = $2 and ($1::uuid is null or run_id = $1::uuid)
    for update
@@ -18,13 +24,16 @@ with cmd as (
    where c.idempotency_key = cmd.idempotency_key and cmd.status = any($3::text[])
   returning c.run_id
 ), wake as (
-  update ai_runs r set available_at = now(), parked_reason = null, updated_at = now()
-    from upd where r.id = upd.run_id and r.status = 'waiting'
-  returning r.kind
+  update ai_runs r
+     set available_at = case when r.status = 'waiting' then now() else r.available_at end,
+         parked_reason = case when r.status = 'waiting' then null else r.parked_reason end,
+         updated_at = now()
+    from upd where r.id = upd.run_id and r.status in ('waiting', 'running')
+  returning r.kind, r.status
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select upd.run_id, $10, r.epoch, $11::jsonb from upd join ai_runs r on r.id = upd.run_id
 )
 select cmd.status as previous_status, cmd.run_id, (select count(*) from upd)::int as updated,
-       (select count(pg_notify($12, kind)) from wake)::int as woke
+       (select count(pg_notify($12, kind)) from wake where wake.status = 'waiting')::int as woke
   from cmd`;

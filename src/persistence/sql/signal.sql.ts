@@ -1,37 +1,79 @@
 /**
- * Consume the oldest unconsumed signal of this name, fenced, in one statement: the signal is marked
- * consumed, its payload becomes the wait's checkpoint, and `signal.received` is in the trail. SKIP
- * LOCKED keeps two stale claims from consuming one signal twice (the fence also forbids it).
- * $1 id, $2 worker, $3 epoch, $4 ttl ms, $5 name, $6 step index, $7 step name, $8 recorded values
+ * `ctx.waitForSignal`, fenced, in ONE statement, so no signal can slip in between looking and parking
+ * (a lost wake-up): consume the oldest unconsumed signal of this name into the wait's checkpoint and
+ * keep running; else, when the wait's deadline has passed, record the timeout and keep running; else
+ * park. The park is due at once, never at infinity, when the run row changed after this statement's
+ * snapshot (a signal sent meanwhile touched it: `lock` reads the newest row version, `snap` the
+ * snapshot's) or a cancel is requested. Values recorded before the wait are written in every case.
+ * The wait's deadline (database clock) is recorded the first time it is reached.
+ * $1 id, $2 worker, $3 epoch, $4 ttl ms, $5 name, $6 signal index, $7 signal step name, $8 recorded
+ * values, $9 recorded deadline (null: none or first time), $10 timeout ms (first time), $11 deadline
+ * index (first time, else null), $12 deadline name, $13 parked reason, $14 park event payload,
+ * $15 seq of the outcome, $16 attempts delta of a park
  */
-export const CONSUME_SIGNAL_SQL = `
-with run as (
-  update ai_runs set lease_expires_at = now() + $4 * interval '1 millisecond', attempts = 0, updated_at = now()
+export const WAIT_FOR_SIGNAL_SQL = `
+with snap as (
+  select xmin::text as x from ai_runs where id = $1
+), lock as (
+  select id, epoch, xmin::text as x, cancel_requested_at is not null as cancel_requested,
+         coalesce($9::timestamptz, now() + $10 * interval '1 millisecond') as due
+    from ai_runs
    where id = $1 and worker_id = $2 and epoch = $3 and status = 'running'
-  returning id, epoch
+   for update
 ), sig as (
   update ai_signals s set consumed_at = now()
-   where s.id = (select p.id from ai_signals p join run on p.run_id = run.id
+   where s.id = (select p.id from ai_signals p join lock on p.run_id = lock.id
                   where p.name = $5 and p.consumed_at is null
                   order by p.id limit 1 for update of p skip locked)
   returning s.payload
+), d as (
+  select lock.*, case when exists (select 1 from sig) then 'consumed'
+                      when lock.due <= now() then 'timed_out' else 'parked' end as outcome
+    from lock
+), run as (
+  update ai_runs r
+     set status = case when d.outcome = 'parked' then 'waiting' else 'running' end,
+         worker_id = case when d.outcome = 'parked' then null else r.worker_id end,
+         lease_expires_at = case when d.outcome = 'parked' then null
+                                 else now() + $4 * interval '1 millisecond' end,
+         available_at = case when d.outcome <> 'parked' then r.available_at
+                             when d.x <> (select x from snap) or r.cancel_requested_at is not null then now()
+                             else coalesce(d.due, 'infinity') end,
+         attempts = case when d.outcome = 'parked' then greatest(r.attempts + $16, 0) else 0 end,
+         parked_reason = case when d.outcome = 'parked' then $13 else r.parked_reason end,
+         updated_at = now()
+    from d
+   where r.id = d.id
+  returning r.id, r.epoch, r.available_at, d.outcome, d.due, r.cancel_requested_at is not null as cancel_requested
 ), cp as (
+  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, seq)
+  select run.id, $6, $7, case when run.outcome = 'consumed' then jsonb_build_object('payload', (select payload from sig))
+                              else '{"timedOut":true}'::jsonb end, 0, run.epoch, $15
+    from run where run.outcome <> 'parked'
+), deadline as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch)
-  select run.id, $6, $7, jsonb_build_object('payload', sig.payload), 0, run.epoch from run, sig
+  select run.id, $11, $12, coalesce(to_jsonb(run.due), 'null'::jsonb), 0, run.epoch from run where $11::int is not null
 ), recs as (
-  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta)
-  select run.id, c.step_index, c.step_name, c.output, 0, run.epoch, c.meta
-    from run, sig, jsonb_to_recordset($8::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb)
+  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
+  select run.id, c.step_index, c.step_name, c.output, 0, run.epoch, c.meta, c.seq, c.fingerprint
+    from run, jsonb_to_recordset($8::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
-  select run.id, 'signal.received', run.epoch, jsonb_build_object('name', $5::text, 'step', $6::int) from run, sig
+  select run.id,
+         case run.outcome when 'consumed' then 'signal.received' when 'timed_out' then 'signal.timed_out'
+                          else 'run.waiting_for_signal' end,
+         run.epoch,
+         case run.outcome when 'parked' then $14::jsonb || jsonb_build_object('availableAt', run.available_at)
+                          else jsonb_build_object('name', $5::text, 'step', $6::int) end
+    from run
 )
-select (select count(*) from run)::int as owned, (select payload from sig) as payload,
-       (select count(*) from sig)::int as consumed`;
+select outcome, available_at, cancel_requested, (select payload from sig) as payload from run`;
 
 /**
  * Store a signal durably and wake the run if it is waiting (a signal sent before the wait is kept for
- * it). One event (with who sent it, when known); NOTIFY at commit wakes an idle worker.
+ * it). A running run's row is touched too, so a wait parking at this moment sees that its row changed
+ * and stays due (WAIT_FOR_SIGNAL_SQL). One event (with who sent it, when known); NOTIFY at commit
+ * wakes an idle worker.
  * $1 run id, $2 name, $3 payload, $4 channel, $5 sent by (null: not recorded)
  */
 export const SEND_SIGNAL_SQL = `
@@ -42,14 +84,15 @@ with cur as (
   select id, $2, $3::jsonb from cur where status in ('pending', 'running', 'waiting')
   returning id
 ), wake as (
-  update ai_runs r set available_at = now(), updated_at = now()
-    from cur where r.id = cur.id and cur.status = 'waiting' and exists (select 1 from ins)
-  returning r.kind
+  update ai_runs r set available_at = case when cur.status = 'waiting' then now() else r.available_at end,
+         updated_at = now()
+    from cur where r.id = cur.id and cur.status in ('waiting', 'running') and exists (select 1 from ins)
+  returning r.kind, cur.status
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select cur.id, 'signal.sent', cur.epoch, jsonb_strip_nulls(jsonb_build_object('name', $2::text, 'by', $5::text))
     from cur, ins
 )
 select cur.status, (select count(*) from ins)::int as stored,
-       (select count(pg_notify($4, kind)) from wake)::int as woke
+       (select count(pg_notify($4, kind)) from wake where wake.status = 'waiting')::int as woke
   from cur`;

@@ -1,0 +1,18 @@
+import { DurableExecutionError } from './durable-execution.error';
+
+/**
+ * An `@IdempotentCommand` was called inside a `@DurableStep` body. A step is retried and re-run as a
+ * whole, so a command inside it would have no stable key and repeat its side effect on every retry.
+ */
+export class CommandInStepError extends DurableExecutionError {
+  constructor(
+    public readonly command: string,
+    public readonly step: string,
+  ) {
+    super(
+      'DURABLE_COMMAND_IN_STEP',
+      `Command "${command}" was called inside step "${step}": a step is re-run as a whole on retry, so the ` +
+        'command would repeat with no stable key. Call the command from the workflow body (run()), next to the step.',
+    );
+  }
+}

@@ -1,0 +1,204 @@
+import { createHash } from 'node:crypto';
+
+/** A checkpoint as loaded for replay. */
+export interface RecordedStep {
+  name: string;
+  output: unknown;
+  /** Delivery order (null on rows written before replay order was recorded, and on values). */
+  seq: number | null;
+  /** Hash of the call (name and arguments); null when not recorded. */
+  fingerprint: string | null;
+}
+
+/** How long replay may wait for the workflow to ask for the next recorded result. */
+export const REPLAY_STALL_MS = 1000;
+
+/** Recorded values (ctx.now/uuid/random, wait deadlines) are read at once, not delivered in order. */
+function isDelivery(name: string): boolean {
+  return !name.startsWith('$') || name === '$sleep' || name.startsWith('$signal:');
+}
+
+/** A short hash of a call: its name and its arguments as JSON; null when they do not serialise. */
+export function callFingerprint(name: string, argsJson: string | null): string | null {
+  if (argsJson === null) return null;
+  return createHash('sha256').update(name).update('\u0001').update(argsJson).digest('base64url').slice(0, 22);
+}
+
+/** The JSON of a step's arguments for its fingerprint, or null when they are not plain JSON. */
+export function argsJson(args: unknown[]): string | null {
+  try {
+    return JSON.stringify(args) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The replay log of one claim: step indexes, recorded results, and the order in which results reach
+ * the workflow. A result is delivered when its commit returns, in the order the commits were sent
+ * (`seq`), one per event-loop turn; replay delivers recorded results in that same order. Code after a
+ * `Promise.all` therefore reaches its next calls in the same order on every replay and gets the same
+ * indexes (and command keys). Nothing new runs until every recorded result has been delivered; a
+ * workflow that stops asking for the next recorded result is non-deterministic (`onStall`).
+ * @internal
+ */
+export class ReplayLog {
+  private nextIndex = 0;
+  private nextSeq: number;
+  /** Recorded deliveries in delivery order (indexes). */
+  private readonly order: number[];
+  private head = 0;
+  private readonly requested = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>();
+  private pumpScheduled = false;
+  private stallTimer: NodeJS.Timeout | null = null;
+  private done: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | null = null;
+  private failed: unknown = null;
+  /** Live deliveries: the next seq to hand over, and those whose commit returned early. */
+  private liveNext: number;
+  private readonly held = new Map<number, () => void>();
+  private readonly abandoned = new Set<number>();
+
+  constructor(
+    private readonly recorded: Map<number, RecordedStep>,
+    private readonly onStall: (index: number, name: string) => void,
+  ) {
+    const deliveries = [...recorded.entries()].filter(([, r]) => isDelivery(r.name));
+    const key = ([i, r]: [number, RecordedStep]) => (r.seq === null ? i - 2 ** 40 : r.seq);
+    deliveries.sort((a, b) => key(a) - key(b) || a[0] - b[0]);
+    this.order = deliveries.map(([i]) => i);
+    const maxSeq = deliveries.reduce((m, [, r]) => Math.max(m, r.seq ?? -1), -1);
+    this.nextSeq = this.liveNext = maxSeq + 1;
+  }
+
+  /** True while recorded results remain to be delivered. */
+  get replaying(): boolean {
+    return this.head < this.order.length;
+  }
+
+  /** The next step index (steps, commands, recorded values and waits share one sequence). */
+  allocIndex(): number {
+    return this.nextIndex++;
+  }
+
+  /** The index the next call will get. */
+  peekIndex(): number {
+    return this.nextIndex;
+  }
+
+  /** The entry recorded at `index`, if any. */
+  at(index: number): RecordedStep | undefined {
+    return this.recorded.get(index);
+  }
+
+  /** Remembers an entry this claim wrote, so a later read in the same claim sees it. */
+  remember(index: number, entry: RecordedStep): void {
+    this.recorded.set(index, entry);
+  }
+
+  /** Resolves when the recorded result at `index` is due to reach the workflow (its turn in order). */
+  replayed(index: number): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    if (!this.order.slice(this.head).includes(index)) return Promise.resolve(); // a value, or replayed
+    return new Promise<void>((resolve, reject) => {
+      this.requested.set(index, { resolve, reject });
+      this.schedulePump();
+    });
+  }
+
+  /** Resolves once every recorded result has been delivered: live work waits for it. */
+  replayDone(): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    if (!this.replaying) return Promise.resolve();
+    if (!this.done) {
+      let resolve!: () => void;
+      let reject!: (e: unknown) => void;
+      const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+      promise.catch(() => undefined);
+      this.done = { promise, resolve, reject };
+    }
+    this.schedulePump();
+    return this.done.promise;
+  }
+
+  /** Takes the delivery order of a commit about to be sent. */
+  takeSeq(): number {
+    return this.nextSeq++;
+  }
+
+  /** A commit that will never be delivered (it failed or found nothing): later ones may pass it. */
+  abandon(seq: number): void {
+    this.abandoned.add(seq);
+    this.releaseLive();
+  }
+
+  /** Resolves when the result committed with `seq` may reach the workflow (all earlier ones have). */
+  deliverLive(seq: number): Promise<void> {
+    if (seq === this.liveNext) {
+      this.liveNext++;
+      this.releaseLiveSoon();
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => this.held.set(seq, resolve));
+  }
+
+  /** Fails every waiter (the run stopped). */
+  fail(err: unknown): void {
+    if (this.failed) return;
+    this.failed = err;
+    this.clearStall();
+    for (const w of this.requested.values()) w.reject(err);
+    this.requested.clear();
+    this.done?.reject(err);
+  }
+
+  private releaseLive(): void {
+    while (this.abandoned.delete(this.liveNext)) this.liveNext++;
+    const next = this.held.get(this.liveNext);
+    if (!next) return;
+    this.held.delete(this.liveNext);
+    this.liveNext++;
+    next();
+    this.releaseLiveSoon();
+  }
+
+  /** The next held result goes on a later turn, after the code the last one woke has run. */
+  private releaseLiveSoon(): void {
+    if (this.held.size || this.abandoned.size) setImmediate(() => this.releaseLive());
+  }
+
+  private schedulePump(): void {
+    if (this.pumpScheduled || this.failed) return;
+    this.pumpScheduled = true;
+    setImmediate(() => this.pump());
+  }
+
+  /** One delivery per turn, in recorded order; the workflow's reaction runs before the next one. */
+  private pump(): void {
+    this.pumpScheduled = false;
+    if (this.failed) return;
+    if (!this.replaying) {
+      this.clearStall();
+      this.done?.resolve();
+      return;
+    }
+    const index = this.order[this.head];
+    const waiter = this.requested.get(index);
+    if (!waiter) {
+      this.stallTimer ??= setTimeout(() => {
+        this.stallTimer = null;
+        if (!this.requested.has(this.order[this.head])) this.onStall(index, this.recorded.get(index)!.name);
+      }, REPLAY_STALL_MS);
+      return;
+    }
+    this.clearStall();
+    this.requested.delete(index);
+    this.head++;
+    waiter.resolve();
+    this.schedulePump();
+  }
+
+  private clearStall(): void {
+    if (this.stallTimer) clearTimeout(this.stallTimer);
+    this.stallTimer = null;
+  }
+}
