@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { CheckpointView, RunCursor, RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
 import { RunStats, RunStatsReader } from '../observability/run-stats.reader';
@@ -7,6 +6,8 @@ import { DurableDatabase } from '../persistence/durable-database';
 import { ADMIN_LIST_RUNS_SQL } from '../persistence/sql/admin-list-runs.sql';
 import { CommandGateway, CommandView } from '../services/command-gateway.service';
 import { RunRepository } from '../services/run.repository';
+import { requireText, requireTimestamp } from '../util/arguments';
+import { decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
 import type { ListRunsQueryDto } from './dto/list-runs-query.dto';
 import { buildTimeline, RunTimeline } from './run-timeline';
 
@@ -45,8 +46,6 @@ export interface AdminRunDetail {
   timeline: RunTimeline;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Reads for the admin API and the inspector page. Writes go through RunRepository. @internal */
 @Injectable()
 export class AdminRunsService {
@@ -58,18 +57,13 @@ export class AdminRunsService {
 
   async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
     const limit = q.limit ?? 50;
-    let after: string[] = [];
-    if (q.after) {
-      after = Buffer.from(q.after, 'base64url').toString('utf8').split('|');
-      if (after.length !== 2 || !UUID.test(after[1]) || isNaN(Date.parse(after[0]))) {
-        throw new InvalidArgumentError('after', 'is not a cursor returned as next');
-      }
-    }
+    const after = q.after ? decodeRunCursor(q.after) : [];
+    requireText(q.kind, 'kind', { optional: true });
     const { rows } = await this.db.query(ADMIN_LIST_RUNS_SQL, [
       q.status?.length ? q.status : null,
       q.kind ?? null,
-      q.createdFrom ?? null,
-      q.createdTo ?? null,
+      q.createdFrom === undefined ? null : requireTimestamp(q.createdFrom, 'createdFrom'),
+      q.createdTo === undefined ? null : requireTimestamp(q.createdTo, 'createdTo'),
       q.deadLettered ?? null,
       q.inDoubt ?? null,
       after[0] ?? null,
@@ -80,8 +74,7 @@ export class AdminRunsService {
     const last = page[page.length - 1];
     return {
       items: page.map(toSummary),
-      next:
-        rows.length > limit ? Buffer.from(`${last.created_key}|${last.id}`).toString('base64url') : undefined,
+      next: rows.length > limit ? encodeRunCursor(last.created_key, last.id) : undefined,
     };
   }
 

@@ -1,17 +1,29 @@
 import { DurableExecutionError } from './durable-execution.error';
 
-/** An idempotency key is already used by a run of another kind. */
+/**
+ * An idempotency key is already used by a run of another kind, or of the same kind started with a
+ * different input (`differs` says which). A retry must send the same kind and input as the first start.
+ */
 export class IdempotencyConflictError extends DurableExecutionError {
+  /** What differs from the run that holds the key. */
+  public readonly differs: 'kind' | 'input';
+
   constructor(
     public readonly idempotencyKey: string,
     public readonly existingRunId: string,
     existingKind: string,
     requestedKind: string,
   ) {
+    const differs = existingKind === requestedKind ? 'input' : 'kind';
     super(
       'DURABLE_IDEMPOTENCY_CONFLICT',
-      `Idempotency key "${idempotencyKey}" already belongs to run ${existingRunId} of kind "${existingKind}", ` +
-        `not "${requestedKind}". Use a key that is unique per logical run.`,
+      differs === 'kind'
+        ? `Idempotency key "${idempotencyKey}" already belongs to run ${existingRunId} of kind "${existingKind}", ` +
+            `not "${requestedKind}". Use a key that is unique per logical run.`
+        : `Idempotency key "${idempotencyKey}" already belongs to run ${existingRunId} of kind "${existingKind}", ` +
+            'started with a different input. A retry must send the same input; use a new key for a new logical run. ' +
+            'Nothing was written.',
     );
+    this.differs = differs;
   }
 }

@@ -7,7 +7,9 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import type { DurableDatabase } from '../persistence/durable-database';
 import { eventPayload } from '../persistence/event-payload';
 import { DECIDE_COMMAND_SQL } from '../persistence/sql/operator.sql';
+import { requireText } from '../util/arguments';
 import { toStoredJson } from '../util/json';
+import { requireUuid } from '../util/uuid';
 
 interface Decision {
   runId: string | null;
@@ -46,11 +48,11 @@ async function decide(db: DurableDatabase, options: ResolvedDurableOptions, d: D
 function checkBy(by: unknown): string {
   if (typeof by !== 'string' || !by.trim())
     throw new InvalidArgumentError('by', 'must name who decided (non-empty string)');
-  return by;
+  return requireText(by, 'by');
 }
 
 /** Approve (or reject) a command parked for approval; wakes the run. */
-export function approveCommand(
+export async function approveCommand(
   db: DurableDatabase,
   options: ResolvedDurableOptions,
   runId: string,
@@ -58,21 +60,25 @@ export function approveCommand(
   decision: ApprovalDecision,
   approve: boolean,
 ): Promise<void> {
+  requireUuid(runId, 'runId');
+  requireText(key, 'idempotencyKey');
+  const by = checkBy(decision?.by);
+  const note = requireText(decision.note, 'note', { optional: true, allowEmpty: true });
   return decide(db, options, {
     runId,
     key,
     from: ['awaiting_approval'],
     to: approve ? 'approved' : 'rejected',
-    error: approve ? null : JSON.stringify({ message: decision.note ?? 'rejected' }),
-    by: checkBy(decision?.by),
-    note: decision.note,
+    error: approve ? null : JSON.stringify({ message: note ?? 'rejected' }),
+    by,
+    note,
     event: approve ? 'command.approved' : 'command.rejected',
     operation: approve ? 'approve' : 'reject',
   });
 }
 
 /** Settle an in-doubt command by hand: its result, a permanent failure, or one more dispatch. */
-export function resolveCommand(
+export async function resolveCommand(
   db: DurableDatabase,
   options: ResolvedDurableOptions,
   key: string,
@@ -83,6 +89,7 @@ export function resolveCommand(
   if (outcome !== 'succeeded' && outcome !== 'failed' && outcome !== 'retry') {
     throw new InvalidArgumentError('resolution.outcome', "must be 'succeeded', 'failed' or 'retry'");
   }
+  requireText(key, 'idempotencyKey');
   const base = {
     runId: null,
     key,
@@ -103,6 +110,7 @@ export function resolveCommand(
     if (typeof resolution.error !== 'string' || !resolution.error) {
       throw new InvalidArgumentError('resolution.error', 'must say why the command failed');
     }
+    requireText(resolution.error, 'resolution.error');
     return decide(db, options, {
       ...base,
       to: 'failed',

@@ -1,5 +1,18 @@
 import { Injectable } from '@nestjs/common';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { DurableDatabase } from '../persistence/durable-database';
+import { requireUuid } from '../util/uuid';
+
+/** Every status a command can have. */
+export const COMMAND_STATUSES: readonly CommandView['status'][] = [
+  'pending',
+  'succeeded',
+  'failed',
+  'in_doubt',
+  'awaiting_approval',
+  'approved',
+  'rejected',
+];
 
 /** A side-effect command as stored in `ai_commands`. */
 export interface CommandView {
@@ -26,10 +39,14 @@ export class CommandGateway {
 
   /**
    * Commands of one run in step order, optionally by status: `{ status: 'in_doubt' }` lists those whose
-   * outcome a crash or a cancellation hid.
+   * outcome a crash or a cancellation hid. A `runId` that is not a UUID, or an unknown status, is an
+   * InvalidArgumentError.
    */
   async listForRun(runId: string, filter: { status?: CommandView['status'] } = {}): Promise<CommandView[]> {
-    if (!/^[0-9a-f-]{36}$/i.test(runId)) return [];
+    requireUuid(runId, 'runId');
+    if (filter.status !== undefined && !COMMAND_STATUSES.includes(filter.status)) {
+      throw new InvalidArgumentError('status', `must be one of ${COMMAND_STATUSES.join(', ')}`);
+    }
     const { rows } = await this.db.query(
       `select * from ai_commands where run_id = $1 and ($2::text is null or status = $2) order by step_index, created_at`,
       [runId, filter.status ?? null],

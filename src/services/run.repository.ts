@@ -23,7 +23,11 @@ import { toEvent, toRunView } from '../persistence/run-row.mapper';
 import { CANCEL_RUN_SQL } from '../persistence/sql/cancel-run.sql';
 import { RETRY_RUN_SQL } from '../persistence/sql/retry-run.sql';
 import { RUN_BY_KEY_SQL, START_RUN_SQL } from '../persistence/sql/start-run.sql';
+import { requireInt4, requireText, requireTimestamp } from '../util/arguments';
+import { MAX_IDEMPOTENCY_KEY_BYTES, MAX_SIGNAL_NAME_BYTES } from '../util/arguments';
 import { toStoredJson } from '../util/json';
+import { CURSOR_KEY_SQL, decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
+import { requireUuid } from '../util/uuid';
 import { CheckpointService } from './checkpoint.service';
 import { approveCommand, resolveCommand } from './command-decisions';
 import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
@@ -32,7 +36,6 @@ import { InvalidArgumentError } from '../errors/invalid-argument.error';
 
 const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const STATUSES = RUN_STATUSES;
 
 /**
@@ -52,55 +55,46 @@ export class RunRepository {
   ) {}
 
   /**
-   * Starts a run of `kind`. With an `idempotencyKey`, a second start (even a concurrent one from another
-   * connection) returns the existing run and `created: false`. Input must be plain JSON.
+   * Starts a run of `kind`. With an `idempotencyKey` (at most MAX_IDEMPOTENCY_KEY_BYTES), a second
+   * start with the same kind and an equal input (even a concurrent one from another connection)
+   * returns the existing run and `created: false`; another kind or input under the key is an
+   * IdempotencyConflictError. Input must be plain JSON. Bad arguments throw before anything is written.
    */
   async start<I>(kind: string, input: I, opts: StartRunOptions = {}): Promise<StartRunResult> {
     const wf = this.registry.getWorkflow(kind);
     if (!wf) throw new UnknownRunKindError(kind, this.registry.kinds());
     const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);
-    const maxAttempts = opts.maxAttempts ?? wf.meta.maxAttempts ?? this.options.defaultMaxAttempts;
-    if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-      throw argumentError('maxAttempts', `must be a positive integer, got ${String(opts.maxAttempts)}`);
-    }
-    if (
-      opts.idempotencyKey !== undefined &&
-      (typeof opts.idempotencyKey !== 'string' || !opts.idempotencyKey)
-    ) {
-      throw argumentError('idempotencyKey', 'must be a non-empty string');
-    }
-    if (opts.runAt !== undefined && !(opts.runAt instanceof Date && !isNaN(opts.runAt.getTime()))) {
-      throw argumentError('runAt', 'must be a valid Date');
-    }
-    const priority = opts.priority ?? 0;
-    if (!Number.isInteger(priority)) throw argumentError('priority', 'must be an integer');
-
-    const { rows } = await this.db.query(
-      START_RUN_SQL,
-      [
-        kind,
-        inputJson,
-        opts.idempotencyKey ?? null,
-        maxAttempts,
-        opts.runAt ?? null,
-        priority,
-        eventPayload(this.options, 'run.created', { kind, idempotencyKey: opts.idempotencyKey ?? null }),
-        WAKE_CHANNEL,
-      ],
-      'dx_start',
+    const maxAttempts = requireInt4(
+      opts.maxAttempts ?? wf.meta.maxAttempts ?? this.options.defaultMaxAttempts,
+      'maxAttempts',
+      1,
     );
-    if (rows.length) return { run: toRunView(rows[0]), created: true };
+    const key = requireText(opts.idempotencyKey, 'idempotencyKey', {
+      optional: true,
+      maxBytes: MAX_IDEMPOTENCY_KEY_BYTES,
+    });
+    const runAt = opts.runAt === undefined ? null : requireTimestamp(opts.runAt, 'runAt');
+    const priority = requireInt4(opts.priority ?? 0, 'priority');
+    const event = eventPayload(this.options, 'run.created', { kind, idempotencyKey: key ?? null });
+    const params = [kind, inputJson, key ?? null, maxAttempts, runAt, priority, event, WAKE_CHANNEL];
 
-    const existing = (await this.db.query(RUN_BY_KEY_SQL, [opts.idempotencyKey])).rows[0];
-    if (existing.kind !== kind) {
-      throw new IdempotencyConflictError(opts.idempotencyKey!, existing.id, existing.kind, kind);
+    // A key taken by a run that retention deletes right then: the second insert gets it.
+    for (let attempt = 0; ; attempt++) {
+      const { rows } = await this.db.query(START_RUN_SQL, params, 'dx_start');
+      if (rows.length) return { run: toRunView(rows[0]), created: true };
+      const existing = (await this.db.query(RUN_BY_KEY_SQL, [key, inputJson], 'dx_run_by_key')).rows[0];
+      if (!existing && attempt === 0) continue;
+      if (!existing) throw new Error(`idempotency key "${key}" conflicted but no run holds it`);
+      if (existing.kind !== kind || !existing.same_input) {
+        throw new IdempotencyConflictError(key!, existing.id, existing.kind, kind);
+      }
+      return { run: toRunView(existing), created: false };
     }
-    return { run: toRunView(existing), created: false };
   }
 
-  /** The run with this id, or null. */
+  /** The run with this id, or null. An id that is not a UUID is an InvalidArgumentError. */
   async get(id: string): Promise<RunView | null> {
-    if (!UUID.test(id)) return null;
+    requireUuid(id, 'id');
     const { rows } = await this.db.query(`select * from ai_runs where id = $1`, [id], 'dx_get_run');
     return rows.length ? toRunView(rows[0]) : null;
   }
@@ -113,31 +107,23 @@ export class RunRepository {
     for (const s of statuses ?? []) {
       if (!STATUSES.includes(s)) throw argumentError('status', `"${s}" is not one of ${STATUSES.join(', ')}`);
     }
-    let afterTs: string | null = null;
-    let afterId: string | null = null;
-    if (query.after !== undefined) {
-      const decoded = Buffer.from(query.after, 'base64url').toString('utf8').split('|');
-      if (decoded.length !== 2 || !UUID.test(decoded[1]) || isNaN(Date.parse(decoded[0]))) {
-        throw argumentError('after', 'is not a cursor returned by list()');
-      }
-      [afterTs, afterId] = decoded;
-    }
+    const kind = requireText(query.kind, 'kind', { optional: true });
+    const [afterTs, afterId] = query.after === undefined ? [null, null] : decodeRunCursor(query.after);
     const { rows } = await this.db.query(
-      `select *, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_key
+      `select *, ${CURSOR_KEY_SQL} as created_key
          from ai_runs
         where ($1::text[] is null or status = any($1))
           and ($2::text is null or kind = $2)
           and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
         order by created_at desc, id desc
         limit $5`,
-      [statuses, query.kind ?? null, afterTs, afterId, limit + 1],
+      [statuses, kind ?? null, afterTs, afterId, limit + 1],
     );
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
       items: page.map(toRunView),
-      next:
-        rows.length > limit ? Buffer.from(`${last.created_key}|${last.id}`).toString('base64url') : undefined,
+      next: rows.length > limit ? encodeRunCursor(last.created_key, last.id) : undefined,
     };
   }
 
@@ -147,7 +133,9 @@ export class RunRepository {
    * in the event.
    */
   async cancel(id: string, reason?: string, by?: string): Promise<RunView> {
-    if (!UUID.test(id)) throw new RunNotFoundError(id);
+    requireUuid(id, 'id');
+    requireText(reason, 'reason', { optional: true, allowEmpty: true });
+    requireText(by, 'by', { optional: true, allowEmpty: true });
     const { rows } = await this.db.query(CANCEL_RUN_SQL, [
       id,
       reason ?? null,
@@ -160,7 +148,8 @@ export class RunRepository {
 
   /** Re-drives a dead-lettered or failed run from its last checkpoint (replay skips committed steps). */
   async retry(id: string, by?: string): Promise<RunView> {
-    if (!UUID.test(id)) throw new RunNotFoundError(id);
+    requireUuid(id, 'id');
+    requireText(by, 'by', { optional: true, allowEmpty: true });
     const { rows } = await this.db.query(RETRY_RUN_SQL, [
       id,
       eventPayload(this.options, 'run.retried', { by: by ?? null }),
@@ -179,8 +168,9 @@ export class RunRepository {
    * it) is kept in the `signal.sent` event.
    */
   async signal(id: string, name: string, payload: unknown = null, by?: string): Promise<void> {
-    if (!UUID.test(id)) throw new RunNotFoundError(id);
-    if (typeof name !== 'string' || !name) throw argumentError('name', 'must be a non-empty string');
+    requireUuid(id, 'id');
+    requireText(name, 'name', { maxBytes: MAX_SIGNAL_NAME_BYTES });
+    requireText(by, 'by', { optional: true, allowEmpty: true });
     const json = toStoredJson(payload, `payload of signal "${name}"`, this.options.limits.maxInputBytes);
     const { rows } = await this.db.query(SEND_SIGNAL_SQL, [id, name, json, WAKE_CHANNEL, by ?? null]);
     if (!rows.length) throw new RunNotFoundError(id);
@@ -208,14 +198,14 @@ export class RunRepository {
 
   /** The run's event trail, oldest first. */
   async events(id: string): Promise<RunEvent[]> {
-    if (!UUID.test(id)) return [];
+    requireUuid(id, 'id');
     const { rows } = await this.db.query(`select * from ai_events where run_id = $1 order by id`, [id]);
     return rows.map(toEvent);
   }
 
   /** The run's checkpoints in step order. */
   async checkpoints(id: string): Promise<CheckpointView[]> {
-    if (!UUID.test(id)) return [];
+    requireUuid(id, 'id');
     return this.checkpointService.list(id);
   }
 }

@@ -20,7 +20,7 @@ export function unstorableText(s: string): string | null {
 /** Replaces NUL and lone surrogates by U+FFFD: for recording errors, which must never fail. */
 export function storableText(s: string): string {
   const w = (s as unknown as WellFormed).toWellFormed();
-  return w.includes('\u0000') ? w.replace(/\u0000/g, '\uFFFD') : w;
+  return w.includes('\u0000') ? w.split('\u0000').join('\uFFFD') : w;
 }
 
 /**
@@ -41,6 +41,21 @@ export function storableJson(value: unknown, depth = 0): unknown {
     if (s !== undefined) out[storableText(k)] = s;
   }
   return out;
+}
+
+/**
+ * Whether `value` nests objects or arrays deeper than `max` levels (the top level is level 0, as in
+ * toStoredJson). Iterative, so asking about a value nested 100,000 deep cannot overflow the stack.
+ */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= max) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /**

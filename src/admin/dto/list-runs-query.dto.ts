@@ -15,6 +15,7 @@ import { RUN_STATUSES, RunStatus } from '../../interfaces/run.interface';
 
 export { RUN_STATUSES };
 import { ApiPropertyOptional } from '../openapi';
+import { StorableText } from './run-actions.dto';
 
 /** `a,b` or `?s=a&s=b` → `['a', 'b']`. */
 const list = ({ value }: { value: unknown }) =>
@@ -33,6 +34,7 @@ export class ListRunsQueryDto {
   @ApiPropertyOptional({ description: 'Workflow kind' })
   @IsOptional()
   @IsString()
+  @StorableText()
   @MaxLength(200)
   kind?: string;
 

@@ -1,11 +1,33 @@
-import { IsDefined, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
+import {
+  IsDefined,
+  IsIn,
+  IsNotEmpty,
+  IsOptional,
+  IsString,
+  MaxLength,
+  ValidateBy,
+  ValidateIf,
+} from 'class-validator';
+import { unstorableText } from '../../util/json';
+import { RawJson } from '../admin-validation.pipe';
 import { ApiProperty, ApiPropertyOptional } from '../openapi';
+
+/** A string PostgreSQL can store (no NUL, no lone surrogate); other types are left to @IsString. */
+export const StorableText = () =>
+  ValidateBy({
+    name: 'storableText',
+    validator: {
+      validate: (v: unknown) => typeof v !== 'string' || unstorableText(v) === null,
+      defaultMessage: (a) => `${a?.property} ${unstorableText(String(a?.value))}`,
+    },
+  });
 
 /** Body of `POST .../cancel`. */
 export class CancelRunDto {
   @ApiPropertyOptional({ maxLength: 500 })
   @IsOptional()
   @IsString()
+  @StorableText()
   @MaxLength(500)
   reason?: string;
 }
@@ -17,6 +39,7 @@ export class RetryRunDto {}
 export class CommandDecisionDto {
   @ApiProperty({ description: "The command's idempotency key (from the run's commands)" })
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(1000)
   key!: string;
@@ -24,6 +47,7 @@ export class CommandDecisionDto {
   @ApiPropertyOptional({ maxLength: 1000 })
   @IsOptional()
   @IsString()
+  @StorableText()
   @MaxLength(1000)
   note?: string;
 }
@@ -32,6 +56,7 @@ export class CommandDecisionDto {
 export class ResolveCommandDto {
   @ApiProperty()
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(1000)
   key!: string;
@@ -43,11 +68,13 @@ export class ResolveCommandDto {
   @ApiPropertyOptional({ description: 'With `succeeded`: the result the target reports (JSON)' })
   @ValidateIf((o: ResolveCommandDto) => o.outcome === 'succeeded' && o.result === undefined)
   @IsDefined({ message: 'result is required when outcome is succeeded (null is allowed)' })
+  @RawJson()
   result?: unknown;
 
   @ApiPropertyOptional({ description: 'With `failed`: why' })
   @ValidateIf((o: ResolveCommandDto) => o.outcome === 'failed')
   @IsString()
+  @StorableText()
   @IsNotEmpty({ message: 'error must say why the command failed' })
   @MaxLength(2000)
   error?: string;
@@ -57,11 +84,13 @@ export class ResolveCommandDto {
 export class SendSignalDto {
   @ApiProperty({ maxLength: 200 })
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(200)
   name!: string;
 
   @ApiPropertyOptional({ description: 'Any JSON value' })
   @IsOptional()
+  @RawJson()
   payload?: unknown;
 }

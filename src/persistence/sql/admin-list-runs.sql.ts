@@ -1,3 +1,5 @@
+import { CURSOR_KEY_SQL } from '../../util/run-cursor';
+
 /**
  * The inspector's runs list: newest first with keyset pagination on (created_at, id), served by
  * ai_runs_list_idx, so page 1,000 costs what page 1 does. A summary only (no input/output): the list must
@@ -8,7 +10,7 @@
 export const ADMIN_LIST_RUNS_SQL = `
 select r.id, r.kind, r.status, r.cursor, r.epoch, r.worker_id, r.attempts, r.max_attempts, r.parked_reason,
        r.error ->> 'message' as error_message, r.available_at, r.created_at, r.updated_at, r.finished_at,
-       to_char(r.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_key,
+       ${CURSOR_KEY_SQL} as created_key,
        (select count(*) from ai_commands c where c.run_id = r.id and c.status = 'in_doubt')::int as in_doubt,
        (select count(*) from ai_commands c
          where c.run_id = r.id and c.status = 'awaiting_approval')::int as awaiting_approval

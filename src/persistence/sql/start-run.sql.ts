@@ -17,5 +17,9 @@ with ins as (
 select ins.*, (select count(pg_notify($8, ins.kind)) from ins where ins.available_at <= now()) as notified
 from ins`;
 
-/** Read back the run that owns an idempotency key (after a conflict). */
-export const RUN_BY_KEY_SQL = `select * from ai_runs where idempotency_key = $1`;
+/**
+ * Read back the run that owns an idempotency key (after a conflict), and whether its stored input
+ * equals this start's (jsonb equality: key order and number spelling do not matter).
+ * $1 idempotency key, $2 input
+ */
+export const RUN_BY_KEY_SQL = `select *, input = $2::jsonb as same_input from ai_runs where idempotency_key = $1`;
