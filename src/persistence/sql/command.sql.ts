@@ -22,7 +22,7 @@ with run as (
   returning idempotency_key
 ), cp as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
-  select run.id, c.step_index, c.step_name, c.output, 0, run.epoch, c.meta, c.seq, c.fingerprint
+  select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset($11::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
@@ -104,7 +104,7 @@ with snap as (
   select run.id, $15, $16, to_jsonb(run.due), 0, run.epoch, $18 from run where $15::int is not null
 ), cp as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
-  select run.id, c.step_index, c.step_name, c.output, 0, run.epoch, c.meta, c.seq, c.fingerprint
+  select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset($17::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)

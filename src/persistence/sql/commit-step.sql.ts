@@ -18,7 +18,7 @@ with run as (
   returning id, epoch, cancel_requested_at is not null as cancel_requested
 ), cp as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
-  select run.id, c.step_index, c.step_name, c.output, $7, run.epoch, c.meta, c.seq, c.fingerprint
+  select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), $7, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset($6::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)

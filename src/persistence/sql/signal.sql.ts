@@ -55,7 +55,7 @@ with snap as (
   select run.id, $11, $12, coalesce(to_jsonb(run.due), 'null'::jsonb), 0, run.epoch from run where $11::int is not null
 ), recs as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
-  select run.id, c.step_index, c.step_name, c.output, 0, run.epoch, c.meta, c.seq, c.fingerprint
+  select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset($8::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
