@@ -410,6 +410,13 @@ export async function runDemo(partial: Partial<DemoOptions> = {}): Promise<DemoR
          from ai_runs where kind = 'purchase-order' and idempotency_key like $1`,
       [refLike],
     );
+    const { rows: unfinished } = await pool.query(
+      `select status, error->>'message' as message, count(*)::int as n from ai_runs
+        where kind = 'purchase-order' and idempotency_key like $1 and status <> 'succeeded'
+        group by 1, 2 order by 3 desc limit 5`,
+      [refLike],
+    );
+    for (const u of unfinished) console.error(`durable runs not succeeded: ${u.n} ${u.status}: ${u.message ?? ''}`);
     const { rows: usage } = await pool.query(
       `select count(*)::int as checkpoints, coalesce(sum((c.meta->'usage'->>'prompt_tokens')::bigint), 0)::bigint as prompt
          from ai_checkpoints c join ai_runs r on r.id = c.run_id

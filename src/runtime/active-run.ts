@@ -413,6 +413,8 @@ export class ActiveRun implements StepHost, RunContextHost {
     const step = runStorage.getStore()?.step;
     if (!step) throw new Error('ctx.progress() must be called inside a @DurableStep method');
     this.checkActive(false);
+    // Refused here (once, not retried) rather than by PostgreSQL on every claim.
+    toStoredJson(partial, `ctx.progress() partial of step "${step.name}"`, this.options.limits.maxOutputBytes);
     const cursor: RunCursor = {
       step: step.index,
       name: step.name,

@@ -6,7 +6,7 @@ import { PayloadTooLargeError } from '../errors/payload-too-large.error';
 import { SerializationError } from '../errors/serialization.error';
 import { storableJson, toStoredJson } from '../util/json';
 import type { ActiveRun } from './active-run';
-import { callFingerprint } from './replay-log';
+import { argsJson, callFingerprint } from './replay-log';
 import { RunSuspended } from './run-suspended';
 import { crashPoint } from './crash-points';
 import { serializeError } from './serialize-error';
@@ -58,7 +58,7 @@ export async function executeCommand(
     `arguments of command "${meta.name}"`,
     run.options.limits.maxInputBytes,
   );
-  const fingerprint = callFingerprint(stepName, payloadJson);
+  const fingerprint = callFingerprint(stepName, argsJson(JSON.parse(payloadJson)));
   const rec = run.recordedAt(index, stepName, fingerprint);
   if (rec) {
     await run.log.replayed(index);

@@ -24,10 +24,20 @@ export function callFingerprint(name: string, argsJson: string | null): string |
   return createHash('sha256').update(name).update('\u0001').update(argsJson).digest('base64url').slice(0, 22);
 }
 
-/** The JSON of a step's arguments for its fingerprint, or null when they are not plain JSON. */
-export function argsJson(args: unknown[]): string | null {
+/** Object keys sorted: jsonb reorders keys, so a value read back from a checkpoint must hash the same. */
+function sortedKeys(_key: string, value: unknown): unknown {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return value;
+  const obj = value as Record<string, unknown>;
+  return Object.fromEntries(Object.keys(obj).sort().map((k) => [k, obj[k]]));
+}
+
+/**
+ * Canonical JSON of a call's arguments for its fingerprint (keys sorted), or null when they are not
+ * plain JSON (then the call is not compared).
+ */
+export function argsJson(args: unknown): string | null {
   try {
-    return JSON.stringify(args) ?? null;
+    return JSON.stringify(args, sortedKeys) ?? null;
   } catch {
     return null;
   }
