@@ -11,7 +11,7 @@ import { world } from './world';
 
 export interface ModelWorker {
   id: string;
-  state: 'live' | 'stalled' | 'crashed';
+  state: 'live' | 'stalled' | 'crashed' | 'deaf';
   /** `runId:epoch` of every claim this worker made. */
   claims: Set<string>;
 }
@@ -41,7 +41,7 @@ export class FaultPlan {
     private readonly faults: Fault[],
     private readonly runIds: () => string[],
     /** Applies the actions scheduled during fault `i` (awaited by the held run). */
-    private readonly during: (fault: number) => Promise<void>,
+    private readonly during: (fault: number, ms: number) => Promise<void>,
     /** A worker crashed: the harness boots a replacement. */
     private readonly crashed: (w: ModelWorker) => void,
   ) {
@@ -58,15 +58,17 @@ export class FaultPlan {
     if (w.state === 'crashed') return NEVER;
     if (info.point === 'after-claim') {
       w.claims.add(tag);
-      for (const f of this.frozen)
+      for (const f of [...this.frozen])
         if (f.release === 'takeover' && f.runId === info.runId && f.epoch < info.epoch) this.release(f);
+      // A deaf worker's other claims are never heartbeated: their lease loss is our doing.
+      if (w.state === 'deaf') this.faulted.add(tag);
     }
     if (info.detail === 'park') this.parked.add(tag);
     const i = this.faults.findIndex((f, j) => !this.fired[j] && matches(f, info) && this.hits[j]++ >= f.nth);
     if (i < 0) return;
     this.fired[i] = true;
     const f = this.faults[i];
-    if (f.kind === 'hold') return this.during(i);
+    if (f.kind === 'hold') return this.during(i, f.holdMs);
     this.faulted.add(tag);
     for (const c of w.claims) this.faulted.add(c);
     if (f.kind === 'crash') {
@@ -74,14 +76,14 @@ export class FaultPlan {
       this.crashed(w);
       return NEVER;
     }
-    w.state = 'stalled';
+    w.state = f.kind === 'deaf' ? 'deaf' : 'stalled';
     return new Promise<void>((open) =>
       this.frozen.push({
         fault: i,
         runId: info.runId,
         epoch: info.epoch,
         worker: w,
-        release: f.release,
+        release: f.kind === 'deaf' ? 'takeover' : f.release,
         open,
       }),
     );
@@ -92,7 +94,7 @@ export class FaultPlan {
     const at = this.frozen.indexOf(f);
     if (at < 0) return;
     this.frozen.splice(at, 1);
-    if (f.worker.state === 'stalled' && !this.frozen.some((o) => o.worker === f.worker))
+    if (['stalled', 'deaf'].includes(f.worker.state) && !this.frozen.some((o) => o.worker === f.worker))
       f.worker.state = 'live';
     f.open();
   }

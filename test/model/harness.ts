@@ -67,8 +67,8 @@ export async function runCase(c: Case): Promise<CaseResult> {
   const plan = new FaultPlan(
     c.faults,
     () => runIds,
-    async (i) => {
-      await sleep(10);
+    async (i, ms) => {
+      await sleep(ms);
       for (const a of c.actions) if (a.moment.at === 'hold' && a.moment.fault === i) await apply(a);
     },
     () => void addWorker(),
@@ -126,7 +126,8 @@ async function drive(
       .get(Reconciler)
       .sweep()
       .catch(() => undefined);
-    for (const w of ws) void w.app.get(DurableWorker).tick();
+    for (const w of workers)
+      if (w.state === 'live' || w.state === 'deaf') void w.app.get(DurableWorker).tick();
     for (const a of c.actions)
       if (!applied.has(a) && a.moment.at === 'round' && a.moment.n <= round) await apply(a);
     await sleep(15);

@@ -25,10 +25,11 @@ export interface CmdSpec {
 }
 
 export type Op =
-  | { t: 'step'; id: string; kind: StepKind; nul: boolean }
+  /** nul: a NUL character in the step's result, or in the partial it reports with ctx.progress. */
+  | { t: 'step'; id: string; kind: StepKind; nul: 'none' | 'result' | 'progress' }
   | ({ t: 'cmd'; id: string } & CmdSpec)
   | { t: 'fan'; id: string; branches: ({ id: string; kind: StepKind } & CmdSpec)[] }
-  | { t: 'wait'; id: string; timeoutMs: number | null }
+  | { t: 'wait'; id: string; timeoutMs: number | null; signal: Moment | null }
   | { t: 'sleep'; id: string; ms: number }
   | { t: 'clock'; id: string };
 
@@ -75,8 +76,11 @@ export interface Fault {
   /** Fires at the nth hit of a matching pause point in the case. */
   nth: number;
   /** hold: the run waits while its `during` actions are applied; zombie: frozen past its lease and
-   *  woken later; crash: frozen forever, its worker discarded. */
-  kind: 'hold' | 'zombie' | 'crash';
+   *  woken later; crash: frozen forever, its worker discarded; deaf: frozen, its worker stops
+   *  heartbeating but goes on claiming (it may claim the same run again) until the takeover. */
+  kind: 'hold' | 'zombie' | 'crash' | 'deaf';
+  /** How long a hold lasts (a long one outlives the lease unless the worker heartbeats it). */
+  holdMs: number;
   /** When a zombie wakes: at the takeover claim, or once every run has settled. */
   release: 'takeover' | 'settled';
 }
@@ -98,11 +102,25 @@ const cmdSpec: fc.Arbitrary<CmdSpec> = fc.record({
   resolution: fc.constantFrom<'retry' | 'failed'>('retry', 'failed'),
 });
 
+/** A hold refers to a fault by number; one that does not exist applies when the case rests. */
+const momentArb: fc.Arbitrary<Moment> = fc.oneof(
+  fc.constant({ at: 'start' as const }),
+  fc.integer({ min: 0, max: 40 }).map((n) => ({ at: 'round' as const, n })),
+  fc.nat(2).map((fault) => ({ at: 'hold' as const, fault })),
+);
+
 /** An op before it gets its id. */
 type OpShape = { t: Op['t'] } & Record<string, any>;
 
 const opShape: fc.Arbitrary<OpShape> = fc.oneof(
-  { arbitrary: fc.record({ t: fc.constant('step' as const), kind: stepKind, nul: fc.boolean() }), weight: 3 },
+  {
+    arbitrary: fc.record({
+      t: fc.constant('step' as const),
+      kind: stepKind,
+      nul: fc.constantFrom<'none' | 'result' | 'progress'>('none', 'none', 'none', 'result', 'progress'),
+    }),
+    weight: 3,
+  },
   { arbitrary: cmdSpec.map((c) => ({ t: 'cmd' as const, ...c })), weight: 3 },
   {
     arbitrary: fc
@@ -111,7 +129,12 @@ const opShape: fc.Arbitrary<OpShape> = fc.oneof(
     weight: 3,
   },
   {
-    arbitrary: fc.record({ t: fc.constant('wait' as const), timeoutMs: fc.option(fc.constantFrom(20, 150)) }),
+    // The signal a wait gets (when), part of the op so that shrinking never orphans it.
+    arbitrary: fc.record({
+      t: fc.constant('wait' as const),
+      timeoutMs: fc.option(fc.constantFrom(20, 150)),
+      signal: fc.option(momentArb),
+    }),
     weight: 3,
   },
   { arbitrary: fc.record({ t: fc.constant('sleep' as const), ms: fc.constantFrom(0, 10, 40) }), weight: 1 },
@@ -137,57 +160,57 @@ export const programArb: fc.Arbitrary<Program> = fc
   .array(opShape, { minLength: 1, maxLength: 7 })
   .map((shapes) => label(shapes));
 
-const momentArb = (faults: number): fc.Arbitrary<Moment> =>
-  fc.oneof(
-    fc.constant({ at: 'start' as const }),
-    fc.integer({ min: 0, max: 40 }).map((n) => ({ at: 'round' as const, n })),
-    ...(faults ? [fc.nat(faults - 1).map((fault) => ({ at: 'hold' as const, fault }))] : []),
-  );
+/** Every pause point, the ones between a write and its use (or a call) twice as often. */
+const WHERE = [
+  ...PAUSES,
+  'after-write:tool.command_reserved',
+  'before-call:command:',
+  'before-call:step:',
+  'after-write:consume-signal',
+  'before-write:park',
+] as const;
 
 const faultArb: fc.Arbitrary<Fault> = fc.record({
-  where: fc.constantFrom(...PAUSES),
-  nth: fc.nat(3),
-  kind: fc.constantFrom<Fault['kind']>('hold', 'hold', 'zombie', 'zombie', 'crash'),
+  where: fc.constantFrom(...WHERE),
+  nth: fc.nat(2),
+  kind: fc.constantFrom<Fault['kind']>('hold', 'hold', 'zombie', 'zombie', 'crash', 'deaf'),
+  holdMs: fc.constantFrom(10, 10, 600),
   release: fc.constantFrom<Fault['release']>('takeover', 'settled'),
 });
 
-/** Every wait without a timeout gets a signal (else the run would rightly wait forever). */
-function requiredSignals(programs: Program[], faults: number): fc.Arbitrary<ScheduledAction[]> {
-  const waits = programs.flatMap((p, run) =>
-    p.ops.filter((o) => o.t === 'wait' && o.timeoutMs === null).map((o) => ({ run, wait: o.id })),
-  );
-  return fc.tuple(...waits.map(() => momentArb(faults))).map((moments) =>
-    waits.map((w, i) => ({
-      run: w.run,
-      action: { a: 'signal' as const, wait: w.wait },
-      moment: moments[i],
-    })),
-  );
-}
+const extraArb = fc.record({
+  run: fc.nat(1),
+  action: fc.constantFrom<Action['a']>('cancel', 'decide', 'retry', 'signal'),
+  wait: fc.nat(6),
+  moment: momentArb,
+});
 
-function extraActions(programs: Program[], faults: number): fc.Arbitrary<ScheduledAction[]> {
-  const run = fc.nat(programs.length - 1);
-  const waitsOf = (r: number) => programs[r].ops.filter((o) => o.t === 'wait').map((o) => o.id);
-  const action = run.chain((r) => {
-    const waits = waitsOf(r);
-    const kinds: fc.Arbitrary<Action>[] = [
-      fc.constant({ a: 'cancel' as const }),
-      fc.constant({ a: 'decide' as const }),
-      fc.constant({ a: 'retry' as const }),
-    ];
-    if (waits.length) kinds.push(fc.constantFrom(...waits).map((wait) => ({ a: 'signal' as const, wait })));
-    return fc.record({ run: fc.constant(r), action: fc.oneof(...kinds), moment: momentArb(faults) });
+/** Every wait's own signal (always one for a wait without a timeout), then the extra actions. */
+function toCase(
+  programs: Program[],
+  faults: Fault[],
+  extra: { run: number; action: Action['a']; wait: number; moment: Moment }[],
+): Case {
+  const actions: ScheduledAction[] = [];
+  programs.forEach((p, run) => {
+    for (const o of p.ops)
+      if (o.t === 'wait' && (o.signal || o.timeoutMs === null))
+        actions.push({ run, action: { a: 'signal', wait: o.id }, moment: o.signal ?? { at: 'start' } });
   });
-  return fc.array(action, { maxLength: 3 });
+  for (const x of extra) {
+    const run = x.run % programs.length;
+    const waits = programs[run].ops.filter((o) => o.t === 'wait');
+    if (x.action !== 'signal') actions.push({ run, action: { a: x.action }, moment: x.moment });
+    else if (waits.length)
+      actions.push({ run, action: { a: 'signal', wait: waits[x.wait % waits.length].id }, moment: x.moment });
+  }
+  return { programs, faults, actions };
 }
 
 export const caseArb: fc.Arbitrary<Case> = fc
   .record({
     programs: fc.array(programArb, { minLength: 1, maxLength: 2 }),
     faults: fc.array(faultArb, { maxLength: 3 }),
+    extra: fc.array(extraArb, { maxLength: 3 }),
   })
-  .chain(({ programs, faults }) =>
-    fc
-      .tuple(requiredSignals(programs, faults.length), extraActions(programs, faults.length))
-      .map(([req, extra]) => ({ programs, faults, actions: [...req, ...extra] })),
-  );
+  .map(({ programs, faults, extra }) => toCase(programs, faults, extra));

@@ -71,7 +71,7 @@ export async function runModel(o: ModelOptions): Promise<ModelReport> {
 /** A counterexample in a few lines: programs, actions, faults. */
 export function describeCase(c: Case): string {
   const op = (o: Case['programs'][number]['ops'][number]): string => {
-    if (o.t === 'step') return `${o.id}:step(${o.kind}${o.nul ? ',NUL' : ''})`;
+    if (o.t === 'step') return `${o.id}:step(${o.kind}${o.nul !== 'none' ? `,NUL in ${o.nul}` : ''})`;
     if (o.t === 'cmd') return `${o.id}:${o.cmd}${o.approval ? `[${o.decision}]` : ''}`;
     if (o.t === 'fan')
       return `${o.id}:all(${o.branches.map((b) => `${b.kind}→${b.cmd}${b.approval ? `[${b.decision}]` : ''}`).join(' | ')})`;
@@ -86,7 +86,7 @@ export function describeCase(c: Case): string {
     ),
     ...c.faults.map(
       (f, i) =>
-        `  fault#${i} ${f.kind} at ${f.where} (hit ${f.nth + 1})${f.kind === 'zombie' ? `, wakes at ${f.release}` : ''}`,
+        `  fault#${i} ${f.kind} at ${f.where} (hit ${f.nth + 1})${f.kind === 'zombie' ? `, wakes at ${f.release}` : ''}${f.kind === 'hold' ? ` for ${f.holdMs} ms` : ''}`,
     ),
   ].join('\n');
 }

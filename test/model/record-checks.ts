@@ -22,7 +22,7 @@ export function checkRecord(rows: Rows, c: Case, runIds: string[], short: (id: s
     const program = c.programs[runIds.indexOf(run.id)];
     if (['failed', 'dead_lettered'].includes(run.status) && !run.error)
       out.push(`${name} is ${run.status} with no error`);
-    const hasNul = program.ops.some((o) => o.t === 'step' && o.nul);
+    const hasNul = program.ops.some((o) => o.t === 'step' && o.nul !== 'none');
     if (run.status === 'dead_lettered' || (run.status === 'failed' && !hasNul))
       out.push(`${name} ${run.status}: ${run.error?.message ?? '(no error)'}`);
     if (TERMINAL.includes(run.status)) continue;

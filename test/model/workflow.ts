@@ -21,7 +21,7 @@ export const MODEL_KIND = 'model-program';
 
 interface StepArgs {
   op: string;
-  nul?: boolean;
+  nul?: 'none' | 'result' | 'progress';
 }
 export interface StepOutput {
   op: string;
@@ -43,7 +43,8 @@ async function stepBody(a: StepArgs): Promise<StepOutput> {
   world.executions.push({ runId: ctx.runId, op: a.op, epoch: ctx.epoch, n });
   await tinyDelay();
   const out: StepOutput = { op: a.op, n, amount: (n % 97) + 1 };
-  if (a.nul) out.note = `nul\u0000${n}`;
+  if (a.nul === 'result') out.note = `nul\u0000${n}`;
+  if (a.nul === 'progress') await ctx.progress(0, { note: `nul\u0000${n}` });
   return out;
 }
 
