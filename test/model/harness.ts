@@ -15,7 +15,7 @@ import type { Case, ScheduledAction } from './program';
 import { MODEL_KIND, MODEL_PROVIDERS } from './workflow';
 import { resetWorld } from './world';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 const TERMINAL = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
 const CASE_TIMEOUT_MS = 20_000;
 
@@ -83,6 +83,12 @@ export async function runCase(c: Case): Promise<CaseResult> {
     for (const a of c.actions) if (a.moment.at === 'start') await apply(a);
     const stuck = await drive(c, workers, runIds, plan, applied, apply, live, addWorker);
     await Promise.all(boots);
+    // Work still in flight (a woken zombie, a held run) lands before the check: wait for every worker
+    // that is not crashed, and for the longest hold that fired.
+    const alive = workers.filter((w) => w.state !== 'crashed');
+    await Promise.all(alive.map((w) => Promise.race([w.app.get(DurableWorker).idle(), sleep(3000)])));
+    const held = c.faults.filter((f, i) => plan.fired[i] && f.kind === 'hold').map((f) => f.holdMs);
+    if (held.length) await sleep(Math.max(...held) + 100);
     const views = (await Promise.all(runIds.map((id) => runs.get(id)))) as RunView[];
     const violations = [...stuck, ...(await checkInvariants(db, world, c, runIds, plan))];
     result = { violations, runs: views, ms: Date.now() - t0 };
