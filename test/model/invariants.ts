@@ -157,7 +157,17 @@ function checkReExecutions(world: World, plan: FaultPlan, short: (id: string) =>
   for (const g of groups.values()) {
     let unexplained = 0;
     for (let i = 0; i + 1 < g.epochs.length; i++) {
-      const tag = `${g.runId}:${g.epochs[i]}`;
+      const [e, next] = [g.epochs[i], g.epochs[i + 1]];
+      if (next < e) {
+        // A superseded epoch ran the body after a newer one: a zombie calling out after the takeover,
+        // or (no fault injected on it) a claim whose lease the engine itself stopped renewing.
+        const why = plan.faulted.has(`${g.runId}:${next}`)
+          ? 'a zombie ran it after the takeover'
+          : 'no fault was injected on that epoch: its worker lost the lease by itself';
+        out.push(`${short(g.runId)} step ${g.op}: superseded epoch ${next} ran it after epoch ${e} (${why})`);
+        continue;
+      }
+      const tag = `${g.runId}:${e}`;
       if (g.epochs[i] === g.epochs[i + 1] || !(plan.faulted.has(tag) || plan.parked.has(tag))) unexplained++;
     }
     if (unexplained > (world.retries.get(g.runId) ?? 0))
