@@ -1,0 +1,53 @@
+/**
+ * `npm run chaos:model -- --cases N --seed S [--time-limit-s T] [--no-shrink] [--only REGEX]`
+ * Runs the model-based property (PostgreSQL: DATABASE_URL or 127.0.0.1:5432), prints every case, and
+ * on a violation the shrunk counterexample with its seed; exits 1 then.
+ */
+import 'reflect-metadata';
+import { describeCase, runModel } from './property';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isFinite(v)) throw new Error(`--${name} must be a number, got ${process.argv[i + 1]}`);
+  return v;
+}
+
+/** `--only REGEX`: count only violations matching it (hunt one defect at a time). */
+function onlyArg(): RegExp | undefined {
+  const i = process.argv.indexOf('--only');
+  return i < 0 ? undefined : new RegExp(process.argv[i + 1]);
+}
+
+async function main(): Promise<void> {
+  const seed = arg('seed', Date.now() % 2 ** 31);
+  const cases = arg('cases', 30);
+  const log = (line: string) => console.log(`[model] ${line}`);
+  log(`seed ${seed}, up to ${cases} cases`);
+  const r = await runModel({
+    cases,
+    seed,
+    timeLimitMs: arg('time-limit-s', 900) * 1000,
+    only: onlyArg(),
+    maxShrinks: process.argv.includes('--no-shrink') ? 0 : undefined,
+    log,
+  });
+  console.log(
+    `\ncases run: ${r.casesRun}${r.interrupted ? ' (time limit reached)' : ''}, ${(r.ms / 1000).toFixed(1)} s`,
+  );
+  if (!r.failed) {
+    console.log('violations: 0');
+    process.exit(0);
+  }
+  console.log(`violations: ${r.violations.length} (seed ${r.seed}, path ${r.path})`);
+  for (const v of r.violations) console.log(`  - ${v}`);
+  console.log(`shrunk counterexample:\n${r.counterexample ? describeCase(r.counterexample) : '(none)'}`);
+  console.log(`replay: npm run chaos:model -- --cases ${cases} --seed ${r.seed}`);
+  process.exit(1);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

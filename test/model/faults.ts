@@ -1,0 +1,114 @@
+/**
+ * The pause hook of a case: records every pause point reached, and fires the case's faults there.
+ * - hold: the run waits while the actions scheduled "during" that fault are applied;
+ * - zombie: the run is frozen and its worker stops heartbeating (and claiming) until another worker
+ *   took the run over (release 'takeover') or everything settled (release 'settled');
+ * - crash: the worker is gone: this run and every later pause point of that worker freeze forever.
+ */
+import type { PausePointInfo } from '../../src/testing';
+import type { Fault } from './program';
+import { world } from './world';
+
+export interface ModelWorker {
+  id: string;
+  state: 'live' | 'stalled' | 'crashed' | 'deaf';
+  /** `runId:epoch` of every claim this worker made. */
+  claims: Set<string>;
+}
+
+interface Frozen {
+  fault: number;
+  runId: string;
+  epoch: number;
+  worker: ModelWorker;
+  release: Fault['release'];
+  open: () => void;
+}
+
+const NEVER = new Promise<void>(() => undefined);
+
+export class FaultPlan {
+  readonly workers = new Map<string, ModelWorker>();
+  /** Epochs (`runId:epoch`) a fault touched: their unfinished work may legitimately run again. */
+  readonly faulted = new Set<string>();
+  /** Epochs that parked (or tried to): a step in flight in a fan-out may run again after a park. */
+  readonly parked = new Set<string>();
+  readonly frozen: Frozen[] = [];
+  readonly fired: boolean[];
+  private readonly hits: number[];
+
+  constructor(
+    private readonly faults: Fault[],
+    private readonly runIds: () => string[],
+    /** Applies the actions scheduled during fault `i` (awaited by the held run). */
+    private readonly during: (fault: number, ms: number) => Promise<void>,
+    /** A worker crashed: the harness boots a replacement. */
+    private readonly crashed: (w: ModelWorker) => void,
+  ) {
+    this.fired = faults.map(() => false);
+    this.hits = faults.map(() => 0);
+  }
+
+  hook = (info: PausePointInfo): void | Promise<void> => {
+    if (!this.runIds().includes(info.runId)) return;
+    world.hits.push({ ...info, seq: world.nextSeq() });
+    const w = this.workers.get(info.workerId);
+    if (!w) return;
+    const tag = `${info.runId}:${info.epoch}`;
+    if (w.state === 'crashed') return NEVER;
+    if (info.point === 'after-claim') {
+      w.claims.add(tag);
+      for (const f of [...this.frozen])
+        if (f.release === 'takeover' && f.runId === info.runId && f.epoch < info.epoch) this.release(f);
+      // A deaf worker's other claims are never heartbeated: their lease loss is our doing.
+      if (w.state === 'deaf') this.faulted.add(tag);
+    }
+    if (info.detail === 'park') this.parked.add(tag);
+    const i = this.faults.findIndex((f, j) => !this.fired[j] && matches(f, info) && this.hits[j]++ >= f.nth);
+    if (i < 0) return;
+    this.fired[i] = true;
+    const f = this.faults[i];
+    if (f.kind === 'hold') return this.during(i, f.holdMs);
+    this.faulted.add(tag);
+    for (const c of w.claims) this.faulted.add(c);
+    if (f.kind === 'crash') {
+      w.state = 'crashed';
+      this.crashed(w);
+      return NEVER;
+    }
+    w.state = f.kind === 'deaf' ? 'deaf' : 'stalled';
+    return new Promise<void>((open) =>
+      this.frozen.push({
+        fault: i,
+        runId: info.runId,
+        epoch: info.epoch,
+        worker: w,
+        release: f.kind === 'deaf' ? 'takeover' : f.release,
+        open,
+      }),
+    );
+  };
+
+  /** Wakes a zombie: its worker is alive again (heartbeats, claims) and its run goes on. */
+  release(f: Frozen): void {
+    const at = this.frozen.indexOf(f);
+    if (at < 0) return;
+    this.frozen.splice(at, 1);
+    if (['stalled', 'deaf'].includes(f.worker.state) && !this.frozen.some((o) => o.worker === f.worker))
+      f.worker.state = 'live';
+    f.open();
+  }
+
+  releaseAll(): number {
+    const all = [...this.frozen];
+    all.forEach((f) => this.release(f));
+    return all.length;
+  }
+}
+
+function matches(f: Fault, info: PausePointInfo): boolean {
+  const at = f.where.indexOf(':');
+  const point = at < 0 ? f.where : f.where.slice(0, at);
+  if (point !== info.point) return false;
+  return at < 0 || (info.detail ?? '').startsWith(f.where.slice(at + 1));
+}

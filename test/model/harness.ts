@@ -1,0 +1,183 @@
+/**
+ * Runs one case: a fresh database, three worker apps (timers off; this harness ticks, heartbeats and
+ * sweeps), the case's runs, its outside actions at their moments and its faults at pause points,
+ * driven until every run has settled; then the invariant checker.
+ */
+import { INestApplication } from '@nestjs/common';
+import { DurableWorker, Reconciler, RunRepository, RunView } from '../../src';
+import { setPausePointHook } from '../../src/testing';
+import { bootApp } from '../helpers/app';
+import { createTestDatabase, TestDatabase } from '../helpers/database';
+import { applyAction, decide } from './actions';
+import { FaultPlan, ModelWorker } from './faults';
+import { checkInvariants } from './invariants';
+import type { Case, ScheduledAction } from './program';
+import { MODEL_KIND, MODEL_PROVIDERS } from './workflow';
+import { resetWorld } from './world';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+const TERMINAL = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
+const CASE_TIMEOUT_MS = 20_000;
+
+interface Booted extends ModelWorker {
+  app: INestApplication;
+}
+
+export interface CaseResult {
+  violations: string[];
+  runs: RunView[];
+  ms: number;
+}
+
+let bootCount = 0;
+
+async function bootWorker(url: string): Promise<Booted> {
+  const id = `model-w${++bootCount}`;
+  const app = await bootApp(url, MODEL_PROVIDERS, {
+    database: { url, poolSize: 4 },
+    worker: { concurrency: 4, leaseTtlMs: 400, heartbeatMs: 100, drainTimeoutMs: 0, workerId: id },
+    reconciler: { backoffBaseMs: 5, backoffMaxMs: 40 },
+    defaultRetry: { initialDelayMs: 5, maxDelayMs: 20 },
+  });
+  return { id, app, state: 'live', claims: new Set() };
+}
+
+export async function runCase(c: Case): Promise<CaseResult> {
+  const t0 = Date.now();
+  const world = resetWorld();
+  const db = await createTestDatabase('model');
+  const workers: Booted[] = [];
+  const runIds: string[] = [];
+  const applied = new Set<ScheduledAction>();
+  const boots: Promise<void>[] = [];
+  const addWorker = () => {
+    const b = bootWorker(db.url).then((w) => {
+      workers.push(w);
+      plan.workers.set(w.id, w);
+    });
+    boots.push(b);
+    return b;
+  };
+  const live = () => workers.filter((w) => w.state === 'live');
+  const apply = async (a: ScheduledAction) => {
+    applied.add(a);
+    const app = live()[0]?.app ?? workers[0].app;
+    await applyAction(app, runIds[a.run], c.programs[a.run], a.action);
+  };
+  const plan = new FaultPlan(
+    c.faults,
+    () => runIds,
+    async (i, ms) => {
+      await sleep(ms);
+      for (const a of c.actions) if (a.moment.at === 'hold' && a.moment.fault === i) await apply(a);
+    },
+    () => void addWorker(),
+  );
+  let result: CaseResult = { violations: [], runs: [], ms: 0 };
+  try {
+    await addWorker();
+    await Promise.all([addWorker(), addWorker()]);
+    setPausePointHook(plan.hook);
+    const runs = workers[0].app.get(RunRepository);
+    for (const p of c.programs) runIds.push((await runs.start(MODEL_KIND, p)).run.id);
+    for (const a of c.actions) if (a.moment.at === 'start') await apply(a);
+    const stuck = await drive(c, workers, runIds, plan, applied, apply, live, addWorker);
+    await Promise.all(boots);
+    // Work still in flight (a woken zombie, a held run) lands before the check: wait for every worker
+    // that is not crashed, and for the longest hold that fired.
+    const alive = workers.filter((w) => w.state !== 'crashed');
+    await Promise.all(alive.map((w) => Promise.race([w.app.get(DurableWorker).idle(), sleep(3000)])));
+    const held = c.faults.filter((f, i) => plan.fired[i] && f.kind === 'hold').map((f) => f.holdMs);
+    if (held.length) await sleep(Math.max(...held) + 100);
+    const views = (await Promise.all(runIds.map((id) => runs.get(id)))) as RunView[];
+    const violations = [...stuck, ...(await checkInvariants(db, world, c, runIds, plan))];
+    result = { violations, runs: views, ms: Date.now() - t0 };
+  } finally {
+    setPausePointHook(null);
+    plan.releaseAll();
+    await Promise.all(workers.map((w) => Promise.race([w.app.close(), sleep(2000)]).catch(() => undefined)));
+    await dropLater(db);
+  }
+  return result;
+}
+
+/** The database goes once the apps' pools are closed (with force, for a crashed app's leftovers). */
+async function dropLater(db: TestDatabase): Promise<void> {
+  await db.drop().catch(() => undefined);
+}
+
+async function drive(
+  c: Case,
+  workers: Booted[],
+  runIds: string[],
+  plan: FaultPlan,
+  applied: Set<ScheduledAction>,
+  apply: (a: ScheduledAction) => Promise<void>,
+  live: () => Booted[],
+  addWorker: () => Promise<void>,
+): Promise<string[]> {
+  const deadline = Date.now() + CASE_TIMEOUT_MS;
+  for (let round = 0; Date.now() < deadline; round++) {
+    if (!live().length) await addWorker();
+    const ws = live();
+    await Promise.all(
+      ws.map((w) =>
+        w.app
+          .get(DurableWorker)
+          .heartbeat()
+          .catch(() => undefined),
+      ),
+    );
+    await ws[0].app
+      .get(Reconciler)
+      .sweep()
+      .catch(() => undefined);
+    for (const w of workers)
+      if (w.state === 'live' || w.state === 'deaf') void w.app.get(DurableWorker).tick();
+    for (const a of c.actions)
+      if (!applied.has(a) && a.moment.at === 'round' && a.moment.n <= round) await apply(a);
+    await sleep(15);
+    if (!(await settled(ws[0].app, runIds))) continue;
+    // Everything rests: first the actions whose moment never came, then zombies, then the operator.
+    const left = c.actions.find((a) => !applied.has(a));
+    if (left) {
+      await apply(left);
+      continue;
+    }
+    const zombies = plan.frozen.filter((f) => f.release === 'settled').map((f) => f.worker);
+    if (zombies.length) {
+      plan.frozen.filter((f) => f.release === 'settled').forEach((f) => plan.release(f));
+      await Promise.all(
+        zombies.map((w) => Promise.race([(w as Booted).app.get(DurableWorker).idle(), sleep(3000)])),
+      );
+      continue;
+    }
+    let decided = false;
+    for (let r = 0; r < runIds.length; r++)
+      decided = (await decide(ws[0].app, runIds[r], c.programs[r])) || decided;
+    if (decided) continue;
+    // Zombies waiting for a takeover that will never come (the run finished first) wake now.
+    if (plan.releaseAll()) {
+      await sleep(50);
+      continue;
+    }
+    return [];
+  }
+  const views = await Promise.all(runIds.map((id) => live()[0]?.app.get(RunRepository).get(id)));
+  return [
+    `case did not settle within ${CASE_TIMEOUT_MS} ms: ${views.map((v) => `${v?.id} ${v?.status} (${v?.parkedReason ?? ''}, due ${v?.availableAt?.toISOString()})`).join('; ')}`,
+  ];
+}
+
+/** Every run terminal, or waiting with no due time (parked until someone acts). */
+async function settled(app: INestApplication, runIds: string[]): Promise<boolean> {
+  const runs = app.get(RunRepository);
+  for (const id of runIds) {
+    const r = await runs.get(id);
+    if (!r) return false;
+    if (TERMINAL.includes(r.status)) continue;
+    if (r.status === 'waiting' && !Number.isFinite(new Date(r.availableAt as never).getTime())) continue;
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,216 @@
+/**
+ * What a case is: programs for the model workflow (its run input), outside actions at generated
+ * moments, and faults at pause points. All plain JSON, generated and shrunk by fast-check.
+ */
+import fc from 'fast-check';
+
+export type StepKind = 'compute' | 'model' | 'tool';
+/** The command methods of the model: target (dedup / plain) × in-doubt policy. */
+export type CmdName = 'dedup_lookup' | 'dedup_retry' | 'dedup_manual' | 'plain_lookup' | 'plain_manual';
+export const CMD_NAMES: CmdName[] = [
+  'dedup_lookup',
+  'dedup_retry',
+  'dedup_manual',
+  'plain_lookup',
+  'plain_manual',
+];
+
+export interface CmdSpec {
+  cmd: CmdName;
+  approval: boolean;
+  /** The operator's answer when the command awaits approval. */
+  decision: 'approve' | 'reject';
+  /** The operator's answer to a manual in-doubt command the target never saw. */
+  resolution: 'retry' | 'failed';
+}
+
+export type Op =
+  /** nul: a NUL character in the step's result, or in the partial it reports with ctx.progress. */
+  | { t: 'step'; id: string; kind: StepKind; nul: 'none' | 'result' | 'progress' }
+  | ({ t: 'cmd'; id: string } & CmdSpec)
+  | { t: 'fan'; id: string; branches: ({ id: string; kind: StepKind } & CmdSpec)[] }
+  | { t: 'wait'; id: string; timeoutMs: number | null; signal: Moment | null }
+  | { t: 'sleep'; id: string; ms: number }
+  | { t: 'clock'; id: string };
+
+export interface Program {
+  ops: Op[];
+}
+
+/** When an outside action is applied: right after start, after n driver rounds, or during a hold. */
+export type Moment = { at: 'start' } | { at: 'round'; n: number } | { at: 'hold'; fault: number };
+
+export type Action =
+  | { a: 'signal'; wait: string }
+  | { a: 'cancel' }
+  /** The operator acts on every command of the run awaiting approval or in doubt, right now. */
+  | { a: 'decide' }
+  /** The operator re-drives the run if it is failed or dead-lettered. */
+  | { a: 'retry' };
+
+export interface ScheduledAction {
+  run: number;
+  action: Action;
+  moment: Moment;
+}
+
+export const PAUSES = [
+  'after-claim',
+  'before-call:step:',
+  'before-call:command:',
+  'before-call:lookup:',
+  'before-write:tool.command_reserved',
+  'after-write:tool.command_reserved',
+  'before-write:consume-signal',
+  'after-write:consume-signal',
+  'before-write:park',
+  'after-write:park',
+  'before-write:run.checkpoint_saved',
+  'after-write:run.checkpoint_saved',
+  'after-write:',
+] as const;
+
+export interface Fault {
+  /** `<point>[:<detail prefix>]` (see PAUSES). */
+  where: (typeof PAUSES)[number];
+  /** Fires at the nth hit of a matching pause point in the case. */
+  nth: number;
+  /** hold: the run waits while its `during` actions are applied; zombie: frozen past its lease and
+   *  woken later; crash: frozen forever, its worker discarded; deaf: frozen, its worker stops
+   *  heartbeating but goes on claiming (it may claim the same run again) until the takeover. */
+  kind: 'hold' | 'zombie' | 'crash' | 'deaf';
+  /** How long a hold lasts (a long one outlives the lease unless the worker heartbeats it). */
+  holdMs: number;
+  /** When a zombie wakes: at the takeover claim, or once every run has settled. */
+  release: 'takeover' | 'settled';
+}
+
+export interface Case {
+  programs: Program[];
+  actions: ScheduledAction[];
+  faults: Fault[];
+}
+
+const stepKind = fc.constantFrom<StepKind>('compute', 'model', 'tool');
+const cmdSpec: fc.Arbitrary<CmdSpec> = fc.record({
+  cmd: fc.constantFrom(...CMD_NAMES),
+  approval: fc.oneof(
+    { arbitrary: fc.constant(false), weight: 3 },
+    { arbitrary: fc.constant(true), weight: 1 },
+  ),
+  decision: fc.constantFrom<'approve' | 'reject'>('approve', 'reject'),
+  resolution: fc.constantFrom<'retry' | 'failed'>('retry', 'failed'),
+});
+
+/** A hold refers to a fault by number; one that does not exist applies when the case rests. */
+const momentArb: fc.Arbitrary<Moment> = fc.oneof(
+  fc.constant({ at: 'start' as const }),
+  fc.integer({ min: 0, max: 40 }).map((n) => ({ at: 'round' as const, n })),
+  fc.nat(2).map((fault) => ({ at: 'hold' as const, fault })),
+);
+
+/** An op before it gets its id. */
+type OpShape = { t: Op['t'] } & Record<string, any>;
+
+const opShape: fc.Arbitrary<OpShape> = fc.oneof(
+  {
+    arbitrary: fc.record({
+      t: fc.constant('step' as const),
+      kind: stepKind,
+      nul: fc.constantFrom<'none' | 'result' | 'progress'>('none', 'none', 'none', 'result', 'progress'),
+    }),
+    weight: 3,
+  },
+  { arbitrary: cmdSpec.map((c) => ({ t: 'cmd' as const, ...c })), weight: 3 },
+  {
+    arbitrary: fc
+      .array(fc.record({ kind: stepKind, spec: cmdSpec }), { minLength: 2, maxLength: 3 })
+      .map((bs) => ({ t: 'fan' as const, branches: bs.map((b) => ({ kind: b.kind, ...b.spec })) })),
+    weight: 3,
+  },
+  {
+    // The signal a wait gets (when), part of the op so that shrinking never orphans it.
+    arbitrary: fc.record({
+      t: fc.constant('wait' as const),
+      timeoutMs: fc.option(fc.constantFrom(20, 150)),
+      signal: fc.option(momentArb),
+    }),
+    weight: 3,
+  },
+  { arbitrary: fc.record({ t: fc.constant('sleep' as const), ms: fc.constantFrom(0, 10, 40) }), weight: 1 },
+  { arbitrary: fc.constant({ t: 'clock' as const }), weight: 2 },
+);
+
+/** Gives every op (and fan-out branch) an id unique in its program. */
+function label(shapes: OpShape[]): Program {
+  const ops = shapes.map((s, i) => {
+    const id = `o${i}`;
+    if (s.t === 'fan')
+      return {
+        ...s,
+        id,
+        branches: s.branches.map((b: object, j: number) => ({ ...b, id: `${id}b${j}` })),
+      } as Op;
+    return { ...s, id } as Op;
+  });
+  return { ops };
+}
+
+export const programArb: fc.Arbitrary<Program> = fc
+  .array(opShape, { minLength: 1, maxLength: 7 })
+  .map((shapes) => label(shapes));
+
+/** Every pause point, the ones between a write and its use (or a call) twice as often. */
+const WHERE = [
+  ...PAUSES,
+  'after-write:tool.command_reserved',
+  'before-call:command:',
+  'before-call:step:',
+  'after-write:consume-signal',
+  'before-write:park',
+] as const;
+
+const faultArb: fc.Arbitrary<Fault> = fc.record({
+  where: fc.constantFrom(...WHERE),
+  nth: fc.nat(2),
+  kind: fc.constantFrom<Fault['kind']>('hold', 'hold', 'zombie', 'zombie', 'crash', 'deaf'),
+  holdMs: fc.constantFrom(10, 10, 600),
+  release: fc.constantFrom<Fault['release']>('takeover', 'settled'),
+});
+
+const extraArb = fc.record({
+  run: fc.nat(1),
+  action: fc.constantFrom<Action['a']>('cancel', 'decide', 'retry', 'signal'),
+  wait: fc.nat(6),
+  moment: momentArb,
+});
+
+/** Every wait's own signal (always one for a wait without a timeout), then the extra actions. */
+function toCase(
+  programs: Program[],
+  faults: Fault[],
+  extra: { run: number; action: Action['a']; wait: number; moment: Moment }[],
+): Case {
+  const actions: ScheduledAction[] = [];
+  programs.forEach((p, run) => {
+    for (const o of p.ops)
+      if (o.t === 'wait' && (o.signal || o.timeoutMs === null))
+        actions.push({ run, action: { a: 'signal', wait: o.id }, moment: o.signal ?? { at: 'start' } });
+  });
+  for (const x of extra) {
+    const run = x.run % programs.length;
+    const waits = programs[run].ops.filter((o) => o.t === 'wait');
+    if (x.action !== 'signal') actions.push({ run, action: { a: x.action }, moment: x.moment });
+    else if (waits.length)
+      actions.push({ run, action: { a: 'signal', wait: waits[x.wait % waits.length].id }, moment: x.moment });
+  }
+  return { programs, faults, actions };
+}
+
+export const caseArb: fc.Arbitrary<Case> = fc
+  .record({
+    programs: fc.array(programArb, { minLength: 1, maxLength: 2 }),
+    faults: fc.array(faultArb, { maxLength: 3 }),
+    extra: fc.array(extraArb, { maxLength: 3 }),
+  })
+  .map(({ programs, faults, extra }) => toCase(programs, faults, extra));

@@ -1,0 +1,92 @@
+/**
+ * The property: for every generated case (programs, outside actions, faults), after the harness
+ * drove it to rest, no invariant is broken. Seeded; fast-check shrinks a failing case.
+ */
+import fc from 'fast-check';
+import { runCase } from './harness';
+import { Case, caseArb } from './program';
+
+export interface ModelOptions {
+  cases: number;
+  seed: number;
+  /** Stop starting new cases after this long (fast-check's interruptAfterTimeLimit). */
+  timeLimitMs?: number;
+  /** Shrinking steps at most (each one replays a case). */
+  maxShrinks?: number;
+  log?: (line: string) => void;
+  /** Count only violations matching this (to hunt one defect; its shrunk case keeps showing it). */
+  only?: RegExp;
+}
+
+export interface ModelReport {
+  seed: number;
+  casesRun: number;
+  failed: boolean;
+  interrupted: boolean;
+  counterexample: Case | null;
+  violations: string[];
+  path?: string;
+  ms: number;
+}
+
+export async function runModel(o: ModelOptions): Promise<ModelReport> {
+  const t0 = Date.now();
+  let casesRun = 0;
+  let lastViolations: string[] = [];
+  const property = fc.asyncProperty(caseArb, async (c) => {
+    casesRun++;
+    const r = await runCase(c);
+    if (o.only) r.violations = r.violations.filter((v) => o.only!.test(v));
+    if (r.violations.length) {
+      lastViolations = r.violations;
+      o.log?.(`  case ${casesRun}: ${r.violations.length} violation(s) in ${r.ms} ms: ${r.violations[0]}`);
+    } else o.log?.(`  case ${casesRun}: ok in ${r.ms} ms (${r.runs.map((x) => x.status).join(', ')})`);
+    return r.violations.length === 0;
+  });
+  const details = await fc.check(property, {
+    numRuns: o.cases,
+    seed: o.seed,
+    interruptAfterTimeLimit: o.timeLimitMs,
+    markInterruptAsFailure: false,
+    endOnFailure: o.maxShrinks === 0,
+  });
+  const counterexample = details.counterexample ? details.counterexample[0] : null;
+  if (counterexample) {
+    // Replay the shrunk case once more, for its violations (the last run is not always the shrunk one).
+    const again = (await runCase(counterexample)).violations.filter((v) => !o.only || o.only.test(v));
+    if (again.length) lastViolations = again;
+  }
+  return {
+    seed: o.seed,
+    casesRun,
+    failed: details.failed,
+    interrupted: details.interrupted,
+    counterexample,
+    violations: details.failed ? lastViolations : [],
+    path: details.counterexamplePath ?? undefined,
+    ms: Date.now() - t0,
+  };
+}
+
+/** A counterexample in a few lines: programs, actions, faults. */
+export function describeCase(c: Case): string {
+  const op = (o: Case['programs'][number]['ops'][number]): string => {
+    if (o.t === 'step') return `${o.id}:step(${o.kind}${o.nul !== 'none' ? `,NUL in ${o.nul}` : ''})`;
+    if (o.t === 'cmd') return `${o.id}:${o.cmd}${o.approval ? `[${o.decision}]` : ''}`;
+    if (o.t === 'fan')
+      return `${o.id}:all(${o.branches.map((b) => `${b.kind}→${b.cmd}${b.approval ? `[${b.decision}]` : ''}`).join(' | ')})`;
+    if (o.t === 'wait') return `${o.id}:wait(${o.timeoutMs ?? '∞'})`;
+    if (o.t === 'sleep') return `${o.id}:sleep(${o.ms})`;
+    return `${o.id}:now+uuid`;
+  };
+  return [
+    ...c.programs.map((p, i) => `  run#${i}: ${p.ops.map(op).join(' ; ')}`),
+    ...c.actions.map(
+      (a) => `  action run#${a.run} ${JSON.stringify(a.action)} at ${JSON.stringify(a.moment)}`,
+    ),
+    ...c.faults.map(
+      (f, i) =>
+        `  fault#${i} ${f.kind} at ${f.where} (hit ${f.nth + 1})${f.kind === 'zombie' ? `, wakes at ${f.release}` : ''}${f.kind === 'hold' ? ` for ${f.holdMs} ms` : ''}`,
+    ),
+  ].join('\n');
+}

@@ -1,0 +1,119 @@
+/**
+ * The model's ground truth, in process memory and shared by every worker app of a case: the fake
+ * targets (what really happened outside), every value a consumer in a workflow saw, every execution
+ * of a step body, and what the pause hook observed. Reset by the harness before each case.
+ */
+
+/** One call a target received. */
+export interface TargetCall {
+  key: string;
+  runId: string;
+  op: string;
+  amount: number;
+  /** Applied as an effect (false: a repeat the deduplicating target answered from memory). */
+  applied: boolean;
+}
+
+/**
+ * An in-process vendor. `dedup`: applies once per idempotency key and answers repeats with the first
+ * result. Otherwise every call is an effect (a charge that does not know keys), but it still
+ * remembers which keys it saw, so a lookup can answer.
+ */
+export class FakeVendor {
+  readonly calls: TargetCall[] = [];
+  private readonly results = new Map<string, unknown>();
+  private n = 0;
+
+  constructor(readonly dedup: boolean) {}
+
+  async apply(key: string, args: { runId: string; op: string; amount: number }): Promise<unknown> {
+    await tinyDelay();
+    const seen = this.results.get(key);
+    if (this.dedup && seen !== undefined) {
+      this.calls.push({ key, ...args, applied: false });
+      return seen;
+    }
+    const result = { op: args.op, amount: args.amount, chargeId: `${this.dedup ? 'd' : 'p'}_${++this.n}` };
+    this.calls.push({ key, ...args, applied: true });
+    if (seen === undefined) this.results.set(key, result);
+    return result;
+  }
+
+  async lookup(key: string): Promise<{ found: true; result: unknown } | { found: false }> {
+    await tinyDelay();
+    return this.results.has(key) ? { found: true, result: this.results.get(key) } : { found: false };
+  }
+
+  /** Synchronous peek for the operator and the checker. */
+  peek(key: string): unknown {
+    return this.results.get(key);
+  }
+
+  effects(key: string): number {
+    return this.calls.filter((c) => c.key === key && c.applied).length;
+  }
+}
+
+/** A value a consumer in the workflow body saw. */
+export interface Observation {
+  runId: string;
+  op: string;
+  epoch: number;
+  /** Global order of observations and pause-point hits (for "was it written after I saw it"). */
+  seq: number;
+  value: unknown;
+}
+
+/** One execution of a step body. */
+export interface StepExecution {
+  runId: string;
+  op: string;
+  epoch: number;
+  n: number;
+}
+
+/** One pause point reached (from the hook). */
+export interface HookHit {
+  seq: number;
+  point: string;
+  detail?: string;
+  runId: string;
+  epoch: number;
+  workerId: string;
+}
+
+export class World {
+  dedup = new FakeVendor(true);
+  plain = new FakeVendor(false);
+  observations: Observation[] = [];
+  executions: StepExecution[] = [];
+  hits: HookHit[] = [];
+  /** Runs (by id) the operator retried, with how many times. */
+  retries = new Map<string, number>();
+  private seq = 0;
+  private counter = 0;
+
+  nextSeq(): number {
+    return ++this.seq;
+  }
+  /** A number unique to one execution of one step body, so a re-executed step is detectable. */
+  nextExecution(): number {
+    return ++this.counter;
+  }
+  observe(runId: string, op: string, epoch: number, value: unknown): void {
+    this.observations.push({ runId, op, epoch, seq: this.nextSeq(), value });
+  }
+}
+
+export let world = new World();
+
+export function resetWorld(): World {
+  world = new World();
+  return world;
+}
+
+/** 0–3 ms, so the completion order of a fan-out varies from one execution to the next. */
+export function tinyDelay(): Promise<void> {
+  const ms = Math.floor(Math.random() * 4);
+  return new Promise((r) => setTimeout(r, ms));
+}
