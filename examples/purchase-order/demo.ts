@@ -416,7 +416,8 @@ export async function runDemo(partial: Partial<DemoOptions> = {}): Promise<DemoR
         group by 1, 2 order by 3 desc limit 5`,
       [refLike],
     );
-    for (const u of unfinished) console.error(`durable runs not succeeded: ${u.n} ${u.status}: ${u.message ?? ''}`);
+    for (const u of unfinished)
+      console.error(`durable runs not succeeded: ${u.n} ${u.status}: ${u.message ?? ''}`);
     const { rows: usage } = await pool.query(
       `select count(*)::int as checkpoints, coalesce(sum((c.meta->'usage'->>'prompt_tokens')::bigint), 0)::bigint as prompt
          from ai_checkpoints c join ai_runs r on r.id = c.run_id

@@ -414,7 +414,11 @@ export class ActiveRun implements StepHost, RunContextHost {
     if (!step) throw new Error('ctx.progress() must be called inside a @DurableStep method');
     this.checkActive(false);
     // Refused here (once, not retried) rather than by PostgreSQL on every claim.
-    toStoredJson(partial, `ctx.progress() partial of step "${step.name}"`, this.options.limits.maxOutputBytes);
+    toStoredJson(
+      partial,
+      `ctx.progress() partial of step "${step.name}"`,
+      this.options.limits.maxOutputBytes,
+    );
     const cursor: RunCursor = {
       step: step.index,
       name: step.name,
