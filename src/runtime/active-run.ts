@@ -132,6 +132,7 @@ export class ActiveRun implements StepHost, RunContextHost {
     if (!this.stopReason) this.stopReason = reason;
     if (!this.abort.signal.aborted) this.abort.abort(reason);
     this.log.fail(this.stopReason);
+    this.idleWaiters.splice(0).forEach((wake) => wake());
   }
 
   /** The attempt is over: replay timers are cleared. */
@@ -170,6 +171,31 @@ export class ActiveRun implements StepHost, RunContextHost {
       this.leaseRenewed(sentAt);
     }
     this.checkActive(false);
+  }
+
+  /** Live calls (step bodies, dispatches, lookups) of this attempt not yet settled. */
+  private liveOps = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  /** Counts a live call until it settles: a park waits for them (see `quiesce`). */
+  async track<T>(op: Promise<T>): Promise<T> {
+    this.liveOps++;
+    try {
+      return await op;
+    } finally {
+      if (--this.liveOps === 0) this.idleWaiters.splice(0).forEach((wake) => wake());
+    }
+  }
+
+  /**
+   * Resolves once no live call of this attempt is in flight. A park (a wait, a sleep, an approval)
+   * releases the lease: a sibling branch's paid call still running then would be lost and paid again
+   * by the next claim, so the park lets those finish and commit first.
+   */
+  async quiesce(): Promise<void> {
+    // One event-loop turn first: sibling branches called in the same tick reach their calls.
+    await new Promise<void>((r) => setImmediate(r));
+    while (this.liveOps > 0 && !this.stopReason) await new Promise<void>((r) => this.idleWaiters.push(r));
   }
 
   /** Resolves when replay is over: nothing new runs before every recorded result was delivered. */
@@ -305,9 +331,11 @@ export class ActiveRun implements StepHost, RunContextHost {
       return rec.output;
     }
     await this.goLive();
-    if (!this.observers) return this.runStep(meta, index, call, fingerprint);
-    return this.observers.step(this.stepInfo(index, meta.name, meta.kind), () =>
-      this.runStep(meta, index, call, fingerprint),
+    if (!this.observers) return this.track(this.runStep(meta, index, call, fingerprint));
+    return this.track(
+      this.observers.step(this.stepInfo(index, meta.name, meta.kind), () =>
+        this.runStep(meta, index, call, fingerprint),
+      ),
     );
   }
 

@@ -108,7 +108,7 @@ export async function executeCommand(
   ) {
     return parkCommand(run, cmd, 'awaiting_approval', `awaiting approval of ${key}`);
   }
-  return dispatch(run, meta, cmd, call);
+  return run.track(dispatch(run, meta, cmd, call));
 }
 
 /** The command being executed: key, index, name, arguments (JSON) and call fingerprint. */
@@ -135,9 +135,19 @@ async function resolveInDoubt(
     );
   }
   if (meta.inDoubt === 'retry-with-key') return null;
+  return run.track(lookupAndRecord(run, meta, cmd, lookup!));
+}
+
+/** Asks the target by key; records what it found (`null`: it never saw the key). */
+async function lookupAndRecord(
+  run: ActiveRun,
+  meta: CommandMetadata,
+  cmd: Cmd,
+  lookup: Lookup,
+): Promise<{ result: unknown } | null> {
   await run.pause('before-call', `lookup:${meta.name}`);
   await run.ensureLease(`lookup of ${cmd.key}`);
-  const found = await lookup!(meta.name, cmd.key);
+  const found = await lookup(meta.name, cmd.key);
   if (!found.found) return null;
   const resultJson = commandResultJson(run, meta, found.result, 'lookup result');
   await recordOutcome(run, meta, cmd, {
@@ -162,6 +172,7 @@ async function parkCommand(
 ): Promise<never> {
   const event = status === 'in_doubt' ? 'command.in_doubt' : 'command.approval_requested';
   const { key, index, name, payloadJson } = cmd;
+  await run.quiesce();
   const parked = await run.fenced(
     () =>
       run.writes.park(run.fence, {

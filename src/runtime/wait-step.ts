@@ -25,6 +25,7 @@ export async function sleepStep(run: ActiveRun, ms: number): Promise<void> {
     if (Date.parse(rec.output as string) <= run.dbNow()) return;
   }
   await run.goLive();
+  await run.quiesce();
   const seq = rec ? null : run.log.takeSeq();
   try {
     const parked = await run.fenced(
@@ -82,6 +83,7 @@ export async function waitForSignalStep(
     return o.payload;
   }
   await run.goLive();
+  await run.quiesce();
   const seq = run.log.takeSeq();
   const reason = `waiting for signal "${name}"`;
   let got;

@@ -32,7 +32,7 @@ const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1
 /** Flips to make the workflow take another path on replay. */
 let diverge = false;
 const failOnce = new Set<string>();
-const calls = { nul: 0, nonRetryable: 0, undef: 0, nulCommand: 0, inStep: 0, cancelled: 0 };
+const calls = { nul: 0, nonRetryable: 0, undef: 0, nulCommand: 0, inStep: 0, cancelled: 0, slow: 0 };
 
 @Injectable()
 class Payments {
@@ -70,6 +70,13 @@ class Tools {
   async afterFanout(runId: string) {
     if (failOnce.delete(runId)) throw new Error('transient: the run is retried and replays the fan-out');
     return 'ok';
+  }
+
+  @DurableStep({ name: 'slow_model', kind: 'model' })
+  async slowModel() {
+    calls.slow++;
+    await new Promise((r) => setTimeout(r, 150));
+    return { tokens: 14000 };
   }
 
   @DurableStep({ name: 'model_nul', kind: 'model' })
@@ -114,6 +121,10 @@ class FanWorkflow {
         return this.payments.echoNul({ x: 1 });
       case 'in-step':
         return this.tools.chargesInside();
+      case 'wait-beside-model': {
+        const [signal, model] = await Promise.all([ctx.waitForSignal('go'), this.tools.slowModel()]);
+        return { signal, model };
+      }
     }
     const n = input.items.length;
     const items = diverge ? [...input.items].reverse() : input.items;
@@ -171,13 +182,30 @@ describe('fan-out replays deterministically (item 3)', () => {
     expect(commands).toHaveLength(items.length);
   });
 
+  it('a wait in one branch lets a paid call in a sibling branch finish and commit before the run parks', async () => {
+    const id = await start({ items: [], shape: 'wait-beside-model' });
+    const worker = app.get(DurableWorker);
+    await worker.tick();
+    await worker.idle();
+    const [row] = await db.query(`select status from ai_runs where id = $1`, [id]);
+    expect(row.status).toBe('waiting');
+    const saved = await db.query(
+      `select 1 from ai_checkpoints where run_id = $1 and step_name = 'slow_model'`,
+      [id],
+    );
+    expect(saved).toHaveLength(1);
+    await app.get(RunRepository).signal(id, 'go', 'ok');
+    const view = await driveUntil(app, db, id);
+    expect(view).toMatchObject({ status: 'succeeded', output: { signal: 'ok', model: { tokens: 14000 } } });
+    expect(calls.slow).toBe(1);
+  });
+
   it('a replay that takes another path fails with NonDeterminismError before any external call', async () => {
     const items = ['p', 'q', 'r'];
     const id = await start({ items });
     failOnce.add(id);
-    const worker = app.get(DurableWorker);
-    await worker.tick();
-    await worker.idle(); // first attempt: everything charged, then the transient failure
+    await driveUntil(app, db, id, ['waiting']); // first attempt: everything charged, then the transient failure
+    for (const item of items) expect(effectsByItem.get(item)).toBe(1);
     const before = charges;
     diverge = true;
     try {
