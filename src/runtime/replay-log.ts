@@ -61,6 +61,8 @@ export class ReplayLog {
   private nextSeq: number;
   /** Recorded deliveries in delivery order (indexes). */
   private readonly order: number[];
+  /** Recorded deliveries not yet handed over (for an O(1) membership test). */
+  private readonly undelivered: Set<number>;
   private head = 0;
   private readonly requested = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>();
   private pumpScheduled = false;
@@ -80,6 +82,7 @@ export class ReplayLog {
     const key = ([i, r]: [number, RecordedStep]) => (r.seq === null ? i - 2 ** 40 : r.seq);
     deliveries.sort((a, b) => key(a) - key(b) || a[0] - b[0]);
     this.order = deliveries.map(([i]) => i);
+    this.undelivered = new Set(this.order);
     const maxSeq = deliveries.reduce((m, [, r]) => Math.max(m, r.seq ?? -1), -1);
     this.nextSeq = this.liveNext = maxSeq + 1;
   }
@@ -112,7 +115,7 @@ export class ReplayLog {
   /** Resolves when the recorded result at `index` is due to reach the workflow (its turn in order). */
   replayed(index: number): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
-    if (!this.order.slice(this.head).includes(index)) return Promise.resolve(); // a value, or replayed
+    if (!this.undelivered.has(index)) return Promise.resolve(); // a recorded value, not a delivery
     return new Promise<void>((resolve, reject) => {
       this.requested.set(index, { resolve, reject });
       this.schedulePump();
@@ -206,6 +209,7 @@ export class ReplayLog {
     }
     this.clearStall();
     this.requested.delete(index);
+    this.undelivered.delete(index);
     this.head++;
     waiter.resolve();
     this.schedulePump();
