@@ -60,19 +60,32 @@ export function runWorkerUntilCrash(o: CrashRunOptions): Promise<{ pid: number }
   });
 }
 
+/** Options of `releaseCrashedRuns`. */
+export interface ReleaseCrashedRunsOptions {
+  /**
+   * The `worker.workerId` the crashed process was configured with, if your entry sets one. Without
+   * it the crashed worker is recognised by its pid in the default id (`host:pid:random`) only.
+   */
+  workerId?: string | string[];
+}
+
 /**
  * Expires the leases a crashed process still holds and runs the reconciler, so its runs are claimable
- * now instead of after the lease TTL. Returns how many runs were handed back.
+ * now instead of after the lease TTL. Returns how many runs were handed back. The crashed worker's
+ * runs are those whose `worker_id` contains `:<pid>:` (the default id) or equals `options.workerId`:
+ * pass the latter when your entry sets `worker.workerId`, else nothing is released.
  */
 export async function releaseCrashedRuns(
   app: INestApplicationContext,
   crashed: { pid: number },
+  options: ReleaseCrashedRunsOptions = {},
 ): Promise<number> {
   const db = app.get(DurableDatabase, { strict: false });
+  const ids = options.workerId === undefined ? [] : ([] as string[]).concat(options.workerId);
   const { rowCount } = await db.query(
     `update ai_runs set lease_expires_at = now() - interval '1 millisecond'
-      where status = 'running' and worker_id like $1`,
-    [`%:${crashed.pid}:%`],
+      where status = 'running' and (worker_id like $1 or worker_id = any($2::text[]))`,
+    [`%:${crashed.pid}:%`, ids],
   );
   await app.get(Reconciler, { strict: false }).sweep();
   return rowCount;

@@ -73,6 +73,17 @@ describe('testing kit: the three crash tests in a few lines', () => {
     expect(target.effects()[`run_${run.id}:step_2:charge_card`]).toBe(1);
   });
 
+  it('a worker with a custom worker.workerId: its runs are released when the id is passed', async () => {
+    const { run } = await runs.start('charge', { amount: 7 });
+    const workerId = `kit-custom-worker-${process.pid}`;
+    const env = { DB_URL: db.url, TARGET_URL: target.url, WORKER_ID: workerId };
+    const crashed = await runWorkerUntilCrash({ entry, execArgv, crashAt: 'after-command-dispatch', env });
+    expect(await releaseCrashedRuns(app, crashed)).toBe(0); // the pid is not in a custom id
+    expect(await releaseCrashedRuns(app, crashed, { workerId })).toBe(1);
+    expect((await driveRun(app, run.id)).status).toBe('succeeded');
+    expect(target.effects()[`run_${run.id}:step_2:charge_card`]).toBe(1);
+  });
+
   it('killed right after a checkpoint committed: that step never runs again', async () => {
     const { run } = await runs.start('po9', {});
     const crashed = await runWorkerUntilCrash({
