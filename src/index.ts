@@ -8,6 +8,7 @@ export { DurableStep } from './decorators/durable-step.decorator';
 export { DurableWorkflow } from './decorators/durable-workflow.decorator';
 export { IdempotentCommand } from './decorators/idempotent-command.decorator';
 export * from './interfaces/command.interface';
+export * from './interfaces/events.interface';
 export { RunContext, currentRun } from './runtime/run-context';
 export { RunRepository } from './services/run.repository';
 export { CheckpointService } from './services/checkpoint.service';

@@ -1,0 +1,143 @@
+/**
+ * The events the engine writes to `ai_events` (`RunRepository.events()` returns them as `RunEvent`),
+ * with their payloads. docs/EVENTS.md describes each one. `events.interface.spec.ts` checks that every
+ * event type written anywhere under src/ is listed here.
+ *
+ * Payloads pass the module's `redact` hook before they are stored, except those built inside SQL
+ * (`run.claimed`, `run.reconciled`, `run.pruned`, `signal.sent`, `signal.received`, `signal.timed_out`),
+ * so a `redact` that drops fields makes them optional in what you read back.
+ */
+
+/** Who acted: an operator's name (admin API, `RunRepository` calls with `by`), or a part of the engine. */
+type By = string;
+
+/** A step's model usage, kept when the output of a `kind: 'model'` step carries `usage` or a request id. */
+export interface ModelUsagePayload {
+  usage?: unknown;
+  requestId?: unknown;
+}
+
+/**
+ * Payload of each event type, by type. `availableAt` is the due time PostgreSQL recorded (ISO text, or
+ * `infinity` for a park that waits for an operator or a signal without a timeout).
+ */
+export interface DurableEventPayloads {
+  /** `RunRepository.start()` stored a new run (not written when the idempotency key already had one). */
+  'run.created': { kind: string; idempotencyKey: string | null };
+  /** A worker claimed the run; the event's epoch is the new one. `attempt` counts claims without progress. */
+  'run.claimed': { workerId: string; attempt: number };
+  /** A `tool` step started (cursor `started`). */
+  'step.started': { step: number; name: string };
+  /** A `model` step started (cursor `started`). */
+  'model.call_started': { step: number; name: string };
+  /** A step's output committed with its checkpoint. */
+  'run.checkpoint_saved': { step: number; name: string; kind: 'model' | 'tool' } & ModelUsagePayload;
+  /** A command was reserved (row `pending`) just before its dispatch. */
+  'tool.command_reserved': { key: string; name: string; step: number };
+  /** A command succeeded; `recovered` when an earlier attempt's stored success was recorded on replay. */
+  'tool.command_succeeded': { recovered?: true };
+  /** A command failed permanently; `error` when the dispatch threw (absent when replayed from the row). */
+  'tool.command_failed': { error?: string };
+  /** A command rejected by an operator was recorded as the step's outcome. */
+  'tool.command_rejected': Record<string, never>;
+  /** The run parked on a command whose outcome a crash hid (`inDoubt: 'manual'`). */
+  'command.in_doubt': { key: string; name: string; step: number; availableAt: string };
+  /** The run parked on a command that needs an operator's approval. */
+  'command.approval_requested': { key: string; name: string; step: number; availableAt: string };
+  /** An operator approved a command. */
+  'command.approved': { key: string; by: By; note: string | null; outcome: 'approved' };
+  /** An operator rejected a command. */
+  'command.rejected': { key: string; by: By; note: string | null; outcome: 'rejected' };
+  /**
+   * A command in doubt was settled: by the worker asking the target (`{ by: 'lookup', found: true }`),
+   * or by an operator (`{ key, by, note, outcome }`, outcome `pending` meaning "dispatch once more").
+   */
+  'command.resolved':
+    | { by: 'lookup'; found: true }
+    | { key: string; by: By; note: string | null; outcome: 'succeeded' | 'failed' | 'pending' };
+  /** `ctx.sleep(ms)` parked the run until `availableAt`. */
+  'run.sleeping': { step: number; ms: number; availableAt: string };
+  /** `ctx.waitForSignal(name)` parked the run (`availableAt`: the timeout, `infinity` without one). */
+  'run.waiting_for_signal': { name: string; timeoutMs: number | null; availableAt: string };
+  /** A signal was sent to the run (`RunRepository.signal()`). */
+  'signal.sent': { name: string; by?: By };
+  /** `ctx.waitForSignal(name)` consumed a signal. */
+  'signal.received': { name: string; step: number };
+  /** `ctx.waitForSignal(name)` timed out. */
+  'signal.timed_out': { name: string; step: number };
+  /** The worker handed the run back to `waiting` (a drain), due at once for another worker. */
+  'run.released': { reason: string; workerId: string; atStepBoundary: boolean };
+  /** A transient failure: the run is due again after `delayMs`. */
+  'run.retry_scheduled': { attempts: number; delayMs: number; error: string };
+  /** `run()` returned; the output is stored on the run. */
+  'run.succeeded': Record<string, never>;
+  /** A non-retryable error (or a replay that diverged) ended the run. */
+  'run.failed': { reason: 'non_retryable' | 'non_determinism'; error: string };
+  /** Claims without progress reached `maxAttempts`. */
+  'run.dead_lettered': { reason: 'attempts_exhausted'; attempts: number; error: string };
+  /** A cancel was requested for a running run; it stops at its next step boundary or heartbeat. */
+  'run.cancel_requested': { reason: string | null; by?: By };
+  /** The run was cancelled: at once when not running, else by its worker (`{ by: 'worker' }`). */
+  'run.cancelled': { reason: string | null; by?: By } | { by: 'worker' };
+  /** A failed or dead-lettered run was put back to `pending`. */
+  'run.retried': { by: By | null };
+  /** The reconciler found the run's lease expired and made it due again (or dead-lettered it). */
+  'run.reconciled': {
+    reason: 'lease_expired';
+    previousWorker: string | null;
+    outcome: 'waiting' | 'dead_lettered';
+    attempts: number;
+    availableAt: string;
+    /** Idempotency keys of the commands that were `pending` and are now `in_doubt`. */
+    inDoubt: string[];
+  };
+  /** Retention pruned the run's history; this event is what is left of its trail. */
+  'run.pruned': { by: 'retention'; checkpoints: number; events: number; finishedBefore: string };
+}
+
+/** Every event type the engine writes to `ai_events`. */
+export type DurableEventType = keyof DurableEventPayloads;
+
+/** Every event type once (a Record, so the compiler refuses a missing or unknown one). */
+const EVENT_TYPES: Record<DurableEventType, true> = {
+  'run.created': true,
+  'run.claimed': true,
+  'step.started': true,
+  'model.call_started': true,
+  'run.checkpoint_saved': true,
+  'tool.command_reserved': true,
+  'tool.command_succeeded': true,
+  'tool.command_failed': true,
+  'tool.command_rejected': true,
+  'command.in_doubt': true,
+  'command.approval_requested': true,
+  'command.approved': true,
+  'command.rejected': true,
+  'command.resolved': true,
+  'run.sleeping': true,
+  'run.waiting_for_signal': true,
+  'signal.sent': true,
+  'signal.received': true,
+  'signal.timed_out': true,
+  'run.released': true,
+  'run.retry_scheduled': true,
+  'run.succeeded': true,
+  'run.failed': true,
+  'run.dead_lettered': true,
+  'run.cancel_requested': true,
+  'run.cancelled': true,
+  'run.retried': true,
+  'run.reconciled': true,
+  'run.pruned': true,
+};
+
+/** Every event type, as a list (docs, filters, exhaustiveness checks). */
+export const DURABLE_EVENT_TYPES = Object.freeze(Object.keys(EVENT_TYPES) as DurableEventType[]);
+
+/** A stored event narrowed by its type: `if (isDurableEvent(e, 'run.claimed')) e.payload.workerId`. */
+export function isDurableEvent<T extends DurableEventType>(
+  event: { type: string; payload: unknown },
+  type: T,
+): event is { type: T; payload: DurableEventPayloads[T] } {
+  return event.type === type;
+}
