@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Packs the library and compiles a scratch Nest app against the tarball's types (installed by name).
+# Packs the library and compiles a scratch Nest app against the tarball's types (installed by name): the
+# README's ```ts block, and every ```ts block of docs/EXISTING-APP.md as its own file (named by the
+# block's first-line comment, e.g. `// src/app.module.ts`), under moduleResolution node (typesVersions)
+# with isolatedModules (the `import type` rule for decorated signatures). Packs dist/ as built: run
+# `npm run build` first.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$(mktemp -d)"
@@ -13,16 +17,42 @@ cat > package.json <<JSON
 JSON
 # Reuse the repo's installed peers instead of downloading them again.
 ln -s "$root/node_modules" node_modules.peers
-npm install --no-audit --no-fund --no-save --offline "$work/$tarball" >/dev/null 2>&1 || npm install --no-audit --no-fund --no-save "$work/$tarball" >/dev/null
-for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript; do
+# @nestjs/config: docs/EXISTING-APP.md configures the module from ConfigService (not a dev dependency).
+npm install --no-audit --no-fund --no-save --offline "$work/$tarball" @nestjs/config >/dev/null 2>&1 ||
+  npm install --no-audit --no-fund --no-save "$work/$tarball" @nestjs/config >/dev/null
+for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule @nestjs/typeorm @nestjs/testing reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript; do
   [ -e "node_modules/$dep" ] || { mkdir -p "node_modules/$(dirname "$dep")"; ln -s "$root/node_modules/$dep" "node_modules/$dep"; }
 done
 # The README snippet, verbatim, is the app.
 sed -n '/^```ts$/,/^```$/p' "$root/README.md" | sed '1d;$d' > src/app.module.ts
+# The guide's blocks, each a file of a second app (they import each other by path).
+guide="$work/app/guide"
+mkdir -p "$guide"
+awk -v dir="$guide" '
+  /^```ts$/ { inblock = 1; n++; file = ""; buf = ""; next }
+  inblock && /^```$/ {
+    if (file == "") file = "block-" n ".ts"
+    out = dir "/" file; sub(/\/[^\/]*$/, "", out); system("mkdir -p \"" out "\"")
+    printf "%s", buf > (dir "/" file); close(dir "/" file); inblock = 0; next
+  }
+  inblock {
+    if (buf == "" && match($0, /^\/\/ [A-Za-z0-9_.\/-]+\.ts$/)) file = substr($0, 4)
+    buf = buf $0 "\n"
+  }
+' "$root/docs/EXISTING-APP.md"
+[ -n "$(find "$guide" -name '*.ts')" ] || { echo "no \`\`\`ts block found in docs/EXISTING-APP.md" >&2; exit 1; }
 cat > tsconfig.json <<JSON
-{ "compilerOptions": { "module": "commonjs", "target": "ES2022", "strict": true, "experimentalDecorators": true,
-  "emitDecoratorMetadata": true, "skipLibCheck": false, "noEmit": true, "types": ["node"] }, "include": ["src"] }
+{ "compilerOptions": { "module": "commonjs", "moduleResolution": "node", "target": "ES2022", "strict": true, "experimentalDecorators": true,
+  "emitDecoratorMetadata": true, "isolatedModules": true, "skipLibCheck": false, "noEmit": true, "types": ["node"] },
+  "include": ["src", "guide"] }
 JSON
 node "$root/node_modules/typescript/bin/tsc" -p tsconfig.json
+# The subpath through package.json "exports" too (moduleResolution node16).
+mkdir -p node16
+printf '%s\n' "import { runWorkerUntilCrash } from 'nestjs-durable-execution/testing';" \
+  "import type { DurableEventType } from 'nestjs-durable-execution';" \
+  "export const kit: [typeof runWorkerUntilCrash, DurableEventType] = [runWorkerUntilCrash, 'run.claimed'];" > node16/index.ts
+node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
+  --noEmit --types node node16/index.ts
 node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS) || typeof t.runWorkerUntilCrash !== 'function') process.exit(1)"
-echo "pack check: tarball $tarball installs by name and the README app compiles against its types"
+echo "pack check: tarball $tarball installs by name; the README app and docs/EXISTING-APP.md ($(find "$guide" -name '*.ts' | wc -l) files) compile against its types"
