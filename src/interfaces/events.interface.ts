@@ -65,7 +65,7 @@ export interface DurableEventPayloads {
   'signal.received': { name: string; step: number };
   /** `ctx.waitForSignal(name)` timed out. */
   'signal.timed_out': { name: string; step: number };
-  /** The worker handed the run back to `waiting` (a drain), due at once for another worker. */
+  /** The worker handed the run back to `waiting`, due at once (a drain, or a command settled meanwhile). */
   'run.released': { reason: string; workerId: string; atStepBoundary: boolean };
   /** A transient failure: the run is due again after `delayMs`. */
   'run.retry_scheduled': { attempts: number; delayMs: number; error: string };
