@@ -25,4 +25,8 @@ cat > tsconfig.json <<JSON
 JSON
 node "$root/node_modules/typescript/bin/tsc" -p tsconfig.json
 node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS) || typeof t.runWorkerUntilCrash !== 'function') process.exit(1)"
-echo "pack check: tarball $tarball installs by name and the README app compiles against its types"
+# The bin is linked by npm and runs: --help exits 0, an unknown command exits 2.
+./node_modules/.bin/nestjs-durable-execution --help | grep -q 'Usage: nestjs-durable-execution'
+set +e; ./node_modules/.bin/nestjs-durable-execution bogus 2>/dev/null; code=$?; set -e
+[ "$code" -eq 2 ] || { echo "pack check: the bin exited $code on an unknown command, not 2" >&2; exit 1; }
+echo "pack check: tarball $tarball installs by name, the README app compiles against its types, the bin runs"
