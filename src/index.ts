@@ -23,8 +23,10 @@ export type { ReconcileResult } from './runtime/reconciler.service';
 export {
   runDurableMigrations,
   revertDurableMigrations,
+  durableMigrationStatus,
   DURABLE_MIGRATIONS_TABLE,
 } from './persistence/run-migrations';
+export type { DurableMigrationStatus } from './persistence/run-migrations';
 export {
   DURABLE_EXECUTION_MIGRATIONS,
   CreateDurableExecutionSchema1764400000000,

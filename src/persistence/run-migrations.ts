@@ -1,6 +1,7 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { DURABLE_EXECUTION_MIGRATIONS } from '../../migrations';
 import { MIGRATION_LOCK_KEY } from '../durable-execution.constants';
+import { SchemaConflictError } from '../errors/schema-conflict.error';
 
 /** Name of the table that records which of the module's migrations ran (separate from the app's). */
 export const DURABLE_MIGRATIONS_TABLE = 'ai_migrations';
@@ -76,36 +77,108 @@ export async function durableSchemaIsCurrent(ds: DataSource): Promise<boolean> {
   return n === MIGRATION_NAMES.length;
 }
 
+/** The tables the first migration creates: their presence means the schema was applied by someone. */
+const DURABLE_TABLES = ['ai_runs', 'ai_checkpoints', 'ai_commands', 'ai_events', 'ai_signals'];
+
+/**
+ * The module's tables that exist although `ai_migrations` has no record of the migration that creates
+ * them (none when the schema is absent or was applied by the module): the app's own migrations applied
+ * them. Read-only: creates nothing.
+ */
+export async function unrecordedDurableTables(ds: DataSource): Promise<string[]> {
+  const rows: { name: string }[] = await ds.query(
+    `select t as name from unnest($1::text[]) t where to_regclass(t) is not null`,
+    [DURABLE_TABLES],
+  );
+  if (!rows.length) return [];
+  const [{ present }] = await ds.query(`select to_regclass($1) is not null as present`, [
+    DURABLE_MIGRATIONS_TABLE,
+  ]);
+  if (present) {
+    const recorded = await ds.query(`select 1 from ${DURABLE_MIGRATIONS_TABLE} where name = $1 limit 1`, [
+      MIGRATION_NAMES[0],
+    ]);
+    if (recorded.length) return [];
+  }
+  return rows.map((r) => r.name);
+}
+
 /**
  * Applies the module's migrations on the database `source` points at, under a session advisory lock,
  * so two pods starting together both succeed: the second waits, then finds nothing left to do.
  * Uses a short-lived DataSource of its own so the app's migration table is never touched.
  * Returns the names of the migrations applied by this call (none when the schema was up to date).
+ * Throws `SchemaConflictError` (`DURABLE_SCHEMA_CONFLICT`), before creating anything, when the tables
+ * exist but `ai_migrations` has no record of them (the app's migrations applied them).
  */
 export async function runDurableMigrations(source: DataSource | DataSourceOptions): Promise<string[]> {
   return underMigrationLock(source, async (ds) => {
+    const unrecorded = await unrecordedDurableTables(ds);
+    if (unrecorded.length) throw new SchemaConflictError(unrecorded, DURABLE_MIGRATIONS_TABLE);
     const done = await ds.runMigrations({ transaction: 'each' });
     return done.map((m) => m.name);
   });
 }
 
+/** One of the module's migrations and whether `ai_migrations` records it as applied. */
+export interface DurableMigrationStatus {
+  name: string;
+  applied: boolean;
+}
+
+/**
+ * Each of the module's migrations, oldest first, applied or pending according to `ai_migrations`, and
+ * the module's tables that exist with no record there (see `unrecordedDurableTables`). Read-only.
+ */
+export async function durableMigrationStatus(
+  source: DataSource | DataSourceOptions,
+): Promise<{ migrations: DurableMigrationStatus[]; unrecordedTables: string[] }> {
+  const ds = migrationDataSource(source);
+  await ds.initialize();
+  try {
+    const [{ present }] = await ds.query(`select to_regclass($1) is not null as present`, [
+      DURABLE_MIGRATIONS_TABLE,
+    ]);
+    const applied = new Set<string>(
+      present
+        ? (await ds.query(`select name from ${DURABLE_MIGRATIONS_TABLE}`)).map(
+            (r: { name: string }) => r.name,
+          )
+        : [],
+    );
+    return {
+      migrations: MIGRATION_NAMES.map((name) => ({ name, applied: applied.has(name) })),
+      unrecordedTables: await unrecordedDurableTables(ds),
+    };
+  } finally {
+    await ds.destroy();
+  }
+}
+
 /**
  * Reverts the module's migrations, newest first (all of them unless `steps` is given), under the same
  * advisory lock as `runDurableMigrations`. A database that never had them is left as it is.
+ * Returns the names of the migrations reverted, newest first.
  */
 export async function revertDurableMigrations(
   source: DataSource | DataSourceOptions,
   steps = Infinity,
-): Promise<void> {
-  await underMigrationLock(source, async (ds) => {
+): Promise<string[]> {
+  return underMigrationLock(source, async (ds) => {
+    const reverted: string[] = [];
     for (let i = 0; i < steps; i++) {
       const [{ exists }] = await ds.query(`select to_regclass($1) is not null as exists`, [
         DURABLE_MIGRATIONS_TABLE,
       ]);
-      if (!exists) return;
-      const executed = await ds.query(`select count(*)::int as n from ${DURABLE_MIGRATIONS_TABLE}`);
-      if (!executed[0].n) return;
+      if (!exists) break;
+      // The one TypeORM's undoLastMigration picks: the newest timestamp.
+      const last = await ds.query(
+        `select name from ${DURABLE_MIGRATIONS_TABLE} order by timestamp desc, id desc limit 1`,
+      );
+      if (!last.length) break;
       await ds.undoLastMigration({ transaction: 'each' });
+      reverted.push(last[0].name);
     }
+    return reverted;
   });
 }

@@ -1,5 +1,5 @@
-import { ChildProcess, execFileSync, execSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { ChildProcess, execSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
   DURABLE_EXECUTION_MIGRATIONS,
@@ -8,12 +8,22 @@ import {
   runDurableMigrations,
 } from '../../src';
 import { Client } from 'pg';
+import { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
+import { DurableWorkflow, RunRepository, SchemaConflictError } from '../../src';
 import { MIGRATION_LOCK_KEY } from '../../src/durable-execution.constants';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
+import { driveUntil } from '../helpers/drive';
 
 const ROOT = resolve(__dirname, '../..');
-const CLI = join(ROOT, 'dist/src/cli/migrate.js');
+const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  bin: Record<string, string>;
+  scripts: Record<string, string>;
+};
+/** The package's bin, as `npx nestjs-durable-execution` runs it. */
+const BIN = join(ROOT, PACKAGE.bin['nestjs-durable-execution']);
+/** The older entry, kept for `node dist/src/cli/migrate.js [--revert]`. */
+const LEGACY_CLI = join(ROOT, 'dist/src/cli/migrate.js');
 const FIXTURE = join(ROOT, 'test/fixtures/migrate-concurrently.ts');
 const TABLES = ['ai_runs', 'ai_checkpoints', 'ai_commands', 'ai_events', 'ai_signals'];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
@@ -34,15 +44,61 @@ async function expectPgError(fn: () => Promise<unknown>, code: string): Promise<
 
 /** The source files the CLI in dist is compiled from: rebuild when one is newer than the build. */
 function distIsStale(): boolean {
-  if (!existsSync(CLI)) return true;
-  const built = statSync(CLI).mtimeMs;
+  if (!existsSync(BIN) || !existsSync(LEGACY_CLI)) return true;
+  const built = Math.min(statSync(BIN).mtimeMs, statSync(LEGACY_CLI).mtimeMs);
   const sources = [
+    'src/cli/main.ts',
     'src/cli/migrate.ts',
     'src/persistence/run-migrations.ts',
     'src/durable-execution.constants.ts',
+    'src/errors/schema-conflict.error.ts',
+    'src/errors/durable-execution.error.ts',
     ...readdirSync(join(ROOT, 'migrations')).map((f) => `migrations/${f}`),
   ];
   return sources.some((f) => statSync(join(ROOT, f)).mtimeMs > built);
+}
+
+/** Builds dist when the CLI there is missing or older than its sources (tests run the built bin). */
+function ensureBuilt(): void {
+  if (distIsStale()) execSync('npm run build', { cwd: ROOT, stdio: 'pipe' });
+}
+
+/** The outcome of one CLI run: exit status, stdout, stderr. */
+interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built bin (or `entry`) with `args` and `env`, never throwing on a non-zero exit. */
+function runCli(env: NodeJS.ProcessEnv, args: string[], entry = BIN): CliResult {
+  const res = spawnSync(process.execPath, [entry, ...args], { cwd: ROOT, env, encoding: 'utf8' });
+  return { status: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/** `process.env` without DATABASE_URL, plus `extra`. */
+function envWithout(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra };
+  if (!('DATABASE_URL' in extra)) delete env.DATABASE_URL;
+  return env;
+}
+
+@DurableWorkflow('migr-echo')
+class EchoWorkflow {
+  async run(input: unknown) {
+    return input;
+  }
+}
+
+/** One of the app's own migrations, listed beside the module's in the app's DataSource. */
+class CreateAppOrders1700000000000 implements MigrationInterface {
+  name = 'CreateAppOrders1700000000000';
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`create table app_orders (id int primary key)`);
+  }
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`drop table app_orders`);
+  }
 }
 
 describe('migrations', () => {
@@ -355,41 +411,217 @@ describe('migrations', () => {
     }, 30_000);
   });
 
-  describe('the migrate CLI (dist/src/cli/migrate.js)', () => {
+  describe("with the app's own TypeORM migrations (database.migrationsRun: false)", () => {
     let db: TestDatabase;
     beforeAll(async () => {
-      // The CLI runs from the build: build it when it is missing or older than its sources.
-      if (distIsStale()) execSync('npm run build', { cwd: ROOT, stdio: 'pipe' });
+      ensureBuilt();
+      db = await createTestDatabase('migr_app');
+    }, 60_000);
+    afterAll(async () => {
+      await db?.drop();
+    });
+
+    const appMigrations = async () =>
+      (await db.query<{ name: string }>(`select name from migrations order by id`)).map((r) => r.name);
+    const migrationsTableExists = async () =>
+      (await db.query(`select to_regclass($1) is not null as t`, [DURABLE_MIGRATIONS_TABLE]))[0].t as boolean;
+
+    it("the app's DataSource applies DURABLE_EXECUTION_MIGRATIONS; the module boots with migrationsRun false and runs a workflow", async () => {
+      const appDs = new DataSource({
+        type: 'postgres',
+        url: db.url,
+        migrations: [CreateAppOrders1700000000000, ...DURABLE_EXECUTION_MIGRATIONS],
+      });
+      await appDs.initialize();
+      try {
+        const ran = await appDs.runMigrations({ transaction: 'each' });
+        expect(ran.map((m) => m.name)).toEqual(['CreateAppOrders1700000000000', ...MIGRATION_NAMES]);
+      } finally {
+        await appDs.destroy();
+      }
+      // Recorded in the app's `migrations` table; the module's own table was never created.
+      expect(await appMigrations()).toEqual(['CreateAppOrders1700000000000', ...MIGRATION_NAMES]);
+      expect(await existingTables(db)).toEqual([...TABLES].sort());
+
+      const app = await bootApp(db.url, [EchoWorkflow], { database: { url: db.url, migrationsRun: false } });
+      try {
+        const { run } = await app.get(RunRepository).start('migr-echo', { n: 1 });
+        expect(await driveUntil(app, db, run.id)).toMatchObject({ status: 'succeeded', output: { n: 1 } });
+      } finally {
+        await app.close();
+      }
+      expect(await migrationsTableExists()).toBe(false);
+    }, 30_000);
+
+    it('migrationsRun left true on that schema fails boot with SchemaConflictError and writes nothing', async () => {
+      const before = await existingTables(db);
+      const err = await bootApp(db.url, [EchoWorkflow]).then(
+        async (app) => {
+          await app.close();
+          return new Error('the app booted');
+        },
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SchemaConflictError);
+      expect(err).toMatchObject({
+        code: 'DURABLE_SCHEMA_CONFLICT',
+        migrationsTable: DURABLE_MIGRATIONS_TABLE,
+      });
+      expect((err as Error).message).toContain('ai_runs');
+      expect((err as Error).message).toContain('database.migrationsRun: false');
+      // No empty ai_migrations left behind, the app's record untouched.
+      expect(await existingTables(db)).toEqual(before);
+      expect(await migrationsTableExists()).toBe(false);
+      expect(await appMigrations()).toEqual(['CreateAppOrders1700000000000', ...MIGRATION_NAMES]);
+    }, 30_000);
+
+    it('an empty ai_migrations left by an older failed boot is no record either: the same error', async () => {
+      await db.query(
+        `create table ${DURABLE_MIGRATIONS_TABLE} (id serial primary key, "timestamp" bigint not null, name varchar not null)`,
+      );
+      try {
+        await expect(runDurableMigrations({ type: 'postgres', url: db.url })).rejects.toMatchObject({
+          code: 'DURABLE_SCHEMA_CONFLICT',
+        });
+        expect(await db.query(`select * from ${DURABLE_MIGRATIONS_TABLE}`)).toEqual([]);
+      } finally {
+        await db.query(`drop table ${DURABLE_MIGRATIONS_TABLE}`);
+      }
+    });
+
+    it('the bin: migrate exits 1 with the same message, status lists pending with a note, revert has nothing', () => {
+      const env = envWithout({ DATABASE_URL: db.url });
+      const migrate = runCli(env, ['migrate']);
+      expect(migrate.status).toBe(1);
+      expect(migrate.stdout).toBe('');
+      expect(migrate.stderr).toMatch(/^durable-execution migrate failed: The durable-execution tables .*\n$/);
+      expect(migrate.stderr).toContain('database.migrationsRun: false');
+      expect(migrate.stderr.split('\n')).toHaveLength(2);
+
+      const status = runCli(env, ['status']);
+      expect(status).toMatchObject({ status: 0, stderr: '' });
+      const lines = status.stdout.trimEnd().split('\n');
+      expect(lines.slice(0, MIGRATION_NAMES.length)).toEqual(MIGRATION_NAMES.map((n) => `pending  ${n}`));
+      expect(lines[MIGRATION_NAMES.length]).toMatch(
+        /^note: ai_runs, .* exist with no record in ai_migrations/,
+      );
+
+      expect(runCli(env, ['revert'])).toEqual({
+        status: 0,
+        stdout: 'durable-execution: nothing to revert\n',
+        stderr: '',
+      });
+    }, 20_000);
+  });
+
+  describe('the bin (npx nestjs-durable-execution migrate | status | revert)', () => {
+    let db: TestDatabase;
+    beforeAll(async () => {
+      // The bin runs from the build: build it when it is missing or older than its sources.
+      ensureBuilt();
       db = await createTestDatabase('migr_cli');
     }, 60_000);
     afterAll(async () => {
       await db?.drop();
     });
 
-    const cli = (env: NodeJS.ProcessEnv, ...args: string[]) =>
-      execFileSync(process.execPath, [CLI, ...args], { cwd: ROOT, env, encoding: 'utf8', stdio: 'pipe' });
+    const statusLines = (applied: number) =>
+      MIGRATION_NAMES.map((n, i) => `${i < applied ? 'applied' : 'pending'}  ${n}`).join('\n') + '\n';
+    const ok = (stdout: string): CliResult => ({ status: 0, stdout, stderr: '' });
 
-    it('applies the schema, then reports it up to date, then reverts it', async () => {
-      expect(existsSync(CLI)).toBe(true);
-      const env = { ...process.env, DATABASE_URL: db.url };
-      expect(cli(env)).toBe(`durable-execution: applied ${MIGRATION_NAMES.join(', ')}\n`);
+    it('package.json names a built file that starts with a node shebang; npm run migration:run uses it', () => {
+      expect(PACKAGE.bin).toEqual({ 'nestjs-durable-execution': 'dist/src/cli/main.js' });
+      expect(readFileSync(BIN, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
+      expect(PACKAGE.scripts['migration:run']).toBe(
+        `node ${PACKAGE.bin['nestjs-durable-execution']} migrate`,
+      );
+    });
+
+    it('status, migrate, status, revert one at a time, and migrate again, with DATABASE_URL', async () => {
+      const env = envWithout({ DATABASE_URL: db.url });
+      expect(runCli(env, ['status'])).toEqual(ok(statusLines(0)));
+      expect(runCli(env, ['migrate'])).toEqual(
+        ok(`durable-execution: applied ${MIGRATION_NAMES.join(', ')}\n`),
+      );
       expect(await existingTables(db)).toEqual([...TABLES, DURABLE_MIGRATIONS_TABLE].sort());
-      expect(cli(env)).toBe('durable-execution: schema up to date\n');
-      expect(cli(env, '--revert')).toBe('durable-execution: all migrations reverted\n');
+      expect(runCli(env, ['migrate'])).toEqual(ok('durable-execution: schema up to date\n'));
+      expect(runCli(env, ['status'])).toEqual(ok(statusLines(MIGRATION_NAMES.length)));
+
+      const last = MIGRATION_NAMES.length - 1;
+      expect(runCli(env, ['revert'])).toEqual(ok(`durable-execution: reverted ${MIGRATION_NAMES[last]}\n`));
+      expect(runCli(env, ['status'])).toEqual(ok(statusLines(last)));
+      expect(runCli(env, ['revert'])).toEqual(
+        ok(`durable-execution: reverted ${MIGRATION_NAMES[last - 1]}\n`),
+      );
+      expect(runCli(env, ['status'])).toEqual(ok(statusLines(last - 1)));
+      expect(runCli(env, ['migrate'])).toEqual(
+        ok(`durable-execution: applied ${MIGRATION_NAMES.slice(last - 1).join(', ')}\n`),
+      );
+      expect(runCli(env, ['status'])).toEqual(ok(statusLines(MIGRATION_NAMES.length)));
+    }, 30_000);
+
+    it('--url wins over DATABASE_URL (both spellings); revert --all reverts every one', async () => {
+      const env = envWithout({ DATABASE_URL: 'postgres://root@127.0.0.1:1/nowhere' });
+      expect(runCli(env, ['status', '--url', db.url])).toEqual(ok(statusLines(MIGRATION_NAMES.length)));
+      expect(runCli(env, ['revert', '--all', `--url=${db.url}`])).toEqual(
+        ok(`durable-execution: reverted ${[...MIGRATION_NAMES].reverse().join(', ')}\n`),
+      );
       expect(await existingTables(db)).toEqual([DURABLE_MIGRATIONS_TABLE]);
+      expect(runCli(env, ['revert', '--url', db.url])).toEqual(ok('durable-execution: nothing to revert\n'));
+      expect(runCli(envWithout(), ['migrate', '--url', db.url]).status).toBe(0);
+    }, 30_000);
+
+    it('an unknown command, a missing one or an unknown option prints the usage on stderr and exits 2', () => {
+      const env = envWithout({ DATABASE_URL: db.url });
+      for (const args of [
+        ['migrat'],
+        [],
+        ['status', '--verbose'],
+        ['migrate', 'status'],
+        ['status', '--all'],
+      ]) {
+        const res = runCli(env, args);
+        expect({ args, status: res.status, stdout: res.stdout }).toEqual({ args, status: 2, stdout: '' });
+        expect(res.stderr).toContain('Usage: nestjs-durable-execution <command>');
+      }
+      expect(runCli(env, ['migrat']).stderr).toMatch(/^nestjs-durable-execution: unknown command "migrat"\n/);
+      const help = runCli(env, ['--help']);
+      expect(help).toMatchObject({ status: 0, stderr: '' });
+      expect(help.stdout).toContain('Usage: nestjs-durable-execution <command>');
     }, 20_000);
 
-    it('exits 1 with a clear message when DATABASE_URL is not set', () => {
-      const env = { ...process.env };
-      delete env.DATABASE_URL;
-      let failure: { status?: number; stderr?: string } | undefined;
-      try {
-        cli(env);
-      } catch (err) {
-        failure = err as { status?: number; stderr?: string };
+    it('exits 1 with a clear one-line message when no database is given or it cannot be reached', () => {
+      for (const command of ['migrate', 'status', 'revert']) {
+        const res = runCli(envWithout(), [command]);
+        expect(res).toEqual({
+          status: 1,
+          stdout: '',
+          stderr: `durable-execution ${command} failed: DATABASE_URL is not set: export the connection string of the target database, or pass --url\n`,
+        });
       }
-      expect(failure?.status).toBe(1);
-      expect(failure?.stderr).toContain('DATABASE_URL is not set');
+      const refused = runCli(envWithout({ DATABASE_URL: 'postgres://root@127.0.0.1:1/nowhere' }), ['status']);
+      expect(refused).toEqual({
+        status: 1,
+        stdout: '',
+        stderr: 'durable-execution status failed: connect ECONNREFUSED 127.0.0.1:1\n',
+      });
+      const missing = runCli(envWithout(), ['migrate', '--url', `${db.url}_missing`]);
+      expect(missing.status).toBe(1);
+      expect(missing.stderr).toBe(
+        `durable-execution migrate failed: database "${db.name}_missing" does not exist\n`,
+      );
+    }, 20_000);
+
+    it('the older dist/src/cli/migrate.js still applies, and reverts everything with --revert', async () => {
+      const env = envWithout({ DATABASE_URL: db.url });
+      expect(runCli(env, [], LEGACY_CLI)).toEqual(ok('durable-execution: schema up to date\n'));
+      expect(runCli(env, ['--revert'], LEGACY_CLI)).toEqual(
+        ok(`durable-execution: reverted ${[...MIGRATION_NAMES].reverse().join(', ')}\n`),
+      );
+      expect(await existingTables(db)).toEqual([DURABLE_MIGRATIONS_TABLE]);
+      expect(runCli(env, [], LEGACY_CLI)).toEqual(
+        ok(`durable-execution: applied ${MIGRATION_NAMES.join(', ')}\n`),
+      );
     }, 20_000);
   });
 });

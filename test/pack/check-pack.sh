@@ -55,4 +55,8 @@ printf '%s\n' "import { runWorkerUntilCrash } from 'nestjs-durable-execution/tes
 node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
   --noEmit --types node node16/index.ts
 node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS) || typeof t.runWorkerUntilCrash !== 'function') process.exit(1)"
-echo "pack check: tarball $tarball installs by name; the README app and docs/EXISTING-APP.md ($(find "$guide" -name '*.ts' | wc -l) files) compile against its types"
+# The bin is linked by npm and runs: --help exits 0, an unknown command exits 2.
+./node_modules/.bin/nestjs-durable-execution --help | grep -q 'Usage: nestjs-durable-execution'
+set +e; ./node_modules/.bin/nestjs-durable-execution bogus 2>/dev/null; code=$?; set -e
+[ "$code" -eq 2 ] || { echo "pack check: the bin exited $code on an unknown command, not 2" >&2; exit 1; }
+echo "pack check: tarball $tarball installs by name; the README app and docs/EXISTING-APP.md ($(find "$guide" -name '*.ts' | wc -l) files) compile against its types; the bin runs"

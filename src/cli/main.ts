@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+/*
+ * The package's bin: `npx nestjs-durable-execution migrate | status | revert [--url URL]`, on the
+ * database in `--url` or else `DATABASE_URL`. Exit codes: 0 done, 1 failed (one line on stderr),
+ * 2 bad usage (the usage on stderr).
+ */
+import 'reflect-metadata';
+import {
+  durableMigrationStatus,
+  DURABLE_MIGRATIONS_TABLE,
+  revertDurableMigrations,
+  runDurableMigrations,
+} from '../persistence/run-migrations';
+
+export const USAGE = `Usage: nestjs-durable-execution <command> [--url postgres://...]
+
+Commands:
+  migrate        apply the module's pending migrations (under an advisory lock)
+  status         list each of the module's migrations as applied or pending
+  revert         revert the last applied migration (--all: every one, newest first)
+
+The database is --url, else the DATABASE_URL environment variable.
+Migrations are recorded in ${DURABLE_MIGRATIONS_TABLE}, apart from your app's own migrations table.`;
+
+/** Bad command line: the caller prints the usage and exits 2. */
+class UsageError extends Error {}
+
+interface Parsed {
+  command: 'migrate' | 'status' | 'revert' | 'help';
+  url?: string;
+  all: boolean;
+}
+
+function parse(argv: string[]): Parsed {
+  const positional: string[] = [];
+  let url: string | undefined;
+  let all = false;
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--url') {
+      url = argv[++i];
+      if (!url) throw new UsageError('--url needs a value');
+    } else if (arg.startsWith('--url=')) url = arg.slice('--url='.length);
+    else if (arg === '--all') all = true;
+    else if (arg === '--help' || arg === '-h') help = true;
+    else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
+    else positional.push(arg);
+  }
+  if (help || positional[0] === 'help') return { command: 'help', url, all };
+  if (positional.length !== 1) {
+    throw new UsageError(
+      positional.length ? `one command expected, got ${positional.join(' ')}` : 'no command given',
+    );
+  }
+  const command = positional[0];
+  if (command !== 'migrate' && command !== 'status' && command !== 'revert') {
+    throw new UsageError(`unknown command "${command}"`);
+  }
+  if (all && command !== 'revert') throw new UsageError('--all applies to revert only');
+  return { command, url, all };
+}
+
+/** The message of `err` on one line; pg's connection failures can be an AggregateError with none. */
+function oneLine(err: unknown): string {
+  const e = err as { message?: string; code?: string; errors?: { message?: string }[] };
+  const message = e?.message || e?.errors?.map((x) => x.message).find(Boolean) || e?.code || String(err);
+  return message.replace(/\s*\n\s*/g, ' ');
+}
+
+type Out = (line: string) => void;
+
+/** Runs one command line; resolves to the process exit code. */
+export async function cli(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  out: Out = (l) => process.stdout.write(`${l}\n`),
+  err: Out = (l) => process.stderr.write(`${l}\n`),
+): Promise<number> {
+  let parsed: Parsed;
+  try {
+    parsed = parse(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    err(`nestjs-durable-execution: ${e.message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (parsed.command === 'help') {
+    out(USAGE);
+    return 0;
+  }
+  try {
+    const url = parsed.url ?? env.DATABASE_URL;
+    if (!url) {
+      throw new Error(
+        'DATABASE_URL is not set: export the connection string of the target database, or pass --url',
+      );
+    }
+    const options = { type: 'postgres' as const, url };
+    if (parsed.command === 'migrate') {
+      const ran = await runDurableMigrations(options);
+      out(
+        ran.length ? `durable-execution: applied ${ran.join(', ')}` : 'durable-execution: schema up to date',
+      );
+    } else if (parsed.command === 'status') {
+      const { migrations, unrecordedTables } = await durableMigrationStatus(options);
+      for (const m of migrations) out(`${m.applied ? 'applied' : 'pending'}  ${m.name}`);
+      if (unrecordedTables.length) {
+        out(
+          `note: ${unrecordedTables.join(', ')} exist with no record in ${DURABLE_MIGRATIONS_TABLE}: ` +
+            "your app's own migrations manage the schema; its migrations table says which ran",
+        );
+      }
+    } else {
+      const reverted = await revertDurableMigrations(options, parsed.all ? Infinity : 1);
+      out(
+        reverted.length
+          ? `durable-execution: reverted ${reverted.join(', ')}`
+          : 'durable-execution: nothing to revert',
+      );
+    }
+    return 0;
+  } catch (e) {
+    err(`durable-execution ${parsed.command} failed: ${oneLine(e)}`);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  cli(process.argv.slice(2)).then(
+    (code) => (process.exitCode = code),
+    (e) => {
+      process.stderr.write(`durable-execution failed: ${oneLine(e)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
