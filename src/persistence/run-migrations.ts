@@ -1,6 +1,19 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { DURABLE_EXECUTION_MIGRATIONS } from '../../migrations';
 import { MIGRATION_LOCK_KEY } from '../durable-execution.constants';
+import type { DurableDataSource } from '../options/durable-execution-options.interface';
+
+/**
+ * A DataSource (ours, or one from the app's own copy of typeorm: told apart by shape, not `instanceof`)
+ * or plain DataSource options.
+ */
+type MigrationSource = DataSource | DurableDataSource | DataSourceOptions;
+
+function isDataSource(source: MigrationSource): source is DurableDataSource {
+  return (
+    source instanceof DataSource || typeof (source as Partial<DurableDataSource>).initialize === 'function'
+  );
+}
 
 /** Name of the table that records which of the module's migrations ran (separate from the app's). */
 export const DURABLE_MIGRATIONS_TABLE = 'ai_migrations';
@@ -12,8 +25,8 @@ export const DURABLE_MIGRATIONS_TABLE = 'ai_migrations';
  * a cache would open its own connection. Two connections (`extra.max` wins over `poolSize` in pg): one
  * holds the advisory lock while the other runs the migrations, so a pool of one would wait forever.
  */
-function migrationDataSource(source: DataSource | DataSourceOptions): DataSource {
-  const base = (source instanceof DataSource ? source.options : source) as DataSourceOptions & {
+function migrationDataSource(source: MigrationSource): DataSource {
+  const base = (isDataSource(source) ? source.options : source) as DataSourceOptions & {
     extra?: Record<string, unknown>;
   };
   return new DataSource({
@@ -34,7 +47,7 @@ function migrationDataSource(source: DataSource | DataSourceOptions): DataSource
 
 /** Runs `fn` on a migration DataSource while holding the module's session advisory lock. */
 async function underMigrationLock<T>(
-  source: DataSource | DataSourceOptions,
+  source: MigrationSource,
   fn: (ds: DataSource) => Promise<T>,
 ): Promise<T> {
   const ds = migrationDataSource(source);
@@ -64,7 +77,7 @@ const MIGRATION_NAMES: string[] = DURABLE_EXECUTION_MIGRATIONS.map(
  * statements on the app's own pool). Lets a boot skip the migration DataSource and its advisory lock
  * when the schema is up to date; anything else (no table, one missing) goes the locked way.
  */
-export async function durableSchemaIsCurrent(ds: DataSource): Promise<boolean> {
+export async function durableSchemaIsCurrent(ds: Pick<DurableDataSource, 'query'>): Promise<boolean> {
   const [{ present }] = await ds.query(`select to_regclass($1) is not null as present`, [
     DURABLE_MIGRATIONS_TABLE,
   ]);
@@ -82,7 +95,7 @@ export async function durableSchemaIsCurrent(ds: DataSource): Promise<boolean> {
  * Uses a short-lived DataSource of its own so the app's migration table is never touched.
  * Returns the names of the migrations applied by this call (none when the schema was up to date).
  */
-export async function runDurableMigrations(source: DataSource | DataSourceOptions): Promise<string[]> {
+export async function runDurableMigrations(source: MigrationSource): Promise<string[]> {
   return underMigrationLock(source, async (ds) => {
     const done = await ds.runMigrations({ transaction: 'each' });
     return done.map((m) => m.name);
@@ -93,10 +106,7 @@ export async function runDurableMigrations(source: DataSource | DataSourceOption
  * Reverts the module's migrations, newest first (all of them unless `steps` is given), under the same
  * advisory lock as `runDurableMigrations`. A database that never had them is left as it is.
  */
-export async function revertDurableMigrations(
-  source: DataSource | DataSourceOptions,
-  steps = Infinity,
-): Promise<void> {
+export async function revertDurableMigrations(source: MigrationSource, steps = Infinity): Promise<void> {
   await underMigrationLock(source, async (ds) => {
     for (let i = 0; i < steps; i++) {
       const [{ exists }] = await ds.query(`select to_regclass($1) is not null as exists`, [

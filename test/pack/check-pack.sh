@@ -14,7 +14,7 @@ JSON
 # Reuse the repo's installed peers instead of downloading them again.
 ln -s "$root/node_modules" node_modules.peers
 npm install --no-audit --no-fund --no-save --offline "$work/$tarball" >/dev/null 2>&1 || npm install --no-audit --no-fund --no-save "$work/$tarball" >/dev/null
-for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript; do
+for dep in @types/pg @nestjs/common @nestjs/core reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript; do
   [ -e "node_modules/$dep" ] || { mkdir -p "node_modules/$(dirname "$dep")"; ln -s "$root/node_modules/$dep" "node_modules/$dep"; }
 done
 # The README snippet, verbatim, is the app.
