@@ -10,6 +10,7 @@ import {
   RunRepository,
 } from '../../src';
 import { DurableDatabase } from '../../src/persistence/durable-database';
+import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /** Fitting into an existing Nest app: its own typeorm copy, its own ScheduleModule. */
@@ -163,6 +164,34 @@ describe('fitting into an existing app', () => {
       expect(done.output).toEqual({ hello: 'worker' });
     } finally {
       await app.close();
+    }
+  });
+
+  it('a producer-only process (no workflows, worker off) starts a run a separate worker finishes', async () => {
+    const producer = await bootApp(db.url, [], { defaultMaxAttempts: 7 }); // worker.enabled: false
+    const worker = await bootApp(db.url, [HostEchoWorkflow], {
+      worker: { enabled: true, pollIntervalMs: 100 },
+    });
+    try {
+      const runs = producer.get(RunRepository);
+      const { run, created } = await runs.start(
+        'host-echo',
+        { from: 'api' },
+        { idempotencyKey: 'producer-1' },
+      );
+      expect(created).toBe(true);
+      expect(run).toMatchObject({ kind: 'host-echo', maxAttempts: 7 });
+      // Idempotent as usual.
+      expect((await runs.start('host-echo', { from: 'api' }, { idempotencyKey: 'producer-1' })).created).toBe(
+        false,
+      );
+      const done = await waitForStatus(worker.get(RunRepository), run.id, 'succeeded');
+      expect(done.output).toEqual({ from: 'api' });
+      // Arguments are still checked before anything is written.
+      await expect(runs.start('', {})).rejects.toMatchObject({ code: 'DURABLE_INVALID_ARGUMENT' });
+    } finally {
+      await worker.close();
+      await producer.close();
     }
   });
 });
