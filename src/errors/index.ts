@@ -19,3 +19,4 @@ export * from './invalid-command-state.error';
 export * from './signal-timeout.error';
 export * from './missing-dependency.error';
 export * from './command-in-step.error';
+export * from './durable-usage.error';

@@ -5,6 +5,7 @@ import { DurableExecutionError } from './durable-execution.error';
  * worker (a producer-only process, `worker.enabled: false`, starts any kind).
  */
 export class UnknownRunKindError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_UNKNOWN_RUN_KIND';
   constructor(
     public readonly kind: string,
     known: string[],

@@ -9,6 +9,7 @@ import type {
   ResolvedDurableOptions,
 } from '../options/durable-execution-options.interface';
 import { durableSchemaIsCurrent, runDurableMigrations } from './run-migrations';
+import { DurableUsageError } from '../errors/durable-usage.error';
 
 type DataSourceToken = string | symbol | (abstract new (...args: never[]) => unknown);
 
@@ -114,7 +115,7 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   }
 
   get dataSource(): DurableDataSource {
-    if (!this.ds) throw new Error('DurableDatabase used before module init');
+    if (!this.ds) throw new DurableUsageError('DurableDatabase used before module init');
     return this.ds;
   }
 
