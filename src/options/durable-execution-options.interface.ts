@@ -97,6 +97,12 @@ export interface DurableExecutionModuleOptions {
   defaultRetry?: RetryPolicy;
   /** Transforms event payloads before they are stored (e.g. strip personal data). */
   redact?: (eventType: string, payload: Record<string, unknown>) => Record<string, unknown>;
+  /**
+   * Put error messages of runs in the module's log lines (context `DurableExecution`: run failed,
+   * dead-lettered, …). Default false: those lines carry the run id and kind only, never run data (an
+   * error message can quote input or output).
+   */
+  logRunData?: boolean;
 }
 
 /** Options after validation with every default filled in. Services inject these. */
@@ -109,4 +115,5 @@ export interface ResolvedDurableOptions {
   defaultMaxAttempts: number;
   defaultRetry: Required<RetryPolicy>;
   redact?: DurableExecutionModuleOptions['redact'];
+  logRunData: boolean;
 }

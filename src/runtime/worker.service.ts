@@ -74,6 +74,10 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     // every database connection is down. beforeApplicationShutdown clears them.
     this.pollTimer = setInterval(() => this.pollTick(), w.pollIntervalMs);
     this.beatTimer = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
+    const kinds = [...this.registry.kinds()].sort();
+    this.logger.log(
+      `worker ${this.id} up: concurrency ${w.concurrency}, kinds ${kinds.length ? kinds.join(', ') : '(none registered)'}`,
+    );
     this.listener = new WakeListener(this.db.pool.options, WAKE_CHANNEL, () => this.nudge());
     this.listener.start();
   }
