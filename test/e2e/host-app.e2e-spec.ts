@@ -5,8 +5,10 @@ import * as nestTypeorm from '@nestjs/typeorm';
 import {
   DurableDataSource,
   DurableExecutionModule,
+  DurableStep,
   DurableWorkflow,
   InvalidOptionsError,
+  RunContext,
   RunRepository,
 } from '../../src';
 import { DurableDatabase } from '../../src/persistence/durable-database';
@@ -19,6 +21,20 @@ import { createTestDatabase, TestDatabase } from '../helpers/database';
 class HostEchoWorkflow {
   async run(input: unknown) {
     return input;
+  }
+}
+
+/** Misuses the context: ctx.progress() belongs inside a @DurableStep. */
+@DurableWorkflow('host-misuse', { maxAttempts: 1 })
+class MisuseWorkflow {
+  async run(_input: unknown, ctx: RunContext) {
+    await ctx.progress(1, {});
+    return this.noop();
+  }
+
+  @DurableStep()
+  async noop() {
+    return null;
   }
 }
 
@@ -192,6 +208,22 @@ describe('fitting into an existing app', () => {
     } finally {
       await worker.close();
       await producer.close();
+    }
+  });
+
+  it('misusing the context is a typed error with code DURABLE_MISUSE, kept on the run', async () => {
+    const app = await bootApp(db.url, [MisuseWorkflow], { worker: { enabled: true, pollIntervalMs: 100 } });
+    try {
+      const runs = app.get(RunRepository);
+      const { run } = await runs.start('host-misuse', {});
+      const dead = await waitForStatus(runs, run.id, 'dead_lettered');
+      expect(dead.error).toMatchObject({
+        name: 'DurableUsageError',
+        code: 'DURABLE_MISUSE',
+        message: 'ctx.progress() must be called inside a @DurableStep method',
+      });
+    } finally {
+      await app.close();
     }
   });
 });
