@@ -6,9 +6,9 @@ export const WORKFLOW_METADATA = 'durable-execution:workflow';
 export const STEP_METADATA = 'durable-execution:step';
 /** Metadata key set by `@IdempotentCommand`. */
 export const COMMAND_METADATA = 'durable-execution:command';
-/** Name of the worker poll interval in `SchedulerRegistry`. */
+/** Name of the worker poll interval (formerly in `SchedulerRegistry`; the timer is now the worker's own). */
 export const WORKER_INTERVAL_NAME = 'durable-execution:worker';
-/** Name of the reconciler interval in `SchedulerRegistry`. */
+/** Name of the reconciler interval (formerly in `SchedulerRegistry`; the timer is now the reconciler's own). */
 export const RECONCILER_INTERVAL_NAME = 'durable-execution:reconciler';
 /** PostgreSQL NOTIFY channel that wakes idle workers. */
 export const WAKE_CHANNEL = 'durable_execution_wake';

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
 import { DURABLE_EXECUTION_OPTIONS } from './durable-execution.constants';
 import { DurableExecutionConfigurableModule, RAW_OPTIONS_TOKEN } from './durable-execution.module-definition';
 import { DurableExplorer } from './discovery/durable.explorer';
@@ -26,7 +25,9 @@ import { RunWrites } from './services/run-writes.service';
  * ```
  */
 @Module({
-  imports: [DiscoveryModule, ScheduleModule.forRoot()],
+  // No ScheduleModule.forRoot(): the library's timers are its own, so an app's own ScheduleModule (and its
+  // @Interval/@Cron) is explored once.
+  imports: [DiscoveryModule],
   providers: [
     { provide: DURABLE_EXECUTION_OPTIONS, useFactory: resolveOptions, inject: [RAW_OPTIONS_TOKEN] },
     DurableDatabase,

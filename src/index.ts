@@ -4,6 +4,8 @@ export * from './options/durable-execution-options.interface';
 export * from './interfaces/run.interface';
 export * from './interfaces/step-options.interface';
 export * from './errors';
+export { DurableExceptionFilter, DURABLE_HTTP_STATUS } from './http/durable-exception.filter';
+export type { DurableErrorBody } from './http/durable-exception.filter';
 export { DurableStep } from './decorators/durable-step.decorator';
 export { DurableWorkflow } from './decorators/durable-workflow.decorator';
 export { IdempotentCommand } from './decorators/idempotent-command.decorator';

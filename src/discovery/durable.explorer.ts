@@ -5,6 +5,7 @@ import { COMMAND_METADATA, STEP_METADATA, WORKFLOW_METADATA } from '../durable-e
 import type { CommandMetadata } from '../interfaces/command.interface';
 import type { StepMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
 import { DurableRegistry, RegisteredWorkflow } from './durable.registry';
+import { DurableUsageError } from '../errors/durable-usage.error';
 
 /**
  * Scans every provider once at module init for `@DurableWorkflow` classes and `@DurableStep` /
@@ -46,7 +47,7 @@ export class DurableExplorer implements OnModuleInit {
     }
     if (wfMeta) {
       if (typeof (instance as { run?: unknown }).run !== 'function') {
-        throw new Error(
+        throw new DurableUsageError(
           `@DurableWorkflow('${wfMeta.kind}') on ${String(wrapper.name)} needs a run(input, ctx) method.`,
         );
       }
@@ -65,7 +66,7 @@ export class DurableExplorer implements OnModuleInit {
       this.registry.addStep(`command:${cmd.name}`, cmd.declaredAt, metatype, 'Command name');
       const lookup = (instance as { lookupCommand?: unknown }).lookupCommand;
       if (cmd.inDoubt === 'lookup' && typeof lookup !== 'function') {
-        throw new Error(
+        throw new DurableUsageError(
           `@IdempotentCommand('${cmd.name}') on ${cmd.declaredAt} uses inDoubt: 'lookup', so ${String(wrapper.name)} ` +
             `must implement CommandLookup.lookupCommand(command, idempotencyKey); or choose 'retry-with-key' or 'manual'.`,
         );

@@ -2,6 +2,7 @@ import { DurableExecutionError } from './durable-execution.error';
 
 /** A command failed permanently (or was rejected); replay rethrows it with the stored details. */
 export class CommandFailedError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_COMMAND_FAILED' | 'DURABLE_COMMAND_REJECTED';
   constructor(
     public readonly command: string,
     public readonly idempotencyKey: string,

@@ -5,6 +5,7 @@ import { DurableExecutionError } from './durable-execution.error';
  * whole, so a command inside it would have no stable key and repeat its side effect on every retry.
  */
 export class CommandInStepError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_COMMAND_IN_STEP';
   constructor(
     public readonly command: string,
     public readonly step: string,

@@ -5,6 +5,7 @@ import { DurableExecutionError } from './durable-execution.error';
  * different input (`differs` says which). A retry must send the same kind and input as the first start.
  */
 export class IdempotencyConflictError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_IDEMPOTENCY_CONFLICT';
   /** What differs from the run that holds the key. */
   public readonly differs: 'kind' | 'input';
 

@@ -20,3 +20,4 @@ export * from './signal-timeout.error';
 export * from './missing-dependency.error';
 export * from './command-in-step.error';
 export * from './schema-conflict.error';
+export * from './durable-usage.error';

@@ -2,6 +2,7 @@ import { DurableExecutionError } from './durable-execution.error';
 
 /** Module options failed validation at start-up; `problems` lists every bad field and why. */
 export class InvalidOptionsError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_INVALID_OPTIONS';
   constructor(public readonly problems: string[]) {
     super(
       'DURABLE_INVALID_OPTIONS',

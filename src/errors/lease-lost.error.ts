@@ -5,6 +5,7 @@ import { DurableExecutionError } from './durable-execution.error';
  * `running`. The executor stops touching the run at once; nothing more is written for it by this worker.
  */
 export class LeaseLostError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_LEASE_LOST';
   constructor(
     public readonly runId: string,
     public readonly epoch: number,

@@ -2,6 +2,7 @@ import { DurableExecutionError } from './durable-execution.error';
 
 /** Replay met a different step than the one recorded at this index: the workflow code changed under a live run. */
 export class NonDeterminismError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_NON_DETERMINISM';
   constructor(
     public readonly runId: string,
     public readonly stepIndex: number,

@@ -2,6 +2,7 @@ import { DurableExecutionError } from './durable-execution.error';
 
 /** A JSON value is above the configured size cap (`limits.*`). */
 export class PayloadTooLargeError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_PAYLOAD_TOO_LARGE';
   constructor(
     public readonly subject: string,
     public readonly bytes: number,

@@ -2,6 +2,7 @@ import { DurableExecutionError } from './durable-execution.error';
 
 /** The run was cancelled; raised inside the workflow at the next step boundary or heartbeat. */
 export class RunCancelledError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_RUN_CANCELLED';
   constructor(
     public readonly runId: string,
     reason?: string | null,

@@ -7,6 +7,8 @@ import { DurableExecutionError } from './durable-execution.error';
  * was run and nothing was written.
  */
 export class SchemaConflictError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_SCHEMA_CONFLICT';
+
   constructor(
     /** The module's tables found without a record in `migrationsTable`. */
     public readonly tables: string[],

@@ -2,6 +2,7 @@ import { DurableExecutionError } from './durable-execution.error';
 
 /** A value that must be stored as JSON (run input, step output, command args) is not plain JSON. */
 export class SerializationError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_NOT_SERIALIZABLE';
   constructor(
     /** What was being stored, e.g. `input of run kind "po"` or `output of step "Quote.build"`. */
     public readonly subject: string,

@@ -2,6 +2,7 @@ import { DurableExecutionError } from './durable-execution.error';
 
 /** `ctx.waitForSignal` reached its timeout (database clock) with no signal. */
 export class SignalTimeoutError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_SIGNAL_TIMEOUT';
   constructor(
     public readonly signalName: string,
     public readonly timeoutMs: number,

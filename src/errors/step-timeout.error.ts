@@ -2,6 +2,7 @@ import { DurableExecutionError } from './durable-execution.error';
 
 /** A step ran longer than its `timeoutMs`. Retried like any transient error. */
 export class StepTimeoutError extends DurableExecutionError {
+  declare readonly code: 'DURABLE_STEP_TIMEOUT';
   constructor(
     public readonly stepName: string,
     public readonly timeoutMs: number,

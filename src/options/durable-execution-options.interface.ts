@@ -1,5 +1,3 @@
-import type { DataSource } from 'typeorm';
-
 /** Retry policy of a step or command: exponential backoff with jitter. */
 export interface RetryPolicy {
   /** Total attempts inside one claim, first call included. Default 3. */
@@ -14,14 +12,33 @@ export interface RetryPolicy {
   jitter?: number;
 }
 
+/**
+ * The members of a TypeORM `DataSource` the module uses, typed structurally so that a DataSource from the
+ * app's own copy of typeorm (another version, or a second install) is accepted as it is. Any PostgreSQL
+ * `DataSource` of typeorm 0.3.27+ fits.
+ */
+export interface DurableDataSource {
+  readonly isInitialized: boolean;
+  /** Its options; `type` must be `'postgres'`. Also used to build the short-lived migration DataSource. */
+  readonly options: { readonly type: string };
+  /** The driver; for PostgreSQL it holds the pg pool (`master`) the module queries. */
+  readonly driver: unknown;
+  initialize(): Promise<unknown>;
+  destroy(): Promise<void>;
+  query(query: string, parameters?: any[]): Promise<any>;
+}
+
 /** How the module reaches PostgreSQL: its own connection (`url`) or the app's TypeORM DataSource. */
 export interface DatabaseOptions {
   /** Connection string; the module creates and owns (destroys) a DataSource for it. */
   url?: string;
-  /** Reuse the app's `@nestjs/typeorm` DataSource registered under this name (`'default'` for the unnamed one). */
+  /**
+   * Reuse the app's `@nestjs/typeorm` DataSource registered under this name (`'default'` for the unnamed
+   * one), looked up with @nestjs/typeorm's own `getDataSourceToken` when it is installed.
+   */
   dataSourceName?: string;
   /** Reuse this DataSource instance (e.g. injected in `forRootAsync`). Never destroyed by the module. */
-  dataSource?: DataSource;
+  dataSource?: DurableDataSource;
   /** Pool size of the DataSource the module creates. Default 10. */
   poolSize?: number;
   /** Apply the module's migrations at start-up, under an advisory lock. Default true. */
@@ -80,6 +97,12 @@ export interface DurableExecutionModuleOptions {
   defaultRetry?: RetryPolicy;
   /** Transforms event payloads before they are stored (e.g. strip personal data). */
   redact?: (eventType: string, payload: Record<string, unknown>) => Record<string, unknown>;
+  /**
+   * Put error messages of runs in the module's log lines (context `DurableExecution`: run failed,
+   * dead-lettered, …). Default false: those lines carry the run id and kind only, never run data (an
+   * error message can quote input or output).
+   */
+  logRunData?: boolean;
 }
 
 /** Options after validation with every default filled in. Services inject these. */
@@ -92,4 +115,5 @@ export interface ResolvedDurableOptions {
   defaultMaxAttempts: number;
   defaultRetry: Required<RetryPolicy>;
   redact?: DurableExecutionModuleOptions['redact'];
+  logRunData: boolean;
 }

@@ -68,4 +68,5 @@ export class DurableExecutionOptionsSchema {
   @IsOptional() @IsInt() @Min(1) @Max(1000) defaultMaxAttempts?: number;
   @IsOptional() @ValidateNested() @Type(() => RetryPolicySchema) defaultRetry?: RetryPolicySchema;
   @IsOptional() @IsFunctionValue() redact?: unknown;
+  @IsOptional() @IsBoolean() logRunData?: boolean;
 }

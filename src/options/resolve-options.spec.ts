@@ -45,6 +45,7 @@ describe('resolveOptions', () => {
         defaultMaxAttempts: 5,
         defaultRetry: { maxAttempts: 3, initialDelayMs: 200, multiplier: 2, maxDelayMs: 10_000, jitter: 0.2 },
         redact: undefined,
+        logRunData: false,
       });
       expect(resolved.worker.workerId).toMatch(new RegExp(`^${hostname()}:${process.pid}:[0-9a-f]{6}$`));
     });

@@ -152,6 +152,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     defaultMaxAttempts: raw.defaultMaxAttempts ?? 5,
     defaultRetry,
     redact: raw.redact ?? undefined,
+    logRunData: raw.logRunData ?? false,
   };
 }
 

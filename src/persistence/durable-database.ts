@@ -4,12 +4,41 @@ import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { DataSource } from 'typeorm';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
-import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import type {
+  DurableDataSource,
+  ResolvedDurableOptions,
+} from '../options/durable-execution-options.interface';
 import { durableSchemaIsCurrent, runDurableMigrations } from './run-migrations';
+import { DurableUsageError } from '../errors/durable-usage.error';
 
-/** The injection token @nestjs/typeorm uses for a named DataSource (same rule as its getDataSourceToken). */
-function dataSourceToken(name: string): string | typeof DataSource {
-  return name === 'default' ? DataSource : `${name}DataSource`;
+type DataSourceToken = string | symbol | (abstract new (...args: never[]) => unknown);
+
+/**
+ * The injection tokens a DataSource named `name` may be registered under, in order: @nestjs/typeorm's own
+ * `getDataSourceToken(name)` when it is installed (required lazily: it is an optional peer), which is right
+ * even when the app's typeorm is another copy than ours; then @nestjs/typeorm's rule applied to our typeorm
+ * (the `DataSource` class for 'default', `<name>DataSource` otherwise).
+ */
+function dataSourceTokens(name: string): DataSourceToken[] {
+  const tokens: DataSourceToken[] = [];
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const nestTypeorm = require('@nestjs/typeorm') as {
+      getDataSourceToken?: (name?: string) => DataSourceToken;
+    };
+    const token = nestTypeorm.getDataSourceToken?.(name);
+    if (token !== undefined) tokens.push(token);
+  } catch {
+    // @nestjs/typeorm is not installed: only the rule below applies.
+  }
+  const own = name === 'default' ? DataSource : `${name}DataSource`;
+  if (!tokens.includes(own)) tokens.push(own);
+  return tokens;
+}
+
+function describeToken(token: DataSourceToken): string {
+  if (typeof token === 'function') return `the ${token.name || 'anonymous'} class`;
+  return typeof token === 'symbol' ? token.toString() : `'${token}'`;
 }
 
 /**
@@ -22,7 +51,7 @@ function dataSourceToken(name: string): string | typeof DataSource {
 @Injectable()
 export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
-  private ds?: DataSource;
+  private ds?: DurableDataSource;
   private owned = false;
 
   constructor(
@@ -66,19 +95,27 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** The app's `@nestjs/typeorm` DataSource registered under `name`, with a clear error when there is none. */
-  private appDataSource(name: string): DataSource {
-    try {
-      return this.moduleRef.get<DataSource>(dataSourceToken(name) as string, { strict: false });
-    } catch {
-      const forRoot = name === 'default' ? '{ ... }' : `{ name: '${name}', ... }`;
-      throw new InvalidOptionsError([
-        `database.dataSourceName: no TypeORM DataSource named '${name}' is registered; import TypeOrmModule.forRoot(${forRoot}) in the app, or give database.url`,
-      ]);
+  private appDataSource(name: string): DurableDataSource {
+    const tokens = dataSourceTokens(name);
+    for (const token of tokens) {
+      try {
+        return this.moduleRef.get<DurableDataSource>(token as string, { strict: false });
+      } catch {
+        // not registered under this token: try the next one
+      }
     }
+    const forRoot = name === 'default' ? '{ ... }' : `{ name: '${name}', ... }`;
+    throw new InvalidOptionsError([
+      `database.dataSourceName: no TypeORM DataSource named '${name}' is registered (looked up under ${tokens
+        .map(describeToken)
+        .join(
+          ' and ',
+        )}); import TypeOrmModule.forRoot(${forRoot}) in the app, or give database.url or database.dataSource. If the app does register it, two copies of typeorm may be installed (check with \`npm ls typeorm\`): dedupe them, or pass the instance as database.dataSource in forRootAsync`,
+    ]);
   }
 
-  get dataSource(): DataSource {
-    if (!this.ds) throw new Error('DurableDatabase used before module init');
+  get dataSource(): DurableDataSource {
+    if (!this.ds) throw new DurableUsageError('DurableDatabase used before module init');
     return this.ds;
   }
 
@@ -113,10 +150,11 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  private async connectWithRetry(ds: DataSource, attempts = 5): Promise<DataSource> {
+  private async connectWithRetry(ds: DurableDataSource, attempts = 5): Promise<void> {
     for (let i = 1; ; i++) {
       try {
-        return await ds.initialize();
+        await ds.initialize();
+        return;
       } catch (err) {
         if (i >= attempts) throw err;
         this.logger.warn(`PostgreSQL not reachable (attempt ${i}/${attempts}): ${(err as Error).message}`);

@@ -2,6 +2,19 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import { DURABLE_EXECUTION_MIGRATIONS } from '../../migrations';
 import { MIGRATION_LOCK_KEY } from '../durable-execution.constants';
 import { SchemaConflictError } from '../errors/schema-conflict.error';
+import type { DurableDataSource } from '../options/durable-execution-options.interface';
+
+/**
+ * A DataSource (ours, or one from the app's own copy of typeorm: told apart by shape, not `instanceof`)
+ * or plain DataSource options.
+ */
+type MigrationSource = DataSource | DurableDataSource | DataSourceOptions;
+
+function isDataSource(source: MigrationSource): source is DurableDataSource {
+  return (
+    source instanceof DataSource || typeof (source as Partial<DurableDataSource>).initialize === 'function'
+  );
+}
 
 /** Name of the table that records which of the module's migrations ran (separate from the app's). */
 export const DURABLE_MIGRATIONS_TABLE = 'ai_migrations';
@@ -13,8 +26,8 @@ export const DURABLE_MIGRATIONS_TABLE = 'ai_migrations';
  * a cache would open its own connection. Two connections (`extra.max` wins over `poolSize` in pg): one
  * holds the advisory lock while the other runs the migrations, so a pool of one would wait forever.
  */
-function migrationDataSource(source: DataSource | DataSourceOptions): DataSource {
-  const base = (source instanceof DataSource ? source.options : source) as DataSourceOptions & {
+function migrationDataSource(source: MigrationSource): DataSource {
+  const base = (isDataSource(source) ? source.options : source) as DataSourceOptions & {
     extra?: Record<string, unknown>;
   };
   return new DataSource({
@@ -35,7 +48,7 @@ function migrationDataSource(source: DataSource | DataSourceOptions): DataSource
 
 /** Runs `fn` on a migration DataSource while holding the module's session advisory lock. */
 async function underMigrationLock<T>(
-  source: DataSource | DataSourceOptions,
+  source: MigrationSource,
   fn: (ds: DataSource) => Promise<T>,
 ): Promise<T> {
   const ds = migrationDataSource(source);
@@ -65,7 +78,7 @@ const MIGRATION_NAMES: string[] = DURABLE_EXECUTION_MIGRATIONS.map(
  * statements on the app's own pool). Lets a boot skip the migration DataSource and its advisory lock
  * when the schema is up to date; anything else (no table, one missing) goes the locked way.
  */
-export async function durableSchemaIsCurrent(ds: DataSource): Promise<boolean> {
+export async function durableSchemaIsCurrent(ds: Pick<DurableDataSource, 'query'>): Promise<boolean> {
   const [{ present }] = await ds.query(`select to_regclass($1) is not null as present`, [
     DURABLE_MIGRATIONS_TABLE,
   ]);
@@ -111,7 +124,7 @@ export async function unrecordedDurableTables(ds: DataSource): Promise<string[]>
  * Throws `SchemaConflictError` (`DURABLE_SCHEMA_CONFLICT`), before creating anything, when the tables
  * exist but `ai_migrations` has no record of them (the app's migrations applied them).
  */
-export async function runDurableMigrations(source: DataSource | DataSourceOptions): Promise<string[]> {
+export async function runDurableMigrations(source: MigrationSource): Promise<string[]> {
   return underMigrationLock(source, async (ds) => {
     const unrecorded = await unrecordedDurableTables(ds);
     if (unrecorded.length) throw new SchemaConflictError(unrecorded, DURABLE_MIGRATIONS_TABLE);
@@ -131,7 +144,7 @@ export interface DurableMigrationStatus {
  * the module's tables that exist with no record there (see `unrecordedDurableTables`). Read-only.
  */
 export async function durableMigrationStatus(
-  source: DataSource | DataSourceOptions,
+  source: MigrationSource,
 ): Promise<{ migrations: DurableMigrationStatus[]; unrecordedTables: string[] }> {
   const ds = migrationDataSource(source);
   await ds.initialize();
@@ -160,10 +173,7 @@ export async function durableMigrationStatus(
  * advisory lock as `runDurableMigrations`. A database that never had them is left as it is.
  * Returns the names of the migrations reverted, newest first.
  */
-export async function revertDurableMigrations(
-  source: DataSource | DataSourceOptions,
-  steps = Infinity,
-): Promise<string[]> {
+export async function revertDurableMigrations(source: MigrationSource, steps = Infinity): Promise<string[]> {
   return underMigrationLock(source, async (ds) => {
     const reverted: string[] = [];
     for (let i = 0; i < steps; i++) {

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
 import { DurableDatabase } from '../persistence/durable-database';
 import { RETENTION_DELETE_RUNS_SQL } from '../persistence/sql/retention-delete-runs.sql';
 import { RETENTION_PRUNE_SQL } from '../persistence/sql/retention-prune.sql';
@@ -7,7 +6,11 @@ import type { ResolvedRetentionOptions, RetentionResult } from './retention-opti
 
 /** Injection token of the resolved retention options. */
 export const DURABLE_RETENTION_OPTIONS = Symbol('durable-execution:retention-options');
-/** Name of the retention interval in `SchedulerRegistry`. */
+/**
+ * Former name of the retention interval in `SchedulerRegistry`. The interval is now a plain timer owned by
+ * `DurableRetention` (see `DurableRetention.scheduled`); kept for compatibility.
+ * @deprecated
+ */
 export const RETENTION_INTERVAL_NAME = 'durable-execution:retention';
 
 interface PruneRow {
@@ -22,32 +25,35 @@ interface PruneRow {
 const PRUNABLE = ['succeeded', 'cancelled'];
 
 /**
- * Deletes the history of old finished runs in batches, on an interval registered in SchedulerRegistry
- * (like the reconciler), safe on every pod at once (SKIP LOCKED). Never touches a live run, a run that
+ * Deletes the history of old finished runs in batches, on an interval of its own (a plain timer,
+ * like the reconciler's), safe on every pod at once (SKIP LOCKED). Never touches a live run, a run that
  * can still be retried, or a run with a command an operator must settle.
  */
 @Injectable()
 export class DurableRetention implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
   private running = false;
+  private timer?: NodeJS.Timeout;
 
   constructor(
     private readonly db: DurableDatabase,
-    private readonly scheduler: SchedulerRegistry,
     @Inject(DURABLE_RETENTION_OPTIONS) private readonly options: ResolvedRetentionOptions,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.enabled) return;
-    const timer = setInterval(() => void this.safeSweep(), this.options.intervalMs);
-    timer.unref(); // retention never keeps a process alive on its own
-    this.scheduler.addInterval(RETENTION_INTERVAL_NAME, timer);
+    this.timer = setInterval(() => void this.safeSweep(), this.options.intervalMs);
+    this.timer.unref(); // retention never keeps a process alive on its own
   }
 
   onApplicationShutdown(): void {
-    if (this.scheduler.doesExist('interval', RETENTION_INTERVAL_NAME)) {
-      this.scheduler.deleteInterval(RETENTION_INTERVAL_NAME);
-    }
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Whether the sweep interval is armed (between bootstrap and shutdown, when enabled). */
+  get scheduled(): boolean {
+    return this.timer !== undefined;
   }
 
   /** One sweep: prune batch after batch, then delete whole runs past the second horizon. */

@@ -26,6 +26,7 @@ import { runStorage, RunFrame, StepHost } from './run-storage';
 import { RunSuspended } from './run-suspended';
 import { argsJson, callFingerprint, RecordedStep, ReplayLog } from './replay-log';
 import { sleepStep, waitForSignalStep } from './wait-step';
+import { DurableUsageError } from '../errors/durable-usage.error';
 
 /** A command row as loaded for replay. */
 export interface CommandRow {
@@ -439,7 +440,7 @@ export class ActiveRun implements StepHost, RunContextHost {
 
   async progress(item: number, partial: unknown): Promise<void> {
     const step = runStorage.getStore()?.step;
-    if (!step) throw new Error('ctx.progress() must be called inside a @DurableStep method');
+    if (!step) throw new DurableUsageError('ctx.progress() must be called inside a @DurableStep method');
     this.checkActive(false);
     // Refused here (once, not retried) rather than by PostgreSQL on every claim.
     toStoredJson(

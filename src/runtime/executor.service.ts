@@ -24,6 +24,14 @@ const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
   waiting: 'retry_scheduled',
 };
 
+/** Reasons of a park that waits for an operator (command-step.ts): approval, manual in-doubt. */
+const OPERATOR_PARK = /^awaiting approval of |is in doubt: resolve it/;
+
+/** How a log line names a run: id and kind, nothing of its data. */
+function runLabel(run: ActiveRun): string {
+  return `run ${run.runId} (kind '${run.kind}')`;
+}
+
 /**
  * Drives one claimed run to its next resting point: replays `run()` from the top (checkpoints read
  * in one query), executes new steps, then records the outcome with one fenced statement: succeeded,
@@ -102,6 +110,20 @@ export class Executor {
     if (s.releaseOnUnwind) return this.release(run, true, s.reason);
     // Parked (already recorded), or released by the draining worker (which records it).
     run.outcome ??= s.reason.includes('drain') ? 'released' : 'parked';
+    // Waits for an operator (approval, a manual in-doubt command) are worth a line; sleeps and signals not.
+    if (OPERATOR_PARK.test(s.reason)) this.logger.log(`${runLabel(run)} parked for an operator: ${s.reason}`);
+  }
+
+  /** `: <message>` with `logRunData`, else nothing: a message can quote the run's input or output. */
+  private detail(error: Record<string, unknown> | null | undefined): string {
+    const message = error?.message;
+    return this.options.logRunData && typeof message === 'string' ? `: ${message}` : '';
+  }
+
+  private leaseLost(run: ActiveRun, err: LeaseLostError): void {
+    this.logger.warn(
+      `${runLabel(run)} lost its lease (epoch ${err.epoch}, during ${err.during}); another worker resumes it`,
+    );
   }
 
   /**
@@ -125,7 +147,7 @@ export class Executor {
     if (err instanceof RunSuspended) return this.unwindSuspended(run, err);
     if (err instanceof LeaseLostError) {
       run.outcome = err.during === 'drain' ? 'released' : 'lease_lost';
-      this.logger.warn(err.message);
+      this.leaseLost(run, err);
       return;
     }
     const error = serializeError(err);
@@ -178,11 +200,17 @@ export class Executor {
     try {
       await this.lease.finish(run.fence, { ...w, records: [...(w.records ?? []), ...run.takePending()] });
       run.outcome = outcome ?? OUTCOMES[w.status];
+      if (w.status === 'failed') this.logger.error(`${runLabel(run)} failed${this.detail(w.error)}`);
+      else if (w.status === 'dead_lettered') {
+        this.logger.error(
+          `${runLabel(run)} dead-lettered after ${run.claim.maxAttempts} attempt(s)${this.detail(w.error)}; RunRepository.retry(id) resumes it`,
+        );
+      }
     } catch (err) {
       if (err instanceof LeaseLostError) {
         run.outcome = 'lease_lost';
-        this.logger.warn(err.message);
-      } else this.logger.error(`could not record ${w.event} for run ${run.runId}: ${(err as Error).message}`);
+        this.leaseLost(run, err);
+      } else this.logger.error(`could not record ${w.event} for ${runLabel(run)}: ${(err as Error).message}`);
     }
   }
 }

@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import { DURABLE_EXECUTION_OPTIONS, RECONCILER_INTERVAL_NAME } from '../durable-execution.constants';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from '../observability/durable-observers';
 import { DurableDatabase } from '../persistence/durable-database';
@@ -20,25 +19,24 @@ export interface ReconcileResult {
 export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
   private running = false;
+  /** The sweep interval: a plain timer owned by this service (no @nestjs/schedule). */
+  private timer?: NodeJS.Timeout;
 
   constructor(
     private readonly db: DurableDatabase,
-    private readonly scheduler: SchedulerRegistry,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.reconciler.enabled) return;
-    const timer = setInterval(() => void this.safeSweep(), this.options.reconciler.intervalMs);
     // Not unref'd: a reconciler-only process lives on this timer; onApplicationShutdown clears it.
-    this.scheduler.addInterval(RECONCILER_INTERVAL_NAME, timer);
+    this.timer = setInterval(() => void this.safeSweep(), this.options.reconciler.intervalMs);
   }
 
   onApplicationShutdown(): void {
-    if (this.scheduler.doesExist('interval', RECONCILER_INTERVAL_NAME)) {
-      this.scheduler.deleteInterval(RECONCILER_INTERVAL_NAME);
-    }
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   /** One full sweep, batch after batch until no expired lease is left. */

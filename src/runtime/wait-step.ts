@@ -2,10 +2,11 @@ import { SignalTimeoutError } from '../errors/signal-timeout.error';
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
 import type { ActiveRun } from './active-run';
 import { runStorage } from './run-storage';
+import { DurableUsageError } from '../errors/durable-usage.error';
 
 function notInStep(what: string): void {
   if (runStorage.getStore()?.step)
-    throw new Error(`${what} must be called in the workflow body, not inside a @DurableStep`);
+    throw new DurableUsageError(`${what} must be called in the workflow body, not inside a @DurableStep`);
 }
 
 /**

@@ -5,12 +5,7 @@ import {
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import {
-  DURABLE_EXECUTION_OPTIONS,
-  WAKE_CHANNEL,
-  WORKER_INTERVAL_NAME,
-} from '../durable-execution.constants';
+import { DURABLE_EXECUTION_OPTIONS, WAKE_CHANNEL } from '../durable-execution.constants';
 import { DurableRegistry } from '../discovery/durable.registry';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
@@ -26,8 +21,6 @@ import { crashPoint } from './crash-points';
 import { pausePoint } from './pause-points';
 import { Executor } from './executor.service';
 import { WakeListener } from './wake-listener';
-
-const HEARTBEAT_INTERVAL_NAME = `${WORKER_INTERVAL_NAME}:heartbeat`;
 
 /**
  * Claims due runs (up to `concurrency` in flight), drives them through the executor, renews their
@@ -51,13 +44,15 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   private idleTicks = 0;
   private errors = 0;
   private listener?: WakeListener;
+  /** Poll and heartbeat timers: plain intervals owned by this service (no @nestjs/schedule). */
+  private pollTimer?: NodeJS.Timeout;
+  private beatTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly lease: LeaseService,
     private readonly executor: Executor,
     private readonly registry: DurableRegistry,
     private readonly db: DurableDatabase,
-    private readonly scheduler: SchedulerRegistry,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
   ) {}
@@ -75,13 +70,14 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   onApplicationBootstrap(): void {
     const w = this.options.worker;
     if (!w.enabled) return;
-    const poll = setInterval(() => this.pollTick(), w.pollIntervalMs);
-    const beat = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
     // Not unref'd: a worker-only process (createApplicationContext) lives on these timers, also while
     // every database connection is down. beforeApplicationShutdown clears them.
-
-    this.scheduler.addInterval(WORKER_INTERVAL_NAME, poll);
-    this.scheduler.addInterval(HEARTBEAT_INTERVAL_NAME, beat);
+    this.pollTimer = setInterval(() => this.pollTick(), w.pollIntervalMs);
+    this.beatTimer = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
+    const kinds = [...this.registry.kinds()].sort();
+    this.logger.log(
+      `worker ${this.id} up: concurrency ${w.concurrency}, kinds ${kinds.length ? kinds.join(', ') : '(none registered)'}`,
+    );
     this.listener = new WakeListener(this.db.pool.options, WAKE_CHANNEL, () => this.nudge());
     this.listener.start();
   }
@@ -226,16 +222,15 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   async beforeApplicationShutdown(): Promise<void> {
     if (this.draining) return;
     this.draining = true; // also when the timers are off (tick() driven): no claim after this point
-    const stop = (name: string) =>
-      this.scheduler.doesExist('interval', name) && this.scheduler.deleteInterval(name);
-    stop(WORKER_INTERVAL_NAME);
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
     // Runs stop at their next step boundary and release themselves; none starts a new step. The
     // heartbeat keeps running meanwhile: a drain longer than the lease must not let another worker
     // take runs this one is still driving.
     for (const f of this.inFlight.values()) if (f.run) f.run.draining = true;
     // Closing the LISTEN connection is a round trip: not on the drain's clock.
     const unlistened = this.listener?.stop();
-    // Our own timer: @nestjs/schedule clears every registered interval at shutdown, concurrently.
+    // A timer of the drain's own (as before, when the regular heartbeat lived in SchedulerRegistry).
     const drainBeat = setInterval(() => void this.safeHeartbeat(), this.options.worker.heartbeatMs);
     const deadline = new Promise((r) => setTimeout(r, this.options.worker.drainTimeoutMs).unref());
     await Promise.race([this.idle(), deadline]);
@@ -243,7 +238,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     const left = [...this.inFlight.values()].map((f) => f.run).filter((r): r is ActiveRun => !!r);
     await Promise.all(left.map((run) => this.release(run)));
     clearInterval(drainBeat);
-    stop(HEARTBEAT_INTERVAL_NAME);
+    clearInterval(this.beatTimer);
+    this.beatTimer = undefined;
     await unlistened;
   }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS, WAKE_CHANNEL } from '../durable-execution.constants';
 import { DurableRegistry } from '../discovery/durable.registry';
 import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
@@ -47,6 +47,10 @@ const STATUSES = RUN_STATUSES;
  */
 @Injectable()
 export class RunRepository {
+  private readonly logger = new Logger('DurableExecution');
+  /** Unregistered kinds a producer-only process started, each logged once (debug). */
+  private readonly unregisteredKinds = new Set<string>();
+
   constructor(
     private readonly db: DurableDatabase,
     private readonly registry: DurableRegistry,
@@ -59,13 +63,28 @@ export class RunRepository {
    * start with the same kind and an equal input (even a concurrent one from another connection)
    * returns the existing run and `created: false`; another kind or input under the key is an
    * IdempotencyConflictError. Input must be plain JSON. Bad arguments throw before anything is written.
+   *
+   * Producer-only processes: with `worker: { enabled: false }` (an API pod), `kind` need not be
+   * registered here: the run is written for the workers that do register `@DurableWorkflow(kind)`, with
+   * `opts.maxAttempts` or the module's `defaultMaxAttempts` (this process cannot see the workflow's own
+   * `maxAttempts`); the first start of each such kind is logged at debug level. A process that runs a
+   * worker refuses a kind it does not register (UnknownRunKindError): there it is most likely a typo.
    */
   async start<I>(kind: string, input: I, opts: StartRunOptions = {}): Promise<StartRunResult> {
     const wf = this.registry.getWorkflow(kind);
-    if (!wf) throw new UnknownRunKindError(kind, this.registry.kinds());
+    if (!wf) {
+      if (this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
+      requireText(kind, 'kind');
+      if (!this.unregisteredKinds.has(kind)) {
+        this.unregisteredKinds.add(kind);
+        this.logger.debug(
+          `starting runs of kind '${kind}', not registered in this producer-only process (worker.enabled: false); a worker that registers it will run them`,
+        );
+      }
+    }
     const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);
     const maxAttempts = requireInt4(
-      opts.maxAttempts ?? wf.meta.maxAttempts ?? this.options.defaultMaxAttempts,
+      opts.maxAttempts ?? wf?.meta.maxAttempts ?? this.options.defaultMaxAttempts,
       'maxAttempts',
       1,
     );

@@ -27,6 +27,14 @@ class OtherWorkflow {
   }
 }
 
+/** The only kind the worker-enabled app registers: it claims none of the runs the other tests look at. */
+@DurableWorkflow('worker-only')
+class WorkerOnlyWorkflow {
+  async run() {
+    return null;
+  }
+}
+
 describe('RunRepository', () => {
   let db: TestDatabase;
   let app: INestApplication;
@@ -81,11 +89,25 @@ describe('RunRepository', () => {
     );
   });
 
+  it('a process running a worker refuses a kind it does not register, writing nothing', async () => {
+    const worker = await bootApp(db.url, [WorkerOnlyWorkflow], {
+      worker: { enabled: true, pollIntervalMs: 60_000 },
+    });
+    try {
+      const before = (await db.query(`select count(*)::int as n from ai_runs`))[0].n;
+      const call = () => worker.get(RunRepository).start('nope', {});
+      await expect(call()).rejects.toBeInstanceOf(UnknownRunKindError);
+      await expect(call()).rejects.toMatchObject({ code: 'DURABLE_UNKNOWN_RUN_KIND' });
+      expect((await db.query(`select count(*)::int as n from ai_runs`))[0].n).toBe(before);
+    } finally {
+      await worker.close();
+    }
+  });
+
   describe('bad input writes nothing', () => {
     const circular: Record<string, unknown> = {};
     circular.me = circular;
     it.each([
-      ['unknown kind', () => runs.start('nope', {}), UnknownRunKindError, 'DURABLE_UNKNOWN_RUN_KIND'],
       ['BigInt', () => runs.start('echo', { n: 1n }), SerializationError, 'DURABLE_NOT_SERIALIZABLE'],
       ['circular', () => runs.start('echo', circular), SerializationError, 'DURABLE_NOT_SERIALIZABLE'],
       ['function', () => runs.start('echo', { f: () => 1 }), SerializationError, 'DURABLE_NOT_SERIALIZABLE'],

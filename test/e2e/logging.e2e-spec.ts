@@ -1,0 +1,153 @@
+import { INestApplication, Injectable, LoggerService } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  DurableExecutionModule,
+  DurableWorkflow,
+  IdempotentCommand,
+  NonRetryableError,
+  RunRepository,
+} from '../../src';
+import { createTestDatabase, TestDatabase } from '../helpers/database';
+
+/** Collects the module's log lines (context 'DurableExecution'). */
+class CapturingLogger implements LoggerService {
+  readonly lines: Array<{ level: string; message: string }> = [];
+  private add(level: string, message: unknown, rest: unknown[]) {
+    if (rest[rest.length - 1] === 'DurableExecution') this.lines.push({ level, message: String(message) });
+  }
+  log(message: unknown, ...rest: unknown[]) {
+    this.add('log', message, rest);
+  }
+  error(message: unknown, ...rest: unknown[]) {
+    this.add('error', message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]) {
+    this.add('warn', message, rest);
+  }
+  debug(message: unknown, ...rest: unknown[]) {
+    this.add('debug', message, rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]) {
+    this.add('verbose', message, rest);
+  }
+  about(runId: string) {
+    return this.lines.filter((l) => l.message.includes(runId));
+  }
+}
+
+const SECRET = 'card-4242-secret';
+
+@DurableWorkflow('log-fails')
+class FailingWorkflow {
+  async run() {
+    throw new NonRetryableError(`declined for ${SECRET}`);
+  }
+}
+
+@DurableWorkflow('log-dies', { maxAttempts: 1 })
+class DyingWorkflow {
+  async run() {
+    throw new Error(`vendor down for ${SECRET}`);
+  }
+}
+
+@Injectable()
+class Payouts {
+  @IdempotentCommand({ name: 'payout', inDoubt: 'manual', requiresApproval: true })
+  async payout(args: { amount: number }) {
+    return { paid: args.amount };
+  }
+}
+
+@DurableWorkflow('log-approval')
+class ApprovalWorkflow {
+  constructor(private readonly payouts: Payouts) {}
+  async run(input: { amount: number }) {
+    return this.payouts.payout({ amount: input.amount });
+  }
+}
+
+async function until<T>(what: string, probe: () => T | undefined | false, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('log lines', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('logging');
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  async function boot(logger: CapturingLogger, logRunData?: boolean): Promise<INestApplication> {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        DurableExecutionModule.forRoot({
+          database: { url: db.url },
+          worker: { enabled: true, pollIntervalMs: 100, concurrency: 3, workerId: 'log-worker' },
+          reconciler: { enabled: false },
+          logRunData,
+        }),
+      ],
+      providers: [FailingWorkflow, DyingWorkflow, ApprovalWorkflow, Payouts],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger });
+    await app.init();
+    return app;
+  }
+
+  it('worker up, run failed, dead-lettered, parked for an operator: id and kind, no run data', async () => {
+    const logger = new CapturingLogger();
+    const app = await boot(logger);
+    try {
+      expect(logger.lines).toContainEqual({
+        level: 'log',
+        message: 'worker log-worker up: concurrency 3, kinds log-approval, log-dies, log-fails',
+      });
+      const runs = app.get(RunRepository);
+      const failed = (await runs.start('log-fails', { card: SECRET })).run.id;
+      const dead = (await runs.start('log-dies', { card: SECRET })).run.id;
+      const parked = (await runs.start('log-approval', { amount: 5 })).run.id;
+      const line = (id: string, re: RegExp) =>
+        until(`a line about ${id} matching ${re}`, () => logger.about(id).find((l) => re.test(l.message)));
+      expect(await line(failed, /failed/)).toEqual({
+        level: 'error',
+        message: `run ${failed} (kind 'log-fails') failed`,
+      });
+      expect(await line(dead, /dead-lettered/)).toMatchObject({
+        level: 'error',
+        message: expect.stringContaining(`run ${dead} (kind 'log-dies') dead-lettered after 1 attempt(s)`),
+      });
+      expect(await line(parked, /parked for an operator/)).toMatchObject({
+        level: 'log',
+        message: expect.stringMatching(
+          /^run \S+ \(kind 'log-approval'\) parked for an operator: awaiting approval of /,
+        ),
+      });
+      expect(logger.lines.filter((l) => l.message.includes(SECRET))).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('with logRunData: the error message is in the line', async () => {
+    const logger = new CapturingLogger();
+    const app = await boot(logger, true);
+    try {
+      const failed = (await app.get(RunRepository).start('log-fails', {})).run.id;
+      const l = await until('the failed line', () =>
+        logger.about(failed).find((x) => /failed/.test(x.message)),
+      );
+      expect(l.message).toBe(`run ${failed} (kind 'log-fails') failed: declined for ${SECRET}`);
+    } finally {
+      await app.close();
+    }
+  });
+});
