@@ -276,30 +276,36 @@ describe('nothing is stranded at a park (items 1, 2, 5)', () => {
     expect((await settle(a, id)).status).toBe('cancelled');
   });
 
-  it('an operator resolving a manual in-doubt command while the run is claimed is not lost at the park', async () => {
-    const id = await start('manual');
+  /**
+   * Worker A freezes after reserving the run's command (its outcome now hidden), B takes the run over
+   * and is held just before `write`; an operator resolves the command meanwhile; then both go on.
+   */
+  async function resolveWhileClaimed(shape: string, write: string, result: unknown) {
+    const id = await start(shape);
     const crash = freezeAt(
       (i) => i.workerId === 'worker-a' && i.point === 'after-write' && i.detail === 'tool.command_reserved',
     );
     const zombie = a.get(DurableWorker).tick();
     await crash.reached;
     await takeOver(id); // the command is now in doubt
-    const park = freezeAt(
-      (i) => i.workerId === 'worker-b' && i.point === 'before-write' && i.detail === 'park',
+    const held = freezeAt(
+      (i) => i.workerId === 'worker-b' && i.point === 'before-write' && i.detail === write,
     );
     const attempt = b.get(DurableWorker).tick();
-    await park.reached;
+    await held.reached;
     const [cmd] = await b.get(CommandGateway).listForRun(id);
     expect(cmd.status).toBe('in_doubt');
-    await b
-      .get(RunRepository)
-      .resolveCommand(cmd.idempotencyKey, { outcome: 'succeeded', result: { paid: 5 } }, 'oncall');
-    park.release();
+    await b.get(RunRepository).resolveCommand(cmd.idempotencyKey, { outcome: 'succeeded', result }, 'oncall');
+    held.release();
     await attempt;
     await b.get(DurableWorker).idle();
     crash.release();
     await zombie;
-    const view = await settle(b, id);
+    return { view: await settle(b, id), key: cmd.idempotencyKey, id };
+  }
+
+  it('an operator resolving a manual in-doubt command while the run is claimed is not lost at the park', async () => {
+    const { view } = await resolveWhileClaimed('manual', 'park', { paid: 5 });
     expect(view).toMatchObject({ status: 'succeeded', output: { paid: 5 } });
   });
 
@@ -320,30 +326,9 @@ describe('nothing is stranded at a park (items 1, 2, 5)', () => {
   });
 
   it('a command an operator settled while the run was reserving it is not sent again (the reserve result is read)', async () => {
-    const id = await start('keyed');
-    const crash = freezeAt(
-      (i) => i.workerId === 'worker-a' && i.point === 'after-write' && i.detail === 'tool.command_reserved',
-    );
-    const zombie = a.get(DurableWorker).tick();
-    await crash.reached;
-    await takeOver(id);
-    const reserve = freezeAt(
-      (i) => i.workerId === 'worker-b' && i.point === 'before-write' && i.detail === 'tool.command_reserved',
-    );
-    const attempt = b.get(DurableWorker).tick();
-    await reserve.reached;
-    const [cmd] = await b.get(CommandGateway).listForRun(id);
-    await b
-      .get(RunRepository)
-      .resolveCommand(cmd.idempotencyKey, { outcome: 'succeeded', result: { paid: 70 } }, 'oncall');
-    reserve.release();
-    await attempt;
-    await b.get(DurableWorker).idle();
-    crash.release();
-    await zombie;
-    const view = await settle(b, id);
+    const { view, key, id } = await resolveWhileClaimed('keyed', 'tool.command_reserved', { paid: 70 });
     expect(view).toMatchObject({ status: 'succeeded', output: { paid: 70 } });
-    expect(effects.get(cmd.idempotencyKey)).toBeUndefined();
+    expect(effects.get(key)).toBeUndefined();
     const [after] = await b.get(CommandGateway).listForRun(id);
     expect(after).toMatchObject({ status: 'succeeded', result: { paid: 70 } });
   });
