@@ -66,10 +66,21 @@ export interface StartRunOptions {
 }
 
 /** Result of `start`: the run and whether this call created it. */
-export interface StartRunResult {
-  run: RunView;
+export interface StartRunResult<I = unknown, O = unknown> {
+  run: RunView<I, O>;
   created: boolean;
 }
+
+/** A `@DurableWorkflow` class: its `run(input, ctx)` gives a run's input and output types. */
+export interface WorkflowClass<I = any, O = any> {
+  new (...args: any[]): { run(input: I, ...rest: any[]): O | Promise<O> };
+}
+
+/** The input type of a workflow class's `run()`. */
+export type WorkflowInput<W> = W extends WorkflowClass<infer I, any> ? I : never;
+
+/** The output type of a workflow class's `run()` (what a succeeded run's `output` holds, as JSON). */
+export type WorkflowOutput<W> = W extends WorkflowClass<any, infer O> ? Awaited<O> : never;
 
 /** Filters of `RunRepository.list` (keyset pagination, newest first). */
 export interface ListRunsQuery {

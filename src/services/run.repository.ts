@@ -5,6 +5,9 @@ import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
 import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import { UnknownRunKindError } from '../errors/unknown-run-kind.error';
+import { DurableUsageError } from '../errors/durable-usage.error';
+import { WORKFLOW_METADATA } from '../durable-execution.constants';
+import type { WorkflowMetadata } from '../interfaces/step-options.interface';
 import { RUN_STATUSES } from '../interfaces/run.interface';
 import type {
   CheckpointView,
@@ -15,6 +18,9 @@ import type {
   RunView,
   StartRunOptions,
   StartRunResult,
+  WorkflowClass,
+  WorkflowInput,
+  WorkflowOutput,
 } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableDatabase } from '../persistence/durable-database';
@@ -59,7 +65,9 @@ export class RunRepository {
   ) {}
 
   /**
-   * Starts a run of `kind`. With an `idempotencyKey` (at most MAX_IDEMPOTENCY_KEY_BYTES), a second
+   * Starts a run of `kind`, or of a `@DurableWorkflow` class (`start(PurchaseOrderWorkflow, input)`:
+   * input and output are typed from its `run()`; a producer process may import the class only for its
+   * type and kind, without registering it as a provider). With an `idempotencyKey` (at most MAX_IDEMPOTENCY_KEY_BYTES), a second
    * start with the same kind and an equal input (even a concurrent one from another connection)
    * returns the existing run and `created: false`; another kind or input under the key is an
    * IdempotencyConflictError. Input must be plain JSON. Bad arguments throw before anything is written.
@@ -70,7 +78,18 @@ export class RunRepository {
    * `maxAttempts`); the first start of each such kind is logged at debug level. A process that runs a
    * worker refuses a kind it does not register (UnknownRunKindError): there it is most likely a typo.
    */
-  async start<I>(kind: string, input: I, opts: StartRunOptions = {}): Promise<StartRunResult> {
+  async start<W extends WorkflowClass>(
+    workflow: W,
+    input: WorkflowInput<W>,
+    opts?: StartRunOptions,
+  ): Promise<StartRunResult<WorkflowInput<W>, WorkflowOutput<W>>>;
+  async start<I>(kind: string, input: I, opts?: StartRunOptions): Promise<StartRunResult<I>>;
+  async start(
+    kindOrWorkflow: string | WorkflowClass,
+    input: unknown,
+    opts: StartRunOptions = {},
+  ): Promise<StartRunResult> {
+    const kind = typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow) : kindOrWorkflow;
     const wf = this.registry.getWorkflow(kind);
     if (!wf) {
       if (this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
@@ -227,4 +246,15 @@ export class RunRepository {
     requireUuid(id, 'id');
     return this.checkpointService.list(id);
   }
+}
+
+/** The kind a `@DurableWorkflow(kind)` class declares. */
+function workflowKind(workflow: WorkflowClass): string {
+  const meta = Reflect.getMetadata(WORKFLOW_METADATA, workflow) as WorkflowMetadata | undefined;
+  if (!meta?.kind) {
+    throw new DurableUsageError(
+      `RunRepository.start(${workflow.name || 'class'}, …): the class has no @DurableWorkflow(kind) decorator; decorate it or pass the kind as a string`,
+    );
+  }
+  return meta.kind;
 }

@@ -35,6 +35,19 @@ class WorkerOnlyWorkflow {
   }
 }
 
+@DurableWorkflow('typed')
+class TypedWorkflow {
+  async run(input: { orderRef: string; lines: number }) {
+    return { orderRef: input.orderRef, total: input.lines * 2 };
+  }
+}
+
+class NotAWorkflow {
+  async run(input: { a: number }) {
+    return input;
+  }
+}
+
 describe('RunRepository', () => {
   let db: TestDatabase;
   let app: INestApplication;
@@ -51,6 +64,19 @@ describe('RunRepository', () => {
   afterAll(async () => {
     await app?.close();
     await db?.drop();
+  });
+
+  it('starts a run of a workflow class by its kind, typed from run() (producers need not register it)', async () => {
+    const { run, created } = await runs.start(TypedWorkflow, { orderRef: 'PO-1', lines: 3 });
+    expect(created).toBe(true);
+    expect(run.kind).toBe('typed');
+    const input: { orderRef: string; lines: number } = run.input;
+    expect(input).toEqual({ orderRef: 'PO-1', lines: 3 });
+    const output: { orderRef: string; total: number } | null = run.output;
+    expect(output).toBeNull();
+    // @ts-expect-error the input type comes from TypedWorkflow.run()
+    await expect(runs.start(TypedWorkflow, { orderRef: 'PO-2' })).resolves.toBeDefined();
+    await expect(runs.start(NotAWorkflow, { a: 1 })).rejects.toMatchObject({ code: 'DURABLE_MISUSE' });
   });
 
   it('starts a run with a run.created event', async () => {
