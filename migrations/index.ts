@@ -2,12 +2,14 @@ import { CreateDurableExecutionSchema1764400000000 } from './1764400000000-creat
 import { CommandApprovalStates1764500000000 } from './1764500000000-command-approval-states';
 import { HotLeaseRenewal1764600000000 } from './1764600000000-hot-lease-renewal';
 import { ReplayOrder1764700000000 } from './1764700000000-replay-order';
+import { RunResultNotify1764800000000 } from './1764800000000-run-result-notify';
 
 export {
   CreateDurableExecutionSchema1764400000000,
   CommandApprovalStates1764500000000,
   HotLeaseRenewal1764600000000,
   ReplayOrder1764700000000,
+  RunResultNotify1764800000000,
 };
 
 /**
@@ -19,4 +21,5 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   CommandApprovalStates1764500000000,
   HotLeaseRenewal1764600000000,
   ReplayOrder1764700000000,
+  RunResultNotify1764800000000,
 ];

@@ -12,5 +12,7 @@ export const WORKER_INTERVAL_NAME = 'durable-execution:worker';
 export const RECONCILER_INTERVAL_NAME = 'durable-execution:reconciler';
 /** PostgreSQL NOTIFY channel that wakes idle workers. */
 export const WAKE_CHANNEL = 'durable_execution_wake';
+/** NOTIFY channel on which a run that someone awaits (`RunRepository.result`) is announced when it ends (payload: run id). */
+export const DONE_CHANNEL = 'durable_execution_done';
 /** Advisory lock key held while migrations run (two pods migrating at once both succeed). */
 export const MIGRATION_LOCK_KEY = 7_402_113_901;

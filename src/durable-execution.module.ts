@@ -14,6 +14,7 @@ import { CheckpointService } from './services/checkpoint.service';
 import { CommandGateway } from './services/command-gateway.service';
 import { LeaseService } from './services/lease.service';
 import { RunRepository } from './services/run.repository';
+import { RunResultWaiter } from './services/run-results';
 import { RunWrites } from './services/run-writes.service';
 
 /**
@@ -38,6 +39,7 @@ import { RunWrites } from './services/run-writes.service';
     LeaseService,
     RunWrites,
     RunRepository,
+    RunResultWaiter,
     Executor,
     DurableWorker,
     Reconciler,

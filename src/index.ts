@@ -35,6 +35,7 @@ export {
   CommandApprovalStates1764500000000,
   HotLeaseRenewal1764600000000,
   ReplayOrder1764700000000,
+  RunResultNotify1764800000000,
 } from '../migrations';
 export { DurableObservers } from './observability/durable-observers';
 export * from './observability/durable-observer.interface';

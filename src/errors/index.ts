@@ -21,3 +21,5 @@ export * from './missing-dependency.error';
 export * from './command-in-step.error';
 export * from './schema-conflict.error';
 export * from './durable-usage.error';
+export * from './run-failed.error';
+export * from './result-timeout.error';

@@ -17,7 +17,10 @@ export class WakeListener {
   constructor(
     private readonly config: ClientConfig,
     private readonly channel: string,
-    private readonly onWake: () => void,
+    /** Called with the payload of each NOTIFY, and with no payload after (re)connecting. */
+    private readonly onWake: (payload?: string) => void,
+    /** Quiet: no warning on a lost connection (a waiter, not the worker). */
+    private readonly quiet = false,
   ) {}
 
   start(): void {
@@ -36,7 +39,7 @@ export class WakeListener {
     this.client = client;
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
-    client.on('notification', () => this.onWake());
+    client.on('notification', (n) => this.onWake(n.payload));
     try {
       await client.connect();
       await client.query(`listen ${this.channel}`);
@@ -51,7 +54,8 @@ export class WakeListener {
     if (this.stopped || client !== this.client) return;
     this.client = undefined;
     client.end().catch(() => undefined);
-    if (err) this.logger.warn(`wake-up connection lost (${err.message}); reconnecting in ${this.retryMs} ms`);
+    if (err && !this.quiet)
+      this.logger.warn(`wake-up connection lost (${err.message}); reconnecting in ${this.retryMs} ms`);
     this.timer = setTimeout(() => void this.connect(), this.retryMs);
     this.timer.unref();
     this.retryMs = Math.min(this.retryMs * 2, 10_000);

@@ -35,6 +35,9 @@ import { toStoredJson } from '../util/json';
 import { CURSOR_KEY_SQL, decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 import { CheckpointService } from './checkpoint.service';
+import { RunResultWaiter } from './run-results';
+import { RunFailedError } from '../errors/run-failed.error';
+import { ResultTimeoutError } from '../errors/result-timeout.error';
 import { approveCommand, resolveCommand } from './command-decisions';
 import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
 import { SEND_SIGNAL_SQL } from '../persistence/sql/signal.sql';
@@ -61,6 +64,7 @@ export class RunRepository {
     private readonly db: DurableDatabase,
     private readonly registry: DurableRegistry,
     private readonly checkpointService: CheckpointService,
+    private readonly results: RunResultWaiter,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
   ) {}
 
@@ -128,6 +132,49 @@ export class RunRepository {
       }
       return { run: toRunView(existing), created: false };
     }
+  }
+
+  /**
+   * Waits for the run to end and returns its output; throws RunFailedError when it failed, was
+   * dead-lettered or cancelled, ResultTimeoutError after `timeoutMs` (default 30 s; the run goes on).
+   * Waits through NOTIFY (the run is marked so that its end is announced), not by polling.
+   */
+  async result<O = unknown>(id: string, opts: { timeoutMs?: number } = {}): Promise<O> {
+    requireUuid(id, 'id');
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
+      throw argumentError('timeoutMs', `must be a finite number >= 0, got ${timeoutMs}`);
+    await this.results.listen();
+    const deadline = Date.now() + timeoutMs;
+    let row = await this.awaitable(id);
+    while (!['succeeded', 'failed', 'dead_lettered', 'cancelled'].includes(row.status)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new ResultTimeoutError(id, timeoutMs, row.status);
+      await this.results.next(id, left);
+      row = await this.awaitable(id);
+    }
+    if (row.status !== 'succeeded')
+      throw new RunFailedError(id, row.status as 'failed' | 'dead_lettered' | 'cancelled', row.error);
+    return row.output as O;
+  }
+
+  /** Marks the run to be announced when it ends (once), then reads it in a fresh snapshot. */
+  private async awaitable(
+    id: string,
+  ): Promise<{ status: RunStatus; output: unknown; error: { message?: string } | null }> {
+    await this.db.query(
+      `update ai_runs set notify_on_finish = true
+        where id = $1 and not notify_on_finish and status in ('pending', 'running', 'waiting')`,
+      [id],
+      'dx_await_run',
+    );
+    const { rows } = await this.db.query(
+      `select status, output, error from ai_runs where id = $1`,
+      [id],
+      'dx_run_outcome',
+    );
+    if (!rows.length) throw new RunNotFoundError(id);
+    return rows[0] as { status: RunStatus; output: unknown; error: { message?: string } | null };
   }
 
   /** The run with this id, or null. An id that is not a UUID is an InvalidArgumentError. */

@@ -281,3 +281,40 @@ describe('smaller breaks of the promise (item 7)', () => {
     expect(await app.get(CommandGateway).listForRun(id)).toEqual([]);
   });
 });
+
+describe('RunRepository.result() waits through NOTIFY (issue 14, item 5)', () => {
+  it('resolves with the output as soon as the run ends, long before its timeout', async () => {
+    const runs = app.get(RunRepository);
+    const id = await start({ items: [], shape: 'undefined' });
+    const waited = runs.result<{ r: string }>(id, { timeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 300)); // the waiter is listening; the run has not started
+    const ended = Date.now();
+    await driveUntil(app, db, id);
+    await expect(waited).resolves.toEqual({ r: 'was null' });
+    expect(Date.now() - ended).toBeLessThan(5_000);
+  });
+
+  it('throws RunFailedError for a failed or cancelled run, ResultTimeoutError when it has not ended', async () => {
+    const runs = app.get(RunRepository);
+    const failing = await start({ items: [], shape: 'non-retryable' });
+    const failed = expect(runs.result(failing, { timeoutMs: 20_000 })).rejects.toMatchObject({
+      code: 'DURABLE_RUN_FAILED',
+      status: 'failed',
+    });
+    await driveUntil(app, db, failing);
+    await failed;
+
+    const waiting = await start({ items: [], shape: 'wait-beside-model' });
+    await driveUntil(app, db, waiting, ['waiting']);
+    await expect(runs.result(waiting, { timeoutMs: 50 })).rejects.toMatchObject({
+      code: 'DURABLE_RESULT_TIMEOUT',
+    });
+    const cancelled = expect(runs.result(waiting, { timeoutMs: 20_000 })).rejects.toMatchObject({
+      code: 'DURABLE_RUN_FAILED',
+      status: 'cancelled',
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    await runs.cancel(waiting, 'no longer needed');
+    await cancelled;
+  });
+});

@@ -18,7 +18,7 @@ with cur as (
          updated_at = now()
     from cur
    where r.id = cur.id and r.status in ('pending', 'waiting', 'running')
-  returning r.id, r.status, r.epoch
+  returning r.id, r.status, r.epoch, r.notify_on_finish
 ), doubt as (
   update ai_commands c set status = 'in_doubt', updated_at = now()
     from upd where c.run_id = upd.id and upd.status = 'cancelled' and c.status = 'pending'
@@ -27,4 +27,7 @@ with cur as (
   select id, case when status = 'cancelled' then 'run.cancelled' else 'run.cancel_requested' end, epoch, $3::jsonb
     from upd
 )
-select cur.status as previous_status, upd.status as status from cur left join upd on upd.id = cur.id`;
+select cur.status as previous_status, upd.status as status,
+       (select count(pg_notify('durable_execution_done', u.id::text)) from upd u
+         where u.notify_on_finish and u.status = 'cancelled') as announced
+  from cur left join upd on upd.id = cur.id`;

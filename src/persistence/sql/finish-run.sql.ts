@@ -16,7 +16,7 @@ with run as (
          finished_at = case when $4 in ('succeeded', 'failed', 'cancelled', 'dead_lettered') then now() end,
          updated_at = now()
    where id = $1 and worker_id = $2 and epoch = $3 and status = 'running'
-  returning id, epoch, kind, available_at
+  returning id, epoch, kind, available_at, notify_on_finish
 ), cp as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
   select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
@@ -29,4 +29,7 @@ with run as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select run.id, $10, run.epoch, $11::jsonb from run
 )
-select id, (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting' and $7 = 0) as woke from run`;
+select id, (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting' and $7 = 0) as woke,
+       (select count(pg_notify('durable_execution_done', run.id::text)) from run
+         where run.notify_on_finish and $4 <> 'waiting') as announced
+  from run`;

@@ -27,7 +27,8 @@ with expired as (
          updated_at = now()
     from expired e
    where r.id = e.id
-  returning r.id, r.epoch, r.status, r.attempts, e.worker_id as previous_worker, r.available_at
+  returning r.id, r.epoch, r.status, r.attempts, e.worker_id as previous_worker, r.available_at,
+            r.notify_on_finish
 ), doubt as (
   -- A command reserved under the dead lease has no recorded outcome: it is in doubt, and the resumed
   -- run settles it by its policy (lookup / retry-with-key / manual) before anything else.
@@ -42,4 +43,7 @@ with expired as (
                             'inDoubt', coalesce((select jsonb_agg(d.idempotency_key) from doubt d where d.run_id = upd.id), '[]'))
     from upd
 )
-select id, status from upd`;
+select id, status,
+       (select count(pg_notify('durable_execution_done', u.id::text)) from upd u
+         where u.id = upd.id and u.notify_on_finish and u.status = 'dead_lettered') as announced
+  from upd`;
