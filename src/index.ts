@@ -56,5 +56,6 @@ export type { AdminRunSummary, AdminRunPage, AdminRunDetail } from './admin/admi
 export type { RunTimeline, EpochSection, EpochStart, StepRow } from './admin/run-timeline';
 export type { FieldError } from './admin/admin-validation.pipe';
 export { DurableRetentionModule } from './retention/durable-retention.module';
+export type { DurableRetentionAsyncOptions } from './retention/durable-retention.module';
 export { DurableRetention, RETENTION_INTERVAL_NAME } from './retention/durable-retention.service';
 export * from './retention/retention-options.interface';

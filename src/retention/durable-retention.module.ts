@@ -1,4 +1,4 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, FactoryProvider, Module, ModuleMetadata } from '@nestjs/common';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { DURABLE_RETENTION_OPTIONS, DurableRetention } from './durable-retention.service';
 import type { DurableRetentionOptions, ResolvedRetentionOptions } from './retention-options.interface';
@@ -49,4 +49,38 @@ export class DurableRetentionModule {
       exports: [DurableRetention],
     };
   }
+
+  /**
+   * The same, with options from a factory (e.g. from ConfigService). They are validated when the
+   * factory resolves: bad options fail the app's bootstrap with every problem listed.
+   * @example
+   * ```ts
+   * DurableRetentionModule.forRootAsync({
+   *   inject: [ConfigService],
+   *   useFactory: (config: ConfigService) => ({ pruneAfterMs: config.getOrThrow<number>('RETENTION_MS') }),
+   * })
+   * ```
+   */
+  static forRootAsync(options: DurableRetentionAsyncOptions): DynamicModule {
+    return {
+      module: DurableRetentionModule,
+      imports: options.imports ?? [],
+      providers: [
+        {
+          provide: DURABLE_RETENTION_OPTIONS,
+          useFactory: async (...deps: unknown[]) =>
+            resolveRetentionOptions(await options.useFactory(...deps)),
+          inject: options.inject ?? [],
+        },
+        DurableRetention,
+      ],
+      exports: [DurableRetention],
+    };
+  }
+}
+
+/** Options of `DurableRetentionModule.forRootAsync`. */
+export interface DurableRetentionAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  inject?: FactoryProvider['inject'];
+  useFactory: (...deps: any[]) => DurableRetentionOptions | Promise<DurableRetentionOptions>;
 }

@@ -188,6 +188,31 @@ describe('retention', () => {
     expect(await count('ai_checkpoints', waiting)).toBe(waitingCheckpoints);
   });
 
+  it('forRootAsync takes its options from a factory and validates them when it resolves', async () => {
+    const build = (pruneAfterMs: number) =>
+      Test.createTestingModule({
+        imports: [
+          DurableExecutionModule.forRoot({ database: { url: db.url }, worker: { enabled: false } }),
+          DurableRetentionModule.forRootAsync({
+            // Stands in for ConfigModule: a module that exports what the factory injects.
+            imports: [
+              {
+                module: class RetentionConfigModule {},
+                providers: [{ provide: 'RETENTION_MS', useValue: pruneAfterMs }],
+                exports: ['RETENTION_MS'],
+              },
+            ],
+            inject: ['RETENTION_MS'],
+            useFactory: async (ms: number) => ({ pruneAfterMs: ms, enabled: false }),
+          }),
+        ],
+      }).compile();
+    const ok = await build(DAY);
+    expect(ok.get(DurableRetention)).toBeInstanceOf(DurableRetention);
+    await ok.close();
+    await expect(build(0)).rejects.toThrow('retention.pruneAfterMs must be a positive integer');
+  });
+
   it('sweeps on its interval, a timer of its own cleared at shutdown', async () => {
     const other = await boot(db.url, { pruneAfterMs: DAY, intervalMs: 100 });
     try {
