@@ -1,5 +1,5 @@
 /**
- * `npm run chaos:model -- --cases N --seed S [--time-limit-s T] [--no-shrink] [--only REGEX]`
+ * `npm run chaos:model -- --cases N --seed S [--time-limit-s T] [--no-shrink] [--only REGEX] [--path P]`
  * Runs the model-based property (PostgreSQL: DATABASE_URL or 127.0.0.1:5432), prints every case, and
  * on a violation the shrunk counterexample with its seed; exits 1 then.
  */
@@ -30,6 +30,7 @@ async function main(): Promise<void> {
     seed,
     timeLimitMs: arg('time-limit-s', 900) * 1000,
     only: onlyArg(),
+    path: process.argv.includes('--path') ? process.argv[process.argv.indexOf('--path') + 1] : undefined,
     maxShrinks: process.argv.includes('--no-shrink') ? 0 : undefined,
     log,
   });

@@ -69,7 +69,10 @@ export async function runCase(c: Case): Promise<CaseResult> {
     () => runIds,
     async (i, ms) => {
       await sleep(ms);
-      for (const a of c.actions) if (a.moment.at === 'hold' && a.moment.fault === i) await apply(a);
+      // Once: an action already applied at rest (its hold had not fired yet) is not applied again when
+      // the hold fires late, after the drive loop has seen everything settle.
+      for (const a of c.actions)
+        if (a.moment.at === 'hold' && a.moment.fault === i && !applied.has(a)) await apply(a);
     },
     () => void addWorker(),
   );

@@ -16,6 +16,8 @@ export interface ModelOptions {
   log?: (line: string) => void;
   /** Count only violations matching this (to hunt one defect; its shrunk case keeps showing it). */
   only?: RegExp;
+  /** Replay one case: the `path` a failing run printed (with its seed). */
+  path?: string;
 }
 
 export interface ModelReport {
@@ -49,6 +51,7 @@ export async function runModel(o: ModelOptions): Promise<ModelReport> {
     interruptAfterTimeLimit: o.timeLimitMs,
     markInterruptAsFailure: false,
     endOnFailure: o.maxShrinks === 0,
+    ...(o.path ? { path: o.path } : {}),
   });
   const counterexample = details.counterexample ? details.counterexample[0] : null;
   if (counterexample) {

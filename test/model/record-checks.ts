@@ -28,7 +28,8 @@ export function checkRecord(rows: Rows, c: Case, runIds: string[], short: (id: s
     if (TERMINAL.includes(run.status)) continue;
     if (run.cancel_requested_at) out.push(`${name} is ${run.status} with a cancel request left behind`);
     if (run.status !== 'waiting' || !run.forever) {
-      out.push(`${name} is ${run.status} (not settled)`);
+      const trail = rows.events.filter((e) => e.run_id === run.id).map((e) => e.event_type);
+      out.push(`${name} is ${run.status} (not settled; events: ${trail.join(' ')})`);
       continue;
     }
     // Parked until someone acts: only for an operator, on a command still waiting for one.
