@@ -49,6 +49,9 @@ install_app "$work/app-typeorm1" '^1' & i2=$!
 wait "$i1" || fail "installing or compiling the typeorm@^0.3 app failed"
 wait "$i2" || fail "installing or compiling the typeorm@^1 app failed"
 echo "fresh apps: installed and compiled in $((SECONDS - start_s)) s"
+for app in app-typeorm03 app-typeorm1; do
+  echo "fresh apps: $app: $(cd "$work/$app" && node -p '["@nestjs/core", "@nestjs/typeorm", "@nestjs/config", "@nestjs/schedule", "typeorm", "pg", "typescript"].map((p) => p + "@" + JSON.parse(require("fs").readFileSync("node_modules/" + p + "/package.json", "utf8")).version).join(" ")')"
+done
 
 # Starts `node dist/main.js` with the env given; waits for its READY or BOOT_FAILED line (or its exit).
 # Sets $proc_pid, $proc_log and $proc_line.
