@@ -1,0 +1,27 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+import { TicksService } from './ticks.service';
+
+/** ROLE=api: HTTP on PORT, starts runs. ROLE=worker: drives them. Prints one READY line, or BOOT_FAILED. */
+async function bootstrap(): Promise<void> {
+  if (process.env.ROLE === 'worker') {
+    const worker = await NestFactory.createApplicationContext(AppModule.forRole('worker'), {
+      abortOnError: false,
+    });
+    worker.enableShutdownHooks();
+    const ticks = await worker.get(TicksService).over(1000);
+    console.log(`READY worker ticks=${ticks}`);
+    return;
+  }
+  const api = await NestFactory.create(AppModule.forRole('api'), { abortOnError: false });
+  api.enableShutdownHooks();
+  await api.listen(Number(process.env.PORT ?? 0), '127.0.0.1');
+  const address = api.getHttpServer().address() as { port: number };
+  console.log(`READY api port=${address.port}`);
+}
+
+bootstrap().catch((err: { code?: string; message?: string }) => {
+  console.log(`BOOT_FAILED code=${err?.code ?? 'none'} ${err?.message ?? String(err)}`);
+  process.exit(1);
+});
