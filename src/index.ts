@@ -1,6 +1,8 @@
 export { DurableExecutionModule } from './durable-execution.module';
 export { DURABLE_EXECUTION_OPTIONS } from './durable-execution.constants';
 export * from './options/durable-execution-options.interface';
+export { REDACT_SURFACES, REDACTION_FAILED } from './options/redact';
+export type { RedactHook, RedactKey, RedactSurface } from './options/redact';
 export * from './interfaces/run.interface';
 export * from './interfaces/step-options.interface';
 export * from './errors';

@@ -5,6 +5,7 @@ import { mountController, trimPath } from '../observability/mount-controller';
 import { AdminAccessGuard } from './admin-access.guard';
 import { DURABLE_ADMIN_OPTIONS } from './admin.constants';
 import type { DurableAdminModuleOptions, ResolvedAdminOptions } from './admin-options.interface';
+import { AdminRedactor } from './admin-redactor';
 import { AdminRunsService } from './admin-runs.service';
 import { DurableInspectorController } from './controllers/inspector-page.controller';
 import { DurableRunActionsController } from './controllers/run-actions.controller';
@@ -60,7 +61,12 @@ export class DurableAdminModule {
         resolved.observability === false
           ? []
           : [observabilityModule(resolved.observability ?? {}, path ? `${path}/health` : 'health')],
-      providers: [{ provide: DURABLE_ADMIN_OPTIONS, useValue: resolved }, AdminAccessGuard, AdminRunsService],
+      providers: [
+        { provide: DURABLE_ADMIN_OPTIONS, useValue: resolved },
+        AdminAccessGuard,
+        AdminRedactor,
+        AdminRunsService,
+      ],
       controllers: [
         mountController(DurableRunsApiController, api),
         mountController(DurableRunActionsController, api),
