@@ -44,7 +44,7 @@ export * from './observability/observability-options.interface';
 export { DurableObservabilityModule } from './observability/durable-observability.module';
 export { DurableMetrics } from './observability/durable-metrics.service';
 export { DurableTracing } from './observability/durable-tracing.service';
-export { DurableHealthIndicator } from './observability/durable-health.indicator';
+export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './observability/durable-health.indicator';
 export type { DurableHealthResult } from './observability/durable-health.indicator';
 export type { RunStats, Backlog } from './observability/run-stats.reader';
 export { DurableAdminModule } from './admin/durable-admin.module';
