@@ -19,8 +19,9 @@ import { ApiConflictResponse, ApiNotFoundResponse, ApiOperation, ApiTags } from 
 import { runIdPipe } from './uuid-param.pipe';
 
 /**
- * Operator actions (responses show the run and command through the module's `redact` hook), each through RunRepository and each recorded in the run's event trail with `by`
+ * Operator actions, each through RunRepository and each recorded in the run's event trail with `by`
  * (who, from the guard). A command key must belong to the run in the URL: another run's key is a 404.
+ * Responses show the run and command through the module's `redact` hook, like every admin read.
  */
 @ApiTags('durable-admin')
 @ApiNotFoundResponse({ description: 'No such run, or no such command on this run' })
