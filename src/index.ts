@@ -1,6 +1,8 @@
 export { DurableExecutionModule } from './durable-execution.module';
 export { DURABLE_EXECUTION_OPTIONS } from './durable-execution.constants';
 export * from './options/durable-execution-options.interface';
+export { REDACT_SURFACES, REDACTION_FAILED } from './options/redact';
+export type { RedactHook, RedactKey, RedactSurface } from './options/redact';
 export * from './interfaces/run.interface';
 export * from './interfaces/step-options.interface';
 export * from './errors';
@@ -43,7 +45,7 @@ export * from './observability/observability-options.interface';
 export { DurableObservabilityModule } from './observability/durable-observability.module';
 export { DurableMetrics } from './observability/durable-metrics.service';
 export { DurableTracing } from './observability/durable-tracing.service';
-export { DurableHealthIndicator } from './observability/durable-health.indicator';
+export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './observability/durable-health.indicator';
 export type { DurableHealthResult } from './observability/durable-health.indicator';
 export type { RunStats, Backlog } from './observability/run-stats.reader';
 export { DurableAdminModule } from './admin/durable-admin.module';

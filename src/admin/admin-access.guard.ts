@@ -11,6 +11,7 @@ import { ModuleRef } from '@nestjs/core';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { DURABLE_ADMIN_ACTION, DURABLE_ADMIN_OPTIONS, DURABLE_OPERATOR } from './admin.constants';
 import type { ResolvedAdminOptions } from './admin-options.interface';
+import { setAdminResponseHeaders } from './admin-response-headers';
 
 /** Marks an admin handler that changes a run (guards can treat reads and actions apart). @internal */
 export const AdminAction = () => SetMetadata(DURABLE_ADMIN_ACTION, true);
@@ -29,7 +30,8 @@ export function operatorOf(request: any, options: Pick<ResolvedAdminOptions, 'op
 }
 
 /**
- * Every admin route passes here: the configured guard decides (401/403 are its answers; `false` is a
+ * Every admin route passes here: it sets `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`,
+ * then the configured guard decides (401/403 are its answers; `false` is a
  * 403), then actions must be JSON requests, which a cross-site form cannot send without a CORS
  * preflight (a cheap CSRF barrier for apps whose guard relies on cookies). @internal
  */
@@ -43,6 +45,8 @@ export class AdminAccessGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
+    // First, so that a 401/403 from the app's guard carries them too.
+    setAdminResponseHeaders(context.switchToHttp().getResponse());
     const guard = await (this.delegate ??= this.resolve());
     if (guard) {
       const verdict = guard.canActivate(context);

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus } from
 import { BaseExceptionFilter } from '@nestjs/core';
 import { DurableExecutionError } from '../errors/durable-execution.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { setAdminResponseHeaders } from './admin-response-headers';
 
 /** HTTP status of each error code an operator action can meet. */
 const STATUS: Record<string, number> = {
@@ -17,11 +18,14 @@ const STATUS: Record<string, number> = {
 /**
  * Maps the library's typed errors to HTTP: unknown run or command → 404, wrong state → 409, bad
  * argument → 400 naming the field; the body keeps the stable `code`. Everything else is Nest's default.
+ * Every error answer carries the admin response headers (no-store, nosniff).
  * @internal
  */
 @Catch()
 export class AdminErrorFilter extends BaseExceptionFilter implements ExceptionFilter {
   override catch(exception: unknown, host: ArgumentsHost): void {
+    // An app-wide guard that refused ran before AdminAccessGuard: its error gets the headers here.
+    if (host.getType() === 'http') setAdminResponseHeaders(host.switchToHttp().getResponse());
     const status = exception instanceof DurableExecutionError ? STATUS[exception.code] : undefined;
     if (!status) return super.catch(exception, host);
     const e = exception as DurableExecutionError;

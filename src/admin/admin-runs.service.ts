@@ -8,6 +8,7 @@ import { CommandGateway, CommandView } from '../services/command-gateway.service
 import { RunRepository } from '../services/run.repository';
 import { requireText, requireTimestamp } from '../util/arguments';
 import { decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
+import { AdminRedactor } from './admin-redactor';
 import type { ListRunsQueryDto } from './dto/list-runs-query.dto';
 import { buildTimeline, RunTimeline } from './run-timeline';
 
@@ -46,13 +47,17 @@ export interface AdminRunDetail {
   timeline: RunTimeline;
 }
 
-/** Reads for the admin API and the inspector page. Writes go through RunRepository. @internal */
+/**
+ * Reads for the admin API and the inspector page, with run data through the module's `redact` hook
+ * (AdminRedactor). Writes go through RunRepository. @internal
+ */
 @Injectable()
 export class AdminRunsService {
   constructor(
     private readonly db: DurableDatabase,
     private readonly runs: RunRepository,
     private readonly commands: CommandGateway,
+    private readonly redactor: AdminRedactor,
   ) {}
 
   async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
@@ -73,7 +78,7 @@ export class AdminRunsService {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      items: page.map(toSummary),
+      items: page.map((r) => this.redactor.summary(toSummary(r))),
       next: rows.length > limit ? encodeRunCursor(last.created_key, last.id) : undefined,
     };
   }
@@ -84,20 +89,46 @@ export class AdminRunsService {
 
   /** The run and its whole record; RunNotFoundError (404) for an unknown id. */
   async detail(id: string): Promise<AdminRunDetail> {
-    const run = await this.runs.get(id);
-    if (!run) throw new RunNotFoundError(id);
-    const [checkpoints, commands, events] = await Promise.all([
+    const stored = await this.runs.get(id);
+    if (!stored) throw new RunNotFoundError(id);
+    const [cps, cmds, evs] = await Promise.all([
       this.runs.checkpoints(id),
       this.commands.listForRun(id),
       this.runs.events(id),
     ]);
-    return { run, checkpoints, commands, events, timeline: buildTimeline(events, checkpoints) };
+    const r = this.redactor;
+    const checkpoints = cps.map((c) => r.checkpoint(c));
+    const events = evs.map((e) => r.event(e));
+    const commands = cmds.map((c) => r.command(c));
+    return {
+      run: r.run(stored),
+      checkpoints,
+      commands,
+      events,
+      timeline: buildTimeline(events, checkpoints),
+    };
   }
 
-  /** The run's command with this key, or CommandNotFound-style 404 (a key of another run never matches). */
+  /** A run as an admin response shows it (through the `redact` hook). */
+  shown(run: RunView): RunView {
+    return this.redactor.run(run);
+  }
+
+  /** The run, redacted for display; null for an unknown id (as RunRepository.get). */
+  async run(id: string): Promise<RunView | null> {
+    const run = await this.runs.get(id);
+    return run && this.redactor.run(run);
+  }
+
+  /**
+   * The run's command with this key, redacted for display, or undefined (a key of another run never
+   * matches); RunNotFoundError for an unknown run.
+   */
   async commandOf(runId: string, key: string): Promise<CommandView | undefined> {
     if (!(await this.runs.get(runId))) throw new RunNotFoundError(runId);
-    return (await this.commands.listForRun(runId)).find((c) => c.idempotencyKey === key);
+    return this.redactor.command(
+      (await this.commands.listForRun(runId)).find((c) => c.idempotencyKey === key),
+    );
   }
 }
 

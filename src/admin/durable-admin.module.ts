@@ -1,10 +1,11 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { observabilityModule } from '../observability/durable-observability.module';
-import { mountController, trimPath } from '../observability/mount-controller';
+import { mountController, routePathProblem, trimPath } from '../observability/mount-controller';
 import { AdminAccessGuard } from './admin-access.guard';
 import { DURABLE_ADMIN_OPTIONS } from './admin.constants';
 import type { DurableAdminModuleOptions, ResolvedAdminOptions } from './admin-options.interface';
+import { AdminRedactor } from './admin-redactor';
 import { AdminRunsService } from './admin-runs.service';
 import { DurableInspectorController } from './controllers/inspector-page.controller';
 import { DurableRunActionsController } from './controllers/run-actions.controller';
@@ -28,9 +29,8 @@ export function resolveAdminOptions(o: DurableAdminModuleOptions): ResolvedAdmin
   ) {
     problems.push('DurableAdminModule: guard must be a CanActivate class or instance');
   }
-  if (o?.path !== undefined && (typeof o.path !== 'string' || /[?#\s:]/.test(o.path))) {
-    problems.push(`DurableAdminModule: path must be a plain URL path (got ${JSON.stringify(o.path)})`);
-  }
+  const pathProblem = routePathProblem('path', o?.path);
+  if (pathProblem) problems.push(`DurableAdminModule: ${pathProblem}`);
   if (o?.operator !== undefined && typeof o.operator !== 'function') {
     problems.push('DurableAdminModule: operator must be a function (request) => string');
   }
@@ -60,7 +60,12 @@ export class DurableAdminModule {
         resolved.observability === false
           ? []
           : [observabilityModule(resolved.observability ?? {}, path ? `${path}/health` : 'health')],
-      providers: [{ provide: DURABLE_ADMIN_OPTIONS, useValue: resolved }, AdminAccessGuard, AdminRunsService],
+      providers: [
+        { provide: DURABLE_ADMIN_OPTIONS, useValue: resolved },
+        AdminAccessGuard,
+        AdminRedactor,
+        AdminRunsService,
+      ],
       controllers: [
         mountController(DurableRunsApiController, api),
         mountController(DurableRunActionsController, api),

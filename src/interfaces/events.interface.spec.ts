@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { REDACT_SURFACES } from '../options/redact';
 import { DURABLE_EVENT_TYPES, isDurableEvent } from './events.interface';
 
 /** Every .ts file under src/ but specs and the event list itself. */
@@ -23,6 +24,8 @@ const TEMPLATE = new RegExp(`\`(${PREFIX}\\.[a-z_]*)\\$\\{([^}]+)\\}\``, 'g');
 const NOT_EVENTS: Record<string, string> = {
   // The `redact` hook's type for a cancel: stored as run.cancelled or run.cancel_requested.
   'run.cancel': 'redact key of RunRepository.cancel()',
+  // Surfaces of run data the `redact` hook is called with when the admin module shows them.
+  ...Object.fromEntries(REDACT_SURFACES.map((s) => [s, 'redact surface, not an event'])),
 };
 /** What each event-type template can produce (checked against the code by hand when one is added). */
 const TEMPLATES: Record<string, string[]> = {

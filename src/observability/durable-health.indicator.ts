@@ -10,9 +10,14 @@ import { RunStatsReader } from './run-stats.reader';
 /** One indicator's result, in the shape `@nestjs/terminus` expects (`HealthIndicatorResult`). */
 export type DurableHealthResult = Record<string, { status: 'up' | 'down'; [detail: string]: unknown }>;
 
+/** What a failing database or backlog check says unless `health.detailed` is set. */
+export const DATABASE_UNREACHABLE = 'database unreachable';
+
 /**
  * Health indicators for `@nestjs/terminus` (or any probe): the database answers, this process's worker
  * loop is claiming, the due backlog is younger than a bound. Each returns `up` or `down`, never throws.
+ * Without `health.detailed` they carry no database error text and no worker id (the health route is not
+ * behind the admin guard): a failure reads `database unreachable`.
  * @example
  * ```ts
  * this.health.check([() => this.durable.database(), () => this.durable.worker(), () => this.durable.backlog()])
@@ -62,7 +67,7 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
       ]);
       return { [key]: { status: 'up', responseTimeMs: Date.now() - started } };
     } catch (err) {
-      return { [key]: { status: 'down', message: (err as Error).message } };
+      return { [key]: { status: 'down', message: this.failure(err) } };
     } finally {
       clearTimeout(timer);
     }
@@ -77,12 +82,9 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
     if (!w.enabled) return { [key]: { status: 'up', enabled: false } };
     const staleAfterMs = this.opts.workerStaleAfterMs ?? Math.max(10_000, 24 * w.pollIntervalMs);
     const sinceMs = Date.now() - this.lastTickAt;
-    const detail = {
-      workerId: w.workerId,
-      lastClaimRoundMs: sinceMs,
-      staleAfterMs,
-      lastError: this.lastTickError,
-    };
+    const detail = this.opts.detailed
+      ? { workerId: w.workerId, lastClaimRoundMs: sinceMs, staleAfterMs, lastError: this.lastTickError }
+      : { lastClaimRoundMs: sinceMs, staleAfterMs, failing: this.lastTickError !== null };
     return { [key]: { status: sinceMs <= staleAfterMs ? 'up' : 'down', ...detail } };
   }
 
@@ -93,7 +95,12 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
       const b = await new RunStatsReader(this.db).backlog();
       return { [key]: { status: b.oldestDueAgeMs <= maxAgeMs ? 'up' : 'down', ...b, maxAgeMs } };
     } catch (err) {
-      return { [key]: { status: 'down', message: (err as Error).message } };
+      return { [key]: { status: 'down', message: this.failure(err) } };
     }
+  }
+
+  /** The error's text with `health.detailed`, else the generic DATABASE_UNREACHABLE. */
+  private failure(err: unknown): string {
+    return this.opts.detailed ? String((err as Error)?.message ?? err) : DATABASE_UNREACHABLE;
   }
 }

@@ -5,7 +5,8 @@ import { DurableMetrics } from './durable-metrics.service';
 import { DurableTracing } from './durable-tracing.service';
 import { DurableHealthController } from './health.controller';
 import { DurableMetricsController } from './metrics.controller';
-import { mountController, trimPath } from './mount-controller';
+import { InvalidOptionsError } from '../errors/invalid-options.error';
+import { mountController, routePathProblem, trimPath } from './mount-controller';
 import { DURABLE_HEALTH_CHECK_SERVICE, DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
 import { loadOptional, tryLoadOptional } from './optional-dependency';
@@ -31,6 +32,11 @@ export function observabilityModule(
   options: DurableObservabilityOptions,
   healthDefault: string,
 ): DynamicModule {
+  const problems = [
+    routePathProblem('metrics.path', options.metrics ? options.metrics.path : undefined),
+    routePathProblem('health.path', options.health ? options.health.path : undefined),
+  ].filter((p): p is string => p !== undefined);
+  if (problems.length) throw new InvalidOptionsError(problems.map((p) => `DurableObservabilityModule: ${p}`));
   const providers: Provider[] = [
     { provide: DURABLE_OBSERVABILITY_OPTIONS, useValue: options },
     DurableHealthIndicator,

@@ -1,12 +1,14 @@
-import { Get, Inject } from '@nestjs/common';
+import { Get, Inject, Res } from '@nestjs/common';
 import type { HealthCheckService } from '@nestjs/terminus';
+import { setAdminResponseHeaders } from '../admin/admin-response-headers';
 import { ApiOperation, ApiTags } from '../admin/openapi';
 import { DurableHealthIndicator } from './durable-health.indicator';
 import { DURABLE_HEALTH_CHECK_SERVICE } from './observability.constants';
 
 /**
  * `GET <path>/health`: terminus's report of the database, the worker loop and the backlog; 200 when all
- * are up, 503 with the details when one is down.
+ * are up, 503 with the details when one is down. Not guarded: without `health.detailed` the details hold
+ * no database error text and no worker id.
  */
 @ApiTags('durable-admin')
 export class DurableHealthController {
@@ -17,7 +19,8 @@ export class DurableHealthController {
 
   @Get()
   @ApiOperation({ summary: 'Database reachable, worker loop alive, backlog age under its bound' })
-  check() {
+  check(@Res({ passthrough: true }) res: unknown) {
+    setAdminResponseHeaders(res); // no-store, nosniff: on the 503 too
     return this.health.check([
       () => this.indicator.database(),
       () => this.indicator.worker(),

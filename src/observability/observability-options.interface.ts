@@ -37,6 +37,14 @@ export interface DurableHealthOptions {
   workerStaleAfterMs?: number;
   /** The database check is down when `select 1` takes longer. Default 2000 ms. */
   databaseTimeoutMs?: number;
+  /**
+   * Put raw details in the checks: the database's error text, this worker's id (`host:pid:…`) and its
+   * last claim error. Default false: the endpoint is not behind the admin guard, so a failing check
+   * says only `database unreachable` and the worker check gives no id or error text. Set it when the
+   * health route is guarded or internal (or when you call `DurableHealthIndicator` from your own
+   * guarded endpoint).
+   */
+  detailed?: boolean;
 }
 
 /** Options of `DurableObservabilityModule.forRoot()` (or `observability` of the admin module). */

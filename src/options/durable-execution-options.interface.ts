@@ -1,3 +1,5 @@
+import type { RedactHook } from './redact';
+
 /** Retry policy of a step or command: exponential backoff with jitter. */
 export interface RetryPolicy {
   /** Total attempts inside one claim, first call included. Default 3. */
@@ -95,12 +97,25 @@ export interface DurableExecutionModuleOptions {
   defaultMaxAttempts?: number;
   /** Default retry policy of steps. */
   defaultRetry?: RetryPolicy;
-  /** Transforms event payloads before they are stored (e.g. strip personal data). */
-  redact?: (eventType: string, payload: Record<string, unknown>) => Record<string, unknown>;
+  /**
+   * One hook for every place run data is shown: `redact(key, value)` returns what may be shown in
+   * place of `value`. Event payloads pass it (key: the event type) before they are stored and again
+   * when shown; run input, output, state, error, parked and cancel reasons, checkpoint outputs, signal
+   * payloads and command args, results and errors (key: a `RedactSurface`) are stored intact, since the
+   * engine replays from them, and pass it each time the admin API, the inspector page or a log line
+   * (`logRunData`) shows them. `RunRepository` and `CommandGateway` reads are the app's own API and
+   * return data unredacted. Return `value` unchanged for keys you do not handle; the hook must be
+   * idempotent. A hook that throws while a value is shown yields `'[redaction failed]'`.
+   * @example
+   * ```ts
+   * redact: (key, value) => (key === 'run.input' ? { ...value, email: '[redacted]' } : value)
+   * ```
+   */
+  redact?: RedactHook;
   /**
    * Put error messages of runs in the module's log lines (context `DurableExecution`: run failed,
-   * dead-lettered, …). Default false: those lines carry the run id and kind only, never run data (an
-   * error message can quote input or output).
+   * dead-lettered, …), through `redact` as `run.error`. Default false: those lines carry the run id and
+   * kind only, never run data (an error message can quote input or output).
    */
   logRunData?: boolean;
 }

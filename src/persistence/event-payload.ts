@@ -1,4 +1,5 @@
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import type { RedactKey } from '../options/redact';
 import { storableJson } from '../util/json';
 
 /** JSON escapes of what jsonb refuses: U+0000 and (lone) surrogates. Rare: checked on the text. */
@@ -13,7 +14,7 @@ export function eventPayload(
   type: string,
   payload: Record<string, unknown>,
 ): string {
-  const value = options.redact ? options.redact(type, payload) : payload;
+  const value = options.redact ? options.redact(type as RedactKey, payload) : payload;
   const text = JSON.stringify(value);
   return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(storableJson(value)) : text;
 }

@@ -15,6 +15,7 @@ import { toStoredJson } from '../util/json';
 import { ActiveRun } from './active-run';
 import { isNonRetryable } from './retry';
 import { serializeError } from './serialize-error';
+import { redactErrorMessage } from '../options/redact';
 
 const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
   succeeded: 'succeeded',
@@ -117,7 +118,9 @@ export class Executor {
   /** `: <message>` with `logRunData`, else nothing: a message can quote the run's input or output. */
   private detail(error: Record<string, unknown> | null | undefined): string {
     const message = error?.message;
-    return this.options.logRunData && typeof message === 'string' ? `: ${message}` : '';
+    return this.options.logRunData && typeof message === 'string'
+      ? `: ${redactErrorMessage(this.options.redact, message)}`
+      : '';
   }
 
   private leaseLost(run: ActiveRun, err: LeaseLostError): void {

@@ -31,7 +31,8 @@ export interface CommandView {
 
 /**
  * Reads side-effect commands. They are written only by `@IdempotentCommand` inside runs (fenced) and
- * by operator decisions on `RunRepository` (approve, reject, resolveCommand).
+ * by operator decisions on `RunRepository` (approve, reject, resolveCommand). Its reads are the app's
+ * own API: args, results and errors come back as stored, without the module's `redact` hook.
  */
 @Injectable()
 export class CommandGateway {

@@ -48,7 +48,9 @@ const argumentError = (field: string, reason: string) => new InvalidArgumentErro
 const STATUSES = RUN_STATUSES;
 
 /**
- * What controllers inject: start runs, read them and their trail, cancel and re-drive them.
+ * What controllers inject: start runs, read them and their trail, cancel and re-drive them. Its reads
+ * are the app's own API and return run data as stored: the module's `redact` hook is not applied (only
+ * event payloads were redacted when stored). The admin API and inspector page redact what they show.
  * @example
  * ```ts
  * const { run } = await this.runs.start('purchase-order', dto, { idempotencyKey: dto.orderRef });

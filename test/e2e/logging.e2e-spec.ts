@@ -5,6 +5,7 @@ import {
   DurableWorkflow,
   IdempotentCommand,
   NonRetryableError,
+  RedactHook,
   RunRepository,
 } from '../../src';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
@@ -86,7 +87,11 @@ describe('log lines', () => {
     await db?.drop();
   });
 
-  async function boot(logger: CapturingLogger, logRunData?: boolean): Promise<INestApplication> {
+  async function boot(
+    logger: CapturingLogger,
+    logRunData?: boolean,
+    redact?: RedactHook,
+  ): Promise<INestApplication> {
     const moduleRef = await Test.createTestingModule({
       imports: [
         DurableExecutionModule.forRoot({
@@ -94,6 +99,7 @@ describe('log lines', () => {
           worker: { enabled: true, pollIntervalMs: 100, concurrency: 3, workerId: 'log-worker' },
           reconciler: { enabled: false },
           logRunData,
+          redact,
         }),
       ],
       providers: [FailingWorkflow, DyingWorkflow, ApprovalWorkflow, Payouts],
@@ -146,6 +152,28 @@ describe('log lines', () => {
         logger.about(failed).find((x) => /failed/.test(x.message)),
       );
       expect(l.message).toBe(`run ${failed} (kind 'log-fails') failed: declined for ${SECRET}`);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('with logRunData and a redact hook: the message in the line went through the hook as run.error', async () => {
+    const logger = new CapturingLogger();
+    const keys: string[] = [];
+    const app = await boot(logger, true, (key, value) => {
+      keys.push(key);
+      return key === 'run.error'
+        ? { ...value, message: String(value.message).replace(SECRET, '[card]') }
+        : value;
+    });
+    try {
+      const failed = (await app.get(RunRepository).start('log-fails', {})).run.id;
+      const l = await until('the failed line', () =>
+        logger.about(failed).find((x) => /failed/.test(x.message)),
+      );
+      expect(l.message).toBe(`run ${failed} (kind 'log-fails') failed: declined for [card]`);
+      expect(logger.lines.some((x) => x.message.includes(SECRET))).toBe(false);
+      expect(keys).toContain('run.error');
     } finally {
       await app.close();
     }

@@ -32,6 +32,7 @@ export class DurableInspectorController {
   @Get()
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Cache-Control', 'no-store')
+  @Header('X-Content-Type-Options', 'nosniff')
   @Header('Content-Security-Policy', INSPECTOR_CSP)
   async runs(@Query() query: ListRunsQueryDto, @Req() req: unknown): Promise<string> {
     const [page, stats] = await Promise.all([this.admin.list(query), this.admin.stats()]);
@@ -41,6 +42,7 @@ export class DurableInspectorController {
   @Get('runs/:id')
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Cache-Control', 'no-store')
+  @Header('X-Content-Type-Options', 'nosniff')
   @Header('Content-Security-Policy', INSPECTOR_CSP)
   async run(@Param('id', runIdPipe()) id: string, @Req() req: unknown): Promise<string> {
     const detail = await this.admin.detail(id);

@@ -21,6 +21,7 @@ import { runIdPipe } from './uuid-param.pipe';
 /**
  * Operator actions, each through RunRepository and each recorded in the run's event trail with `by`
  * (who, from the guard). A command key must belong to the run in the URL: another run's key is a 404.
+ * Responses show the run and command through the module's `redact` hook, like every admin read.
  */
 @ApiTags('durable-admin')
 @ApiNotFoundResponse({ description: 'No such run, or no such command on this run' })
@@ -45,7 +46,7 @@ export class DurableRunActionsController {
   @ApiOperation({ summary: 'Cancel (a running run stops at its next step boundary or heartbeat)' })
   async cancel(@Param('id', runIdPipe()) id: string, @Body() dto: CancelRunDto, @Req() req: unknown) {
     const by = this.by(req);
-    return { by, run: await this.runs.cancel(id, dto.reason, by) };
+    return { by, run: this.admin.shown(await this.runs.cancel(id, dto.reason, by)) };
   }
 
   @Post('runs/:id/retry')
@@ -54,7 +55,7 @@ export class DurableRunActionsController {
   @ApiOperation({ summary: 'Retry a dead-lettered or failed run from its last checkpoint' })
   async retry(@Param('id', runIdPipe()) id: string, @Body() _dto: RetryRunDto, @Req() req: unknown) {
     const by = this.by(req);
-    return { by, run: await this.runs.retry(id, by) };
+    return { by, run: this.admin.shown(await this.runs.retry(id, by)) };
   }
 
   @Post('runs/:id/approve')
@@ -90,7 +91,7 @@ export class DurableRunActionsController {
     ) as CommandResolution;
     const by = this.by(req);
     await this.runs.resolveCommand(dto.key, resolution, by);
-    return { by, command: await this.admin.commandOf(id, dto.key), run: await this.runs.get(id) };
+    return { by, command: await this.admin.commandOf(id, dto.key), run: await this.admin.run(id) };
   }
 
   @Post('runs/:id/signal')
@@ -102,13 +103,13 @@ export class DurableRunActionsController {
   async signal(@Param('id', runIdPipe()) id: string, @Body() dto: SendSignalDto, @Req() req: unknown) {
     const by = this.by(req);
     await this.runs.signal(id, dto.name, dto.payload ?? null, by);
-    return { by, run: await this.runs.get(id) };
+    return { by, run: await this.admin.run(id) };
   }
 
   private async decide(id: string, dto: CommandDecisionDto, by: string, approve: boolean) {
     const decision = { by, note: dto.note };
     if (approve) await this.runs.approve(id, dto.key, decision);
     else await this.runs.reject(id, dto.key, decision);
-    return { by, command: await this.admin.commandOf(id, dto.key), run: await this.runs.get(id) };
+    return { by, command: await this.admin.commandOf(id, dto.key), run: await this.admin.run(id) };
   }
 }

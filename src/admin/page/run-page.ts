@@ -97,6 +97,12 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail)
           : ''
       }
       ${
+        r.cancelReason
+          ? html`<div>cancel reason</div>
+              <div>${r.cancelReason}</div>`
+          : ''
+      }
+      ${
         r.error
           ? html`<div>error</div>
               <div class="mono">${r.error.code ?? r.error.name ?? ''} ${r.error.message}</div>`
