@@ -156,7 +156,15 @@ export class ActiveRun implements StepHost, RunContextHost {
    * must hold for at least a third of its TTL by the local monotonic clock, or be re-confirmed by a
    * fenced statement. A process that wakes past its lease (a freeze, a GC pause) stops here.
    */
-  async ensureLease(what: string): Promise<void> {
+  ensureLease(what: string): Promise<void> | undefined {
+    if (performance.now() < this.leaseDeadline - this.options.worker.leaseTtlMs / 3) {
+      this.checkActive(false);
+      return undefined; // the common case: no promise, no await
+    }
+    return this.renewBeforeCall(what);
+  }
+
+  private async renewBeforeCall(what: string): Promise<void> {
     const margin = this.options.worker.leaseTtlMs / 3;
     for (let tries = 0; performance.now() >= this.leaseDeadline - margin; tries++) {
       if (this.stopReason) throw this.stopReason;
@@ -266,11 +274,13 @@ export class ActiveRun implements StepHost, RunContextHost {
    */
   async fenced<T extends object>(write: () => Promise<T>, what = 'write'): Promise<T> {
     try {
-      await this.pause('before-write', what);
+      const before = this.pause('before-write', what);
+      if (before) await before;
       const sentAt = performance.now();
       const out = await write();
       this.leaseRenewed(sentAt);
-      await this.pause('after-write', what);
+      const after = this.pause('after-write', what);
+      if (after) await after;
       if ((out as { cancelRequested?: boolean }).cancelRequested) this.cancelRequested = true;
       return out;
     } catch (err) {
@@ -331,7 +341,8 @@ export class ActiveRun implements StepHost, RunContextHost {
       await this.log.replayed(index);
       return rec.output;
     }
-    await this.goLive();
+    const live = this.goLive();
+    if (live) await live;
     if (!this.observers) return this.track(this.runStep(meta, index, call, fingerprint));
     return this.track(
       this.observers.step(this.stepInfo(index, meta.name, meta.kind), () =>
@@ -380,8 +391,10 @@ export class ActiveRun implements StepHost, RunContextHost {
       step: { index, name: meta.name, derived: 0 },
     };
     const output = await withRetry(policy, this.signal, async () => {
-      await this.pause('before-call', `step:${meta.name}`);
-      await this.ensureLease(`step ${meta.name}`);
+      const paused = this.pause('before-call', `step:${meta.name}`);
+      if (paused) await paused;
+      const renewing = this.ensureLease(`step ${meta.name}`);
+      if (renewing) await renewing;
       return runStorage.run(frame, () =>
         withTimeout(Promise.resolve().then(call), meta.timeoutMs, meta.name),
       );
