@@ -9,7 +9,7 @@
  */
 export const DECIDE_COMMAND_SQL = `
 with run_lock as (
-  select r.id from ai_runs r
+  select r.id, r.epoch from ai_runs r
    where r.id = (select run_id from ai_commands where idempotency_key = $2)
    for update
 ), cmd as (
@@ -32,7 +32,9 @@ with run_lock as (
   returning r.kind, r.status
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
-  select upd.run_id, $10, r.epoch, $11::jsonb from upd join ai_runs r on r.id = upd.run_id
+  -- The epoch of the row's newest version (run_lock locked it), not the snapshot's: a claim that
+  -- committed meanwhile must not see this event filed under the epoch before it.
+  select upd.run_id, $10, run_lock.epoch, $11::jsonb from upd join run_lock on run_lock.id = upd.run_id
 )
 select cmd.status as previous_status, cmd.run_id, (select count(*) from upd)::int as updated,
        (select count(pg_notify($12, kind)) from wake where wake.status = 'waiting')::int as woke
