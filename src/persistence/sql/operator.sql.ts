@@ -13,9 +13,12 @@ with run_lock as (
    where r.id = (select run_id from ai_commands where idempotency_key = $2)
    for update
 ), cmd as (
-  select idempotency_key, run_id, status from ai_commands
-   where idempotency_key = $2 and ($1::uuid is null or run_id = $1::uuid)
-   for update
+  -- Joining run_lock makes it run first (an unreferenced CTE never runs, and one first read after
+  -- \`wake\` changed the row would find nothing): run row, then command row, as fenced writes lock.
+  select c.idempotency_key, c.run_id, c.status, run_lock.epoch from ai_commands c
+    join run_lock on run_lock.id = c.run_id
+   where c.idempotency_key = $2 and ($1::uuid is null or c.run_id = $1::uuid)
+   for update of c
 ), upd as (
   update ai_commands c
      set status = $4, result = coalesce($5::jsonb, c.result), error = coalesce($6::jsonb, c.error),
@@ -32,9 +35,9 @@ with run_lock as (
   returning r.kind, r.status
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
-  -- The epoch of the row's newest version (run_lock locked it), not the snapshot's: a claim that
-  -- committed meanwhile must not see this event filed under the epoch before it.
-  select upd.run_id, $10, run_lock.epoch, $11::jsonb from upd join run_lock on run_lock.id = upd.run_id
+  -- The epoch of the run row's newest version (run_lock locked it), not the snapshot's: a claim
+  -- that committed meanwhile must not see this event filed under the epoch before it.
+  select upd.run_id, $10, cmd.epoch, $11::jsonb from upd join cmd on cmd.run_id = upd.run_id
 )
 select cmd.status as previous_status, cmd.run_id, (select count(*) from upd)::int as updated,
        (select count(pg_notify($12, kind)) from wake where wake.status = 'waiting')::int as woke
