@@ -123,9 +123,10 @@ export class ActiveRun implements StepHost, RunContextHost {
   }
   /** Recorded values not yet written; flushed by the next fenced write. */
   takePending(): CheckpointWrite[] {
-    const out = this.pending;
-    this.pending = [];
-    return out;
+    // Not cleared here: a value stays pending (and rides along on every fenced write) until a write
+    // carrying it has committed. With parallel branches, another branch's write may otherwise reach an
+    // external call while the one write that carries the value is still in flight (or frozen).
+    return this.pending.slice();
   }
 
   /** Stops the run: later steps throw `reason`, the AbortSignal fires, replay waiters reject. */
@@ -273,12 +274,14 @@ export class ActiveRun implements StepHost, RunContextHost {
    * fenced write that leaves the run `running` also renews its lease from the moment it was sent.
    */
   async fenced<T extends object>(write: () => Promise<T>, what = 'write'): Promise<T> {
+    const carried = this.pending.length ? this.pending.slice() : null;
     try {
       const before = this.pause('before-write', what);
       if (before) await before;
       const sentAt = performance.now();
       const out = await write();
       this.leaseRenewed(sentAt);
+      if (carried) this.pending = this.pending.filter((p) => !carried.includes(p)); // durable now
       const after = this.pause('after-write', what);
       if (after) await after;
       if ((out as { cancelRequested?: boolean }).cancelRequested) this.cancelRequested = true;

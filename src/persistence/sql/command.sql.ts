@@ -24,6 +24,7 @@ with run as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
   select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset($11::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
+  on conflict (run_id, step_index) do nothing
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select run.id, 'tool.command_reserved', run.epoch, $10::jsonb from run
@@ -106,6 +107,7 @@ with snap as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
   select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset($17::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
+  on conflict (run_id, step_index) do nothing
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select run.id, $8, run.epoch, $9::jsonb || jsonb_build_object('availableAt', run.available_at) from run

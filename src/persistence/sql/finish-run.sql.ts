@@ -21,6 +21,7 @@ with run as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
   select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset($9::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
+  on conflict (run_id, step_index) do nothing
 ), doubt as (
   -- A cancelled run may leave a reserved command with no outcome: list it as in doubt on the run.
   update ai_commands c set status = 'in_doubt', updated_at = now()

@@ -57,6 +57,7 @@ with snap as (
   insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
   select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset($8::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
+  on conflict (run_id, step_index) do nothing
 ), ev as (
   insert into ai_events (run_id, event_type, epoch, payload)
   select run.id,
