@@ -158,16 +158,21 @@ export class ActiveRun implements StepHost, RunContextHost {
    * fenced statement. A process that wakes past its lease (a freeze, a GC pause) stops here.
    */
   ensureLease(what: string): Promise<void> | undefined {
-    if (performance.now() < this.leaseDeadline - this.options.worker.leaseTtlMs / 3) {
+    if (this.leaseHoldsWithMargin()) {
       this.checkActive(false);
       return undefined; // the common case: no promise, no await
     }
     return this.renewBeforeCall(what);
   }
 
+  /** At least a third of the TTL left by this process's monotonic clock. */
+  private leaseHoldsWithMargin(): boolean {
+    return performance.now() < this.leaseDeadline - this.options.worker.leaseTtlMs / 3;
+  }
+
+  /** Renews (fenced) until the margin holds again; two renewals that still leave it short mean lost. */
   private async renewBeforeCall(what: string): Promise<void> {
-    const margin = this.options.worker.leaseTtlMs / 3;
-    for (let tries = 0; performance.now() >= this.leaseDeadline - margin; tries++) {
+    for (let tries = 0; !this.leaseHoldsWithMargin(); tries++) {
       if (this.stopReason) throw this.stopReason;
       const sentAt = performance.now();
       const { alive, cancelRequested } =

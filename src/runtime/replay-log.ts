@@ -107,11 +107,6 @@ export class ReplayLog {
     return this.recorded.get(index);
   }
 
-  /** Remembers an entry this claim wrote, so a later read in the same claim sees it. */
-  remember(index: number, entry: RecordedStep): void {
-    this.recorded.set(index, entry);
-  }
-
   /** Resolves when the recorded result at `index` is due to reach the workflow (its turn in order). */
   replayed(index: number): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
