@@ -9,7 +9,7 @@ import {
   LeaseService,
   RunRepository,
 } from '../src';
-import { DurableDatabase } from '../src/persistence/durable-database';
+import { DurableDatabase } from '../src/store/durable-database';
 import { BenchDatabase, WalWindow } from './database';
 import { LoopResult, withCpu } from './raw';
 import { sleep, SteadyMeter } from './stats';

@@ -24,8 +24,8 @@ import { INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Client, Pool, PoolClient } from 'pg';
 import { DurableExecutionModule, DurableStep, DurableWorkflow, RunContext, RunRepository } from '../src';
-import { DurableDatabase } from '../src/persistence/durable-database';
-import { CLAIM_RUNS_SQL } from '../src/persistence/sql/claim-runs.sql';
+import { DurableDatabase } from '../src/store/durable-database';
+import { CLAIM_RUNS_SQL } from '../src/store/sql/claim-runs.sql';
 import { rawFinish, RawStepWriter } from './raw';
 
 /** 1-step workflow of the pickup figures: the step marks when its body began. */

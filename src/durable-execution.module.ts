@@ -6,16 +6,16 @@ import { DurableExplorer } from './discovery/durable.explorer';
 import { DurableRegistry } from './discovery/durable.registry';
 import { resolveOptions } from './options/resolve-options';
 import { DurableObservers } from './observability/durable-observers';
-import { DurableDatabase } from './persistence/durable-database';
-import { Executor } from './runtime/executor.service';
-import { Reconciler } from './runtime/reconciler.service';
-import { DurableWorker } from './runtime/worker.service';
-import { CheckpointService } from './services/checkpoint.service';
-import { CommandGateway } from './services/command-gateway.service';
-import { LeaseService } from './services/lease.service';
-import { RunRepository } from './services/run.repository';
-import { RunResultWaiter } from './services/run-results';
-import { RunWrites } from './services/run-writes.service';
+import { DurableDatabase } from './store/durable-database';
+import { Executor } from './engine/executor.service';
+import { Reconciler } from './maintenance/reconciler.service';
+import { DurableWorker } from './engine/worker.service';
+import { CheckpointService } from './store/checkpoint.service';
+import { CommandGateway } from './api/command-gateway.service';
+import { LeaseService } from './store/lease.service';
+import { RunRepository } from './api/run.repository';
+import { RunResultWaiter } from './api/run-results';
+import { RunWrites } from './store/run-writes.service';
 
 /**
  * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`. The module

@@ -6,31 +6,31 @@ export type { RedactHook, RedactKey, RedactSurface } from './options/redact';
 export * from './interfaces/run.interface';
 export * from './interfaces/step-options.interface';
 export * from './errors';
-export { DurableExceptionFilter, DURABLE_HTTP_STATUS } from './http/durable-exception.filter';
-export type { DurableErrorBody } from './http/durable-exception.filter';
+export { DurableExceptionFilter, DURABLE_HTTP_STATUS } from './nest/durable-exception.filter';
+export type { DurableErrorBody } from './nest/durable-exception.filter';
 export { DurableStep } from './decorators/durable-step.decorator';
 export { DurableWorkflow } from './decorators/durable-workflow.decorator';
 export { IdempotentCommand } from './decorators/idempotent-command.decorator';
 export * from './interfaces/command.interface';
 export * from './interfaces/events.interface';
-export { RunContext, currentRun } from './runtime/run-context';
-export { RunRepository } from './services/run.repository';
-export { CheckpointService } from './services/checkpoint.service';
-export { CommandGateway } from './services/command-gateway.service';
-export type { CommandView } from './services/command-gateway.service';
-export { LeaseService } from './services/lease.service';
-export type { ClaimedRun, Fence } from './services/lease.service';
+export { RunContext, currentRun } from './engine/run-context';
+export { RunRepository } from './api/run.repository';
+export { CheckpointService } from './store/checkpoint.service';
+export { CommandGateway } from './api/command-gateway.service';
+export type { CommandView } from './api/command-gateway.service';
+export { LeaseService } from './store/lease.service';
+export type { ClaimedRun, Fence } from './store/lease.service';
 export { DurableRegistry } from './discovery/durable.registry';
-export { DurableWorker } from './runtime/worker.service';
-export { Reconciler } from './runtime/reconciler.service';
-export type { ReconcileResult } from './runtime/reconciler.service';
+export { DurableWorker } from './engine/worker.service';
+export { Reconciler } from './maintenance/reconciler.service';
+export type { ReconcileResult } from './maintenance/reconciler.service';
 export {
   runDurableMigrations,
   revertDurableMigrations,
   durableMigrationStatus,
   DURABLE_MIGRATIONS_TABLE,
-} from './persistence/run-migrations';
-export type { DurableMigrationStatus } from './persistence/run-migrations';
+} from './store/run-migrations';
+export type { DurableMigrationStatus } from './store/run-migrations';
 export {
   DURABLE_EXECUTION_MIGRATIONS,
   CreateDurableExecutionSchema1764400000000,
@@ -47,7 +47,7 @@ export { DurableMetrics } from './observability/durable-metrics.service';
 export { DurableTracing } from './observability/durable-tracing.service';
 export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './observability/durable-health.indicator';
 export type { DurableHealthResult } from './observability/durable-health.indicator';
-export type { RunStats, Backlog } from './observability/run-stats.reader';
+export type { RunStats, Backlog } from './store/run-stats.reader';
 export { DurableAdminModule } from './admin/durable-admin.module';
 export type { DurableAdminModuleOptions } from './admin/admin-options.interface';
 export { ApiKeyAdminGuard } from './admin/api-key-admin.guard';
@@ -57,7 +57,7 @@ export { DURABLE_OPERATOR } from './admin/admin.constants';
 export type { AdminRunSummary, AdminRunPage, AdminRunDetail } from './admin/admin-runs.service';
 export type { RunTimeline, EpochSection, EpochStart, StepRow } from './admin/run-timeline';
 export type { FieldError } from './admin/admin-validation.pipe';
-export { DurableRetentionModule } from './retention/durable-retention.module';
-export type { DurableRetentionAsyncOptions } from './retention/durable-retention.module';
-export { DurableRetention, RETENTION_INTERVAL_NAME } from './retention/durable-retention.service';
-export * from './retention/retention-options.interface';
+export { DurableRetentionModule } from './maintenance/retention/durable-retention.module';
+export type { DurableRetentionAsyncOptions } from './maintenance/retention/durable-retention.module';
+export { DurableRetention, RETENTION_INTERVAL_NAME } from './maintenance/retention/durable-retention.service';
+export * from './maintenance/retention/retention-options.interface';

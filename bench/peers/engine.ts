@@ -28,7 +28,7 @@ import {
   RunRepository,
   runDurableMigrations,
 } from '../../src';
-import { DurableDatabase } from '../../src/persistence/durable-database';
+import { DurableDatabase } from '../../src/store/durable-database';
 import { WAKE_CHANNEL } from '../../src/durable-execution.constants';
 import { version } from '../../package.json';
 

@@ -11,7 +11,7 @@ import { ModuleRef } from '@nestjs/core';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { DURABLE_ADMIN_ACTION, DURABLE_ADMIN_OPTIONS, DURABLE_OPERATOR } from './admin.constants';
 import type { ResolvedAdminOptions } from './admin-options.interface';
-import { setAdminResponseHeaders } from './admin-response-headers';
+import { setAdminResponseHeaders } from '../nest/response-headers';
 
 /** Marks an admin handler that changes a run (guards can treat reads and actions apart). @internal */
 export const AdminAction = () => SetMetadata(DURABLE_ADMIN_ACTION, true);

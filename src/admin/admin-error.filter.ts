@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus } from
 import { BaseExceptionFilter } from '@nestjs/core';
 import { DurableExecutionError } from '../errors/durable-execution.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
-import { setAdminResponseHeaders } from './admin-response-headers';
+import { setAdminResponseHeaders } from '../nest/response-headers';
 
 /** HTTP status of each error code an operator action can meet. */
 const STATUS: Record<string, number> = {

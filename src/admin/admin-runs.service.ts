@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { CheckpointView, RunCursor, RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
-import { RunStats, RunStatsReader } from '../observability/run-stats.reader';
-import { DurableDatabase } from '../persistence/durable-database';
-import { ADMIN_LIST_RUNS_SQL } from '../persistence/sql/admin-list-runs.sql';
-import { CommandGateway, CommandView } from '../services/command-gateway.service';
-import { RunRepository } from '../services/run.repository';
+import { RunStats, RunStatsReader } from '../store/run-stats.reader';
+import { DurableDatabase } from '../store/durable-database';
+import { ADMIN_LIST_RUNS_SQL } from '../store/sql/admin-list-runs.sql';
+import { CommandGateway, CommandView } from '../api/command-gateway.service';
+import { RunRepository } from '../api/run.repository';
 import { requireText, requireTimestamp } from '../util/arguments';
 import { decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
 import { AdminRedactor } from './admin-redactor';

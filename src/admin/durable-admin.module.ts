@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { observabilityModule } from '../observability/durable-observability.module';
-import { mountController, routePathProblem, trimPath } from '../observability/mount-controller';
+import { mountController, routePathProblem, trimPath } from '../nest/mount-controller';
 import { AdminAccessGuard } from './admin-access.guard';
 import { DURABLE_ADMIN_OPTIONS } from './admin.constants';
 import type { DurableAdminModuleOptions, ResolvedAdminOptions } from './admin-options.interface';

@@ -10,7 +10,7 @@ import {
   DURABLE_MIGRATIONS_TABLE,
   revertDurableMigrations,
   runDurableMigrations,
-} from '../persistence/run-migrations';
+} from '../store/run-migrations';
 
 export const USAGE = `Usage: nestjs-durable-execution <command> [--url postgres://...]
 

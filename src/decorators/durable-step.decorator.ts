@@ -1,6 +1,6 @@
 import { STEP_METADATA } from '../durable-execution.constants';
 import type { DurableStepOptions, StepMetadata } from '../interfaces/step-options.interface';
-import { runStorage } from '../runtime/run-storage';
+import { runStorage } from '../engine/run-storage';
 
 /**
  * Makes a provider method a durable step: inside a run its result is checkpointed, and on replay the

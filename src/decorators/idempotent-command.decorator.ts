@@ -5,7 +5,7 @@ import type {
   IdempotentCommandOptions,
 } from '../interfaces/command.interface';
 import { CommandInStepError } from '../errors/command-in-step.error';
-import { runStorage } from '../runtime/run-storage';
+import { runStorage } from '../engine/run-storage';
 
 /**
  * Makes a provider method an external side effect that is safe to attempt again. Inside a run it gets a

@@ -1,11 +1,11 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableDatabase } from '../persistence/durable-database';
+import { DurableDatabase } from '../store/durable-database';
 import { DurableObservers } from './durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
-import { RunStatsReader } from './run-stats.reader';
+import { RunStatsReader } from '../store/run-stats.reader';
 
 /** One indicator's result, in the shape `@nestjs/terminus` expects (`HealthIndicatorResult`). */
 export type DurableHealthResult = Record<string, { status: 'up' | 'down'; [detail: string]: unknown }>;

@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type * as Prom from 'prom-client';
-import { DurableDatabase } from '../persistence/durable-database';
-import { DurableWorker } from '../runtime/worker.service';
+import { DurableDatabase } from '../store/durable-database';
+import { DurableWorker } from '../engine/worker.service';
 import type { DurableObserver } from './durable-observer.interface';
 import { DurableObservers } from './durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions, MetricsRegistryLike } from './observability-options.interface';
-import { loadOptional } from './optional-dependency';
-import { RunStats, RunStatsReader } from './run-stats.reader';
+import { loadOptional } from '../nest/optional-dependency';
+import { RunStats, RunStatsReader } from '../store/run-stats.reader';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const STATUSES = ['pending', 'running', 'waiting', 'succeeded', 'failed', 'cancelled', 'dead_lettered'];

@@ -6,10 +6,10 @@ import { DurableTracing } from './durable-tracing.service';
 import { DurableHealthController } from './health.controller';
 import { DurableMetricsController } from './metrics.controller';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
-import { mountController, routePathProblem, trimPath } from './mount-controller';
+import { mountController, routePathProblem, trimPath } from '../nest/mount-controller';
 import { DURABLE_HEALTH_CHECK_SERVICE, DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
-import { loadOptional, tryLoadOptional } from './optional-dependency';
+import { loadOptional, tryLoadOptional } from '../nest/optional-dependency';
 
 /**
  * Metrics (prom-client, `GET /metrics`), traces (@opentelemetry/api) and health (@nestjs/terminus) of

@@ -1,7 +1,7 @@
 import { Get, Inject, Res } from '@nestjs/common';
 import type { HealthCheckService } from '@nestjs/terminus';
-import { setAdminResponseHeaders } from '../admin/admin-response-headers';
-import { ApiOperation, ApiTags } from '../admin/openapi';
+import { setAdminResponseHeaders } from '../nest/response-headers';
+import { ApiOperation, ApiTags } from '../nest/openapi';
 import { DurableHealthIndicator } from './durable-health.indicator';
 import { DURABLE_HEALTH_CHECK_SERVICE } from './observability.constants';
 

@@ -1,5 +1,5 @@
 import { Get, Header } from '@nestjs/common';
-import { ApiExcludeController } from '../admin/openapi';
+import { ApiExcludeController } from '../nest/openapi';
 import { DurableMetrics } from './durable-metrics.service';
 
 /** `GET /metrics`: the Prometheus text exposition. Mounted by `DurableObservabilityModule`. */

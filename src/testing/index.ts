@@ -6,15 +6,15 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { fork } from 'node:child_process';
 import type { RunView } from '../interfaces/run.interface';
-import { DurableDatabase } from '../persistence/durable-database';
-import type { CrashPointName } from '../runtime/crash-points';
-import { Reconciler } from '../runtime/reconciler.service';
-import { DurableWorker } from '../runtime/worker.service';
-import { RunRepository } from '../services/run.repository';
+import { DurableDatabase } from '../store/durable-database';
+import type { CrashPointName } from '../engine/crash-points';
+import { Reconciler } from '../maintenance/reconciler.service';
+import { DurableWorker } from '../engine/worker.service';
+import { RunRepository } from '../api/run.repository';
 
-export type { CrashPointName } from '../runtime/crash-points';
-export { setPausePointHook } from '../runtime/pause-points';
-export type { PausePointName, PausePointInfo, PausePointHook } from '../runtime/pause-points';
+export type { CrashPointName } from '../engine/crash-points';
+export { setPausePointHook } from '../engine/pause-points';
+export type { PausePointName, PausePointInfo, PausePointHook } from '../engine/pause-points';
 
 /** Where to crash: a point name, optionally `@<step index>` (e.g. `after-step-commit@3`). */
 export type CrashSpec = CrashPointName | `${CrashPointName}@${number}`;

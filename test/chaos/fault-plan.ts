@@ -1,4 +1,4 @@
-import type { CrashPointName } from '../../src/runtime/crash-points';
+import type { CrashPointName } from '../../src/engine/crash-points';
 
 /** Every named crash point; the plan cycles through them so each is hit. */
 export const CRASH_POINTS: CrashPointName[] = [

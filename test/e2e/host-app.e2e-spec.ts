@@ -11,7 +11,7 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
-import { DurableDatabase } from '../../src/persistence/durable-database';
+import { DurableDatabase } from '../../src/store/durable-database';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 

@@ -49,7 +49,7 @@ function distIsStale(): boolean {
   const sources = [
     'src/cli/main.ts',
     'src/cli/migrate.ts',
-    'src/persistence/run-migrations.ts',
+    'src/store/run-migrations.ts',
     'src/durable-execution.constants.ts',
     'src/errors/schema-conflict.error.ts',
     'src/errors/durable-execution.error.ts',

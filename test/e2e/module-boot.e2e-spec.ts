@@ -14,7 +14,7 @@ import {
   LeaseService,
   RunRepository,
 } from '../../src';
-import { DurableDatabase } from '../../src/persistence/durable-database';
+import { DurableDatabase } from '../../src/store/durable-database';
 import { createTestDatabase, serverUrl, TestDatabase } from '../helpers/database';
 
 @DurableWorkflow('boot-echo')

@@ -6,7 +6,7 @@ import { adminValidationPipe } from '../admin-validation.pipe';
 import { DURABLE_ADMIN_OPTIONS } from '../admin.constants';
 import type { ResolvedAdminOptions } from '../admin-options.interface';
 import { ListRunsQueryDto } from '../dto/list-runs-query.dto';
-import { ApiExcludeController } from '../openapi';
+import { ApiExcludeController } from '../../nest/openapi';
 import { INSPECTOR_CSP } from '../page/content-security-policy';
 import { renderRunPage } from '../page/run-page';
 import { renderRunsPage } from '../page/runs-page';

@@ -1,7 +1,7 @@
 import { Body, HttpCode, Inject, Param, Post, Req, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { CommandNotFoundError } from '../../errors/command-not-found.error';
 import type { CommandResolution } from '../../interfaces/command.interface';
-import { RunRepository } from '../../services/run.repository';
+import { RunRepository } from '../../api/run.repository';
 import { AdminAccessGuard, AdminAction, operatorOf } from '../admin-access.guard';
 import { AdminErrorFilter } from '../admin-error.filter';
 import { AdminRunsService } from '../admin-runs.service';
@@ -15,7 +15,7 @@ import {
   RetryRunDto,
   SendSignalDto,
 } from '../dto/run-actions.dto';
-import { ApiConflictResponse, ApiNotFoundResponse, ApiOperation, ApiTags } from '../openapi';
+import { ApiConflictResponse, ApiNotFoundResponse, ApiOperation, ApiTags } from '../../nest/openapi';
 import { runIdPipe } from './uuid-param.pipe';
 
 /**

@@ -12,7 +12,7 @@ import {
   ApiOperation,
   ApiTags,
   ApiUnauthorizedResponse,
-} from '../openapi';
+} from '../../nest/openapi';
 import { runIdPipe } from './uuid-param.pipe';
 
 /** Reads: `GET <path>/api/runs`, `GET <path>/api/stats`, `GET <path>/api/runs/:id`. Mounted by DurableAdminModule. */

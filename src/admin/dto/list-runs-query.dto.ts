@@ -14,7 +14,7 @@ import {
 import { RUN_STATUSES, RunStatus } from '../../interfaces/run.interface';
 
 export { RUN_STATUSES };
-import { ApiPropertyOptional } from '../openapi';
+import { ApiPropertyOptional } from '../../nest/openapi';
 import { StorableText } from './run-actions.dto';
 
 /** `a,b` or `?s=a&s=b` → `['a', 'b']`. */

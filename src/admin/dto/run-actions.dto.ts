@@ -10,7 +10,7 @@ import {
 } from 'class-validator';
 import { unstorableText } from '../../util/json';
 import { RawJson } from '../admin-validation.pipe';
-import { ApiProperty, ApiPropertyOptional } from '../openapi';
+import { ApiProperty, ApiPropertyOptional } from '../../nest/openapi';
 
 /** A string PostgreSQL can store (no NUL, no lone surrogate); other types are left to @IsString. */
 export const StorableText = () =>

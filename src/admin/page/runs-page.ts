@@ -1,4 +1,4 @@
-import type { RunStats } from '../../observability/run-stats.reader';
+import type { RunStats } from '../../store/run-stats.reader';
 import type { AdminRunPage } from '../admin-runs.service';
 import type { ListRunsQueryDto } from '../dto/list-runs-query.dto';
 import { RUN_STATUSES } from '../dto/list-runs-query.dto';

@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from '../observability/durable-observers';
-import { DurableDatabase } from '../persistence/durable-database';
-import { RECLAIM_EXPIRED_SQL } from '../persistence/sql/reconcile.sql';
+import { DurableDatabase } from '../store/durable-database';
+import { RECLAIM_EXPIRED_SQL } from '../store/sql/reconcile.sql';
 
 /** Outcome of one sweep. */
 export interface ReconcileResult {

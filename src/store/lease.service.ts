@@ -3,12 +3,12 @@ import { DURABLE_EXECUTION_OPTIONS, WAKE_CHANNEL } from '../durable-execution.co
 import { LeaseLostError } from '../errors/lease-lost.error';
 import type { RunCursor, RunStatus } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableDatabase } from '../persistence/durable-database';
-import { eventPayload } from '../persistence/event-payload';
-import { CLAIM_RUNS_SQL } from '../persistence/sql/claim-runs.sql';
-import { PROGRESS_SQL, STEP_WRITE_SQL } from '../persistence/sql/commit-step.sql';
-import { FINISH_RUN_SQL } from '../persistence/sql/finish-run.sql';
-import { HEARTBEAT_SQL } from '../persistence/sql/heartbeat.sql';
+import { DurableDatabase } from './durable-database';
+import { eventPayload } from './event-payload';
+import { CLAIM_RUNS_SQL } from './sql/claim-runs.sql';
+import { PROGRESS_SQL, STEP_WRITE_SQL } from './sql/commit-step.sql';
+import { FINISH_RUN_SQL } from './sql/finish-run.sql';
+import { HEARTBEAT_SQL } from './sql/heartbeat.sql';
 
 /** A run this worker just claimed. */
 export interface ClaimedRun {

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { CheckpointView } from '../interfaces/run.interface';
-import { DurableDatabase } from '../persistence/durable-database';
-import { toCheckpoint } from '../persistence/run-row.mapper';
-import { LOAD_REPLAY_SQL } from '../persistence/sql/load-checkpoints.sql';
-import type { CommandRow } from '../runtime/active-run';
-import type { RecordedStep } from '../runtime/replay-log';
+import { DurableDatabase } from './durable-database';
+import { toCheckpoint } from './run-row.mapper';
+import { LOAD_REPLAY_SQL } from './sql/load-checkpoints.sql';
+import type { CommandRow } from '../engine/active-run';
+import type { RecordedStep } from '../engine/replay-log';
 
 /** Reads checkpoints. Writes happen only inside LeaseService's fenced statements. */
 @Injectable()

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { DurableDatabase } from '../persistence/durable-database';
-import { RETENTION_DELETE_RUNS_SQL } from '../persistence/sql/retention-delete-runs.sql';
-import { RETENTION_PRUNE_SQL } from '../persistence/sql/retention-prune.sql';
+import { DurableDatabase } from '../../store/durable-database';
+import { RETENTION_DELETE_RUNS_SQL } from '../../store/sql/retention-delete-runs.sql';
+import { RETENTION_PRUNE_SQL } from '../../store/sql/retention-prune.sql';
 import type { ResolvedRetentionOptions, RetentionResult } from './retention-options.interface';
 
 /** Injection token of the resolved retention options. */

@@ -1,5 +1,5 @@
 import { DynamicModule, FactoryProvider, Module, ModuleMetadata } from '@nestjs/common';
-import { InvalidOptionsError } from '../errors/invalid-options.error';
+import { InvalidOptionsError } from '../../errors/invalid-options.error';
 import { DURABLE_RETENTION_OPTIONS, DurableRetention } from './durable-retention.service';
 import type { DurableRetentionOptions, ResolvedRetentionOptions } from './retention-options.interface';
 

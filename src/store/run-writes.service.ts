@@ -3,10 +3,10 @@ import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import type { RunCursor } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableDatabase } from '../persistence/durable-database';
-import { eventPayload } from '../persistence/event-payload';
-import { PARK_RUN_SQL, RECORD_COMMAND_SQL, RESERVE_COMMAND_SQL } from '../persistence/sql/command.sql';
-import { WAIT_FOR_SIGNAL_SQL } from '../persistence/sql/signal.sql';
+import { DurableDatabase } from './durable-database';
+import { eventPayload } from './event-payload';
+import { PARK_RUN_SQL, RECORD_COMMAND_SQL, RESERVE_COMMAND_SQL } from './sql/command.sql';
+import { WAIT_FOR_SIGNAL_SQL } from './sql/signal.sql';
 import { CheckpointWrite, Fence, recordset } from './lease.service';
 
 /** A park: where the run waits, and what is recorded with it. */

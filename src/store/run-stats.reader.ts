@@ -1,6 +1,6 @@
-import type { DurableDatabase } from '../persistence/durable-database';
-import { BACKLOG_SQL } from '../persistence/sql/backlog.sql';
-import { RUN_STATS_SQL } from '../persistence/sql/run-stats.sql';
+import type { DurableDatabase } from './durable-database';
+import { BACKLOG_SQL } from './sql/backlog.sql';
+import { RUN_STATS_SQL } from './sql/run-stats.sql';
 
 /** The operator's numbers: runs by status, in-doubt commands, the due backlog. */
 export interface RunStats {

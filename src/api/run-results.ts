@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { DONE_CHANNEL } from '../durable-execution.constants';
-import { DurableDatabase } from '../persistence/durable-database';
-import { WakeListener } from '../runtime/wake-listener';
+import { DurableDatabase } from '../store/durable-database';
+import { WakeListener } from '../engine/wake-listener';
 
 /**
  * Waits for runs to end through NOTIFY on `durable_execution_done`: one LISTEN connection per process,

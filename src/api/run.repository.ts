@@ -23,24 +23,24 @@ import type {
   WorkflowOutput,
 } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableDatabase } from '../persistence/durable-database';
-import { eventPayload } from '../persistence/event-payload';
-import { toEvent, toRunView } from '../persistence/run-row.mapper';
-import { CANCEL_RUN_SQL } from '../persistence/sql/cancel-run.sql';
-import { RETRY_RUN_SQL } from '../persistence/sql/retry-run.sql';
-import { RUN_BY_KEY_SQL, START_RUN_SQL } from '../persistence/sql/start-run.sql';
+import { DurableDatabase } from '../store/durable-database';
+import { eventPayload } from '../store/event-payload';
+import { toEvent, toRunView } from '../store/run-row.mapper';
+import { CANCEL_RUN_SQL } from '../store/sql/cancel-run.sql';
+import { RETRY_RUN_SQL } from '../store/sql/retry-run.sql';
+import { RUN_BY_KEY_SQL, START_RUN_SQL } from '../store/sql/start-run.sql';
 import { requireInt4, requireText, requireTimestamp } from '../util/arguments';
 import { MAX_IDEMPOTENCY_KEY_BYTES, MAX_SIGNAL_NAME_BYTES } from '../util/arguments';
 import { toStoredJson } from '../util/json';
 import { CURSOR_KEY_SQL, decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
-import { CheckpointService } from './checkpoint.service';
+import { CheckpointService } from '../store/checkpoint.service';
 import { RunResultWaiter } from './run-results';
 import { RunFailedError } from '../errors/run-failed.error';
 import { ResultTimeoutError } from '../errors/result-timeout.error';
 import { approveCommand, resolveCommand } from './command-decisions';
 import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
-import { SEND_SIGNAL_SQL } from '../persistence/sql/signal.sql';
+import { SEND_SIGNAL_SQL } from '../store/sql/signal.sql';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 
 const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
-import { DurableDatabase } from '../persistence/durable-database';
+import { DurableDatabase } from '../store/durable-database';
 import { requireUuid } from '../util/uuid';
 
 /** Every status a command can have. */

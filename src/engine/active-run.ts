@@ -14,8 +14,8 @@ import type {
 } from '../interfaces/command.interface';
 import type { DurableObservers } from '../observability/durable-observers';
 import type { RunAttemptOutcome, StepInfo } from '../observability/durable-observer.interface';
-import type { CheckpointWrite, ClaimedRun, Fence, LeaseService } from '../services/lease.service';
-import type { RunWrites } from '../services/run-writes.service';
+import type { CheckpointWrite, ClaimedRun, Fence, LeaseService } from '../store/lease.service';
+import type { RunWrites } from '../store/run-writes.service';
 import { executeCommand } from './command-step';
 import { toStoredJson } from '../util/json';
 import { crashPoint } from './crash-points';

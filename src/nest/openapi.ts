@@ -1,4 +1,4 @@
-import { tryLoadOptional } from '../observability/optional-dependency';
+import { tryLoadOptional } from './optional-dependency';
 
 /**
  * OpenAPI decorators from `@nestjs/swagger` when the app has it installed, no-ops otherwise: the admin
