@@ -1,8 +1,8 @@
 import { Pool, PoolClient } from 'pg';
 import { WAKE_CHANNEL } from '../src/durable-execution.constants';
-import { CLAIM_RUNS_SQL } from '../src/store/sql/claim-runs.sql';
-import { STEP_WRITE_SQL } from '../src/store/sql/commit-step.sql';
-import { FINISH_RUN_SQL } from '../src/store/sql/finish-run.sql';
+import { CLAIM_RUNS_SQL } from '../src/store/run-state/claim-runs';
+import { STEP_WRITE_SQL } from '../src/store/run-state/step-write';
+import { FINISH_RUN_SQL } from '../src/store/run-state/finish-run';
 import { START_RUN_SQL } from '../src/store/sql/start-run.sql';
 import { BenchDatabase, WalWindow } from './database';
 import { SteadyMeter } from './stats';

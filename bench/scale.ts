@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { CLAIM_RUNS_SQL } from '../src/store/sql/claim-runs.sql';
+import { CLAIM_RUNS_SQL } from '../src/store/run-state/claim-runs';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { BenchDatabase, dropDatabase } from './database';
 import { latency, spread, Spread } from './stats';

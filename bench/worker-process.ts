@@ -25,7 +25,7 @@ import { NestFactory } from '@nestjs/core';
 import { Client, Pool, PoolClient } from 'pg';
 import { DurableExecutionModule, DurableStep, DurableWorkflow, RunContext, RunRepository } from '../src';
 import { DurableDatabase } from '../src/store/durable-database';
-import { CLAIM_RUNS_SQL } from '../src/store/sql/claim-runs.sql';
+import { CLAIM_RUNS_SQL } from '../src/store/run-state/claim-runs';
 import { rawFinish, RawStepWriter } from './raw';
 
 /** 1-step workflow of the pickup figures: the step marks when its body began. */

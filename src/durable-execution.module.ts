@@ -15,7 +15,7 @@ import { CommandGateway } from './api/command-gateway.service';
 import { LeaseService } from './store/lease.service';
 import { RunRepository } from './api/run.repository';
 import { RunResultWaiter } from './api/run-results';
-import { RunWrites } from './store/run-writes.service';
+import { RunStateStore } from './store/run-state/run-state.store';
 
 /**
  * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`. The module
@@ -37,7 +37,7 @@ import { RunWrites } from './store/run-writes.service';
     CheckpointService,
     CommandGateway,
     LeaseService,
-    RunWrites,
+    RunStateStore,
     RunRepository,
     RunResultWaiter,
     Executor,

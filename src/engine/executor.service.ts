@@ -7,15 +7,15 @@ import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from '../observability/durable-observers';
 import type { RunAttemptOutcome } from '../observability/durable-observer.interface';
-import { CheckpointService } from '../store/checkpoint.service';
-import { ClaimedRun, FinishWrite, LeaseService } from '../store/lease.service';
-import { RunWrites } from '../store/run-writes.service';
-import { RunSuspended } from './run-suspended';
+import { redactErrorMessage } from '../options/redact';
+import type { ClaimedRun } from '../store/run-state/claim-runs';
+import type { FinishWrite } from '../store/run-state/finish-run';
+import { RunStateStore } from '../store/run-state/run-state.store';
 import { toStoredJson } from '../util/json';
 import { ActiveRun } from './active-run';
 import { isNonRetryable } from './retry';
+import type { RunStop } from './run-stop';
 import { serializeError } from './serialize-error';
-import { redactErrorMessage } from '../options/redact';
 
 const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
   succeeded: 'succeeded',
@@ -25,9 +25,6 @@ const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
   waiting: 'retry_scheduled',
 };
 
-/** Reasons of a park that waits for an operator (command-step.ts): approval, manual in-doubt. */
-const OPERATOR_PARK = /^awaiting approval of |is in doubt: resolve it/;
-
 /** How a log line names a run: id and kind, nothing of its data. */
 function runLabel(run: ActiveRun): string {
   return `run ${run.runId} (kind '${run.kind}')`;
@@ -36,7 +33,8 @@ function runLabel(run: ActiveRun): string {
 /**
  * Drives one claimed run to its next resting point: replays `run()` from the top (checkpoints read
  * in one query), executes new steps, then records the outcome with one fenced statement: succeeded,
- * failed, cancelled, dead-lettered, or back to `waiting` with backoff for a transient error.
+ * failed, cancelled, dead-lettered, or back to `waiting` with backoff for a transient error. A run
+ * that stopped early (RunStop: drain, park, cancel, lease lost, …) is settled by its stop.
  */
 @Injectable()
 export class Executor {
@@ -44,9 +42,7 @@ export class Executor {
 
   constructor(
     private readonly registry: DurableRegistry,
-    private readonly checkpoints: CheckpointService,
-    private readonly lease: LeaseService,
-    private readonly writes: RunWrites,
+    private readonly store: RunStateStore,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
   ) {}
@@ -57,15 +53,18 @@ export class Executor {
     const { checkpoints, commands } =
       claim.epoch === 1
         ? { checkpoints: new Map(), commands: new Map() }
-        : await this.checkpoints.loadForReplay(claim.id);
-    const run = new ActiveRun(claim, workerId, checkpoints, commands, this.lease, this.writes, this.options);
+        : await this.store.loadForReplay(claim.id);
+    const run = new ActiveRun(claim, workerId, checkpoints, commands, this.store, this.options);
     if (this.observers.active) run.observers = this.observers;
     return run;
   }
 
   /** Runs the workflow and settles the run. Never throws: every outcome is recorded or logged. */
-  drive(run: ActiveRun): Promise<void> {
-    if (!this.observers.active) return this.driveRun(run);
+  async drive(run: ActiveRun): Promise<void> {
+    if (!this.observers.active) {
+      await this.attempt(run);
+      return;
+    }
     const info = {
       runId: run.runId,
       kind: run.kind,
@@ -73,46 +72,70 @@ export class Executor {
       attempt: run.attempt,
       workerId: run.workerId,
     };
-    return this.observers.runAttempt(
+    let outcome: RunAttemptOutcome = 'unrecorded';
+    await this.observers.runAttempt(
       info,
-      () => this.driveRun(run),
-      () => run.outcome ?? 'unrecorded',
+      async () => {
+        outcome = await this.attempt(run);
+      },
+      () => outcome,
     );
   }
 
-  private async driveRun(run: ActiveRun): Promise<void> {
+  /** One attempt: the workflow from the top, then the run settled by how it ended. */
+  private async attempt(run: ActiveRun): Promise<RunAttemptOutcome> {
     try {
-      await this.driveAttempt(run);
+      const wf = this.registry.getWorkflow(run.kind);
+      let end: { output: unknown } | { error: unknown };
+      try {
+        if (!wf) throw new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`);
+        end = { output: await run.execute(() => wf.instance.run(run.claim.input, run.context)) };
+      } catch (error) {
+        end = { error };
+      }
+      const stop = run.control.stop;
+      if (stop) return await this.settleStop(run, stop);
+      if ('error' in end) return await this.settleError(run, end.error);
+      return await this.succeed(run, end.output);
     } finally {
       run.close();
     }
   }
 
-  private async driveAttempt(run: ActiveRun): Promise<void> {
-    const wf = this.registry.getWorkflow(run.kind);
+  private async succeed(run: ActiveRun, output: unknown): Promise<RunAttemptOutcome> {
+    let outputJson: string;
     try {
-      if (!wf) throw new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`);
-      const output = await run.execute(() => wf.instance.run(run.claim.input, run.context));
-      if (run.stopReason instanceof RunSuspended) return await this.unwindSuspended(run, run.stopReason);
-      if (run.stopReason) throw run.stopReason;
-      const outputJson = toStoredJson(
+      outputJson = toStoredJson(
         output === undefined ? null : output,
         `output of run kind "${run.kind}"`,
         this.options.limits.maxOutputBytes,
       );
-      await this.finish(run, { status: 'succeeded', outputJson, event: 'run.succeeded', payload: {} });
     } catch (err) {
-      await this.settleFailure(run, run.stopReason ?? err);
+      return this.settleError(run, err);
     }
+    return this.finish(run, { status: 'succeeded', outputJson, event: 'run.succeeded', payload: {} });
   }
 
-  /** A parked run is already recorded; a run a drain stopped at a step boundary is released here. */
-  private async unwindSuspended(run: ActiveRun, s: RunSuspended): Promise<void> {
-    if (s.releaseOnUnwind) return this.release(run, true, s.reason);
-    // Parked (already recorded), or released by the draining worker (which records it).
-    run.outcome ??= s.reason.includes('drain') ? 'released' : 'parked';
-    // Waits for an operator (approval, a manual in-doubt command) are worth a line; sleeps and signals not.
-    if (OPERATOR_PARK.test(s.reason)) this.logger.log(`${runLabel(run)} parked for an operator: ${s.reason}`);
+  /** A run that stopped before its workflow returned, settled by why it stopped. */
+  private async settleStop(run: ActiveRun, stop: RunStop): Promise<RunAttemptOutcome> {
+    switch (stop.kind) {
+      case 'drain':
+        return this.release(run, true, 'drain');
+      case 'suspended':
+        return this.release(run, true, stop.reason);
+      case 'released':
+        return 'released'; // the draining worker recorded it
+      case 'parked':
+        // Waits for an operator (approval, a manual in-doubt command) are worth a line; sleeps and signals not.
+        if (stop.forOperator) this.logger.log(`${runLabel(run)} parked for an operator: ${stop.reason}`);
+        return 'parked';
+      case 'lease-lost':
+        this.leaseLost(run, stop.error);
+        return 'lease_lost';
+      case 'cancelled':
+      case 'non-determinism':
+        return this.settleError(run, stop.error);
+    }
   }
 
   /** `: <message>` with `logRunData`, else nothing: a message can quote the run's input or output. */
@@ -133,12 +156,12 @@ export class Executor {
    * Hands a run this worker drives back to `waiting` (fenced) so another worker resumes it at once:
    * a drain, not a failure (the claim's attempt is given back unless a step committed).
    */
-  async release(run: ActiveRun, atStepBoundary: boolean, reason = 'drain'): Promise<void> {
-    await this.finish(
+  async release(run: ActiveRun, atStepBoundary: boolean, reason = 'drain'): Promise<RunAttemptOutcome> {
+    return this.finish(
       run,
       {
         status: 'waiting',
-        attemptsDelta: run.progressed ? 0 : -1,
+        attemptsDelta: run.control.attemptsDelta('give-back'),
         event: 'run.released',
         payload: { reason, workerId: run.workerId, atStepBoundary },
       },
@@ -146,74 +169,77 @@ export class Executor {
     );
   }
 
-  private async settleFailure(run: ActiveRun, err: unknown): Promise<void> {
-    if (err instanceof RunSuspended) return this.unwindSuspended(run, err);
+  /** The workflow threw: cancelled, failed for good, dead-lettered, or retried later with backoff. */
+  private async settleError(run: ActiveRun, err: unknown): Promise<RunAttemptOutcome> {
     if (err instanceof LeaseLostError) {
-      run.outcome = err.during === 'drain' ? 'released' : 'lease_lost';
       this.leaseLost(run, err);
-      return;
+      return 'lease_lost';
     }
     const error = serializeError(err);
-    if (err instanceof RunCancelledError) {
-      await this.finish(run, {
+    if (err instanceof RunCancelledError)
+      return this.finish(run, {
         status: 'cancelled',
         error,
         event: 'run.cancelled',
         payload: { by: 'worker' },
       });
-      return;
-    }
     if (isNonRetryable(err)) {
-      const kind = err instanceof NonDeterminismError ? 'non_determinism' : 'non_retryable';
-      await this.finish(run, {
+      const reason = err instanceof NonDeterminismError ? 'non_determinism' : 'non_retryable';
+      return this.finish(run, {
         status: 'failed',
         error,
         event: 'run.failed',
-        payload: { reason: kind, error: error.message },
+        payload: { reason, error: error.message },
       });
-      return;
     }
     // Transient: the claim already counted one attempt unless a step committed (which reset attempts).
-    const attempts = run.progressed ? 1 : run.claim.attempts;
+    const attempts = run.control.progressed ? 1 : run.claim.attempts;
+    const attemptsDelta = run.control.attemptsDelta('count');
     if (attempts >= run.claim.maxAttempts) {
-      await this.finish(run, {
+      return this.finish(run, {
         status: 'dead_lettered',
         error,
-        attemptsDelta: run.progressed ? 1 : 0,
+        attemptsDelta,
         event: 'run.dead_lettered',
         payload: { reason: 'attempts_exhausted', attempts, error: error.message },
         parkedReason: `attempts exhausted (${attempts}/${run.claim.maxAttempts}): ${error.message}`,
       });
-      return;
     }
     const r = this.options.reconciler;
-    const delayMs =
-      Math.min(r.backoffMaxMs, r.backoffBaseMs * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4);
-    await this.finish(run, {
+    const delayMs = Math.round(
+      Math.min(r.backoffMaxMs, r.backoffBaseMs * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4),
+    );
+    return this.finish(run, {
       status: 'waiting',
       error,
-      delayMs: Math.round(delayMs),
-      attemptsDelta: run.progressed ? 1 : 0,
+      delayMs,
+      attemptsDelta,
       event: 'run.retry_scheduled',
-      payload: { attempts, delayMs: Math.round(delayMs), error: error.message },
+      payload: { attempts, delayMs, error: error.message },
     });
   }
 
-  private async finish(run: ActiveRun, w: FinishWrite, outcome?: RunAttemptOutcome): Promise<void> {
+  private async finish(
+    run: ActiveRun,
+    w: FinishWrite,
+    outcome?: RunAttemptOutcome,
+  ): Promise<RunAttemptOutcome> {
     try {
-      await this.lease.finish(run.fence, { ...w, records: [...(w.records ?? []), ...run.takePending()] });
-      run.outcome = outcome ?? OUTCOMES[w.status];
+      await this.store.finish(run.fence, { ...w, records: [...(w.records ?? []), ...run.log.takePending()] });
       if (w.status === 'failed') this.logger.error(`${runLabel(run)} failed${this.detail(w.error)}`);
       else if (w.status === 'dead_lettered') {
         this.logger.error(
           `${runLabel(run)} dead-lettered after ${run.claim.maxAttempts} attempt(s)${this.detail(w.error)}; RunRepository.retry(id) resumes it`,
         );
       }
+      return outcome ?? OUTCOMES[w.status];
     } catch (err) {
       if (err instanceof LeaseLostError) {
-        run.outcome = 'lease_lost';
         this.leaseLost(run, err);
-      } else this.logger.error(`could not record ${w.event} for ${runLabel(run)}: ${(err as Error).message}`);
+        return 'lease_lost';
+      }
+      this.logger.error(`could not record ${w.event} for ${runLabel(run)}: ${(err as Error).message}`);
+      return 'unrecorded';
     }
   }
 }

@@ -1,4 +1,5 @@
-import { callFingerprint, argsJson, RecordedStep, ReplayLog } from './replay-log';
+import { callFingerprint, argsJson } from './call-fingerprint';
+import { RecordedStep, ReplayLog } from './replay-log';
 
 const step = (name: string, seq: number | null): RecordedStep => ({
   name,

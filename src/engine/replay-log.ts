@@ -1,14 +1,7 @@
-import { createHash } from 'node:crypto';
+import type { RecordedStep } from '../store/run-state/load-replay';
+import type { CheckpointWrite } from '../store/run-state/fence';
 
-/** A checkpoint as loaded for replay. */
-export interface RecordedStep {
-  name: string;
-  output: unknown;
-  /** Delivery order (null on rows written before replay order was recorded, and on values). */
-  seq: number | null;
-  /** Hash of the call (name and arguments); null when not recorded. */
-  fingerprint: string | null;
-}
+export type { RecordedStep } from '../store/run-state/load-replay';
 
 /** How long replay may wait for the workflow to ask for the next recorded result. */
 export const REPLAY_STALL_MS = 1000;
@@ -18,42 +11,14 @@ function isDelivery(name: string): boolean {
   return !name.startsWith('$') || name === '$sleep' || name.startsWith('$signal:');
 }
 
-/** A short hash of a call: its name and its arguments as JSON; null when they do not serialise. */
-export function callFingerprint(name: string, argsJson: string | null): string | null {
-  if (argsJson === null) return null;
-  return createHash('sha256').update(name).update('\u0001').update(argsJson).digest('base64url').slice(0, 22);
-}
-
-/** Object keys sorted: jsonb reorders keys, so a value read back from a checkpoint must hash the same. */
-function sortedKeys(_key: string, value: unknown): unknown {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return value;
-  const obj = value as Record<string, unknown>;
-  return Object.fromEntries(
-    Object.keys(obj)
-      .sort()
-      .map((k) => [k, obj[k]]),
-  );
-}
-
-/**
- * Canonical JSON of a call's arguments for its fingerprint (keys sorted), or null when they are not
- * plain JSON (then the call is not compared).
- */
-export function argsJson(args: unknown): string | null {
-  try {
-    return JSON.stringify(args, sortedKeys) ?? null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * The replay log of one claim: step indexes, recorded results, and the order in which results reach
  * the workflow. A result is delivered when its commit returns, in the order the commits were sent
  * (`seq`), one per event-loop turn; replay delivers recorded results in that same order. Code after a
  * `Promise.all` therefore reaches its next calls in the same order on every replay and gets the same
  * indexes (and command keys). Nothing new runs until every recorded result has been delivered; a
- * workflow that stops asking for the next recorded result is non-deterministic (`onStall`).
+ * workflow that stops asking for the next recorded result is non-deterministic. It also holds the
+ * values recorded in this claim until a write carrying them commits.
  * @internal
  */
 export class ReplayLog {
@@ -74,9 +39,22 @@ export class ReplayLog {
   private readonly held = new Map<number, () => void>();
   private readonly abandoned = new Set<number>();
 
+  /** Values recorded in this claim (ctx.now/uuid/random) whose write has not committed yet. */
+  private pending: CheckpointWrite[] = [];
+
+  /**
+   * `nonDeterminism` stops the run for a call that does not match what was recorded at `index` and
+   * returns the error to throw; a recorded result the workflow never asks for again stalls replay and
+   * stops the run the same way after REPLAY_STALL_MS.
+   */
   constructor(
     private readonly recorded: Map<number, RecordedStep>,
-    private readonly onStall: (index: number, name: string) => void,
+    private readonly nonDeterminism: (
+      index: number,
+      recorded: string,
+      requested: string,
+      detail?: string,
+    ) => unknown,
   ) {
     const deliveries = [...recorded.entries()].filter(([, r]) => isDelivery(r.name));
     const key = ([i, r]: [number, RecordedStep]) => (r.seq === null ? i - 2 ** 40 : r.seq);
@@ -105,6 +83,42 @@ export class ReplayLog {
   /** The entry recorded at `index`, if any. */
   at(index: number): RecordedStep | undefined {
     return this.recorded.get(index);
+  }
+
+  /**
+   * The checkpoint recorded at `index`, if any. Another name there, or the same name called with other
+   * arguments (when both fingerprints are known), is non-determinism: the run stops before any call.
+   */
+  recordedAt(index: number, name: string, fingerprint: string | null = null): RecordedStep | undefined {
+    const rec = this.recorded.get(index);
+    if (rec && rec.name !== name) throw this.nonDeterminism(index, rec.name, name);
+    if (rec && rec.fingerprint && fingerprint && rec.fingerprint !== fingerprint)
+      throw this.nonDeterminism(index, rec.name, name, 'was called with other arguments');
+    return rec;
+  }
+
+  /** Stops the run: the call at `index` does not match what was recorded for it (`detail` says how). */
+  mismatch(index: number, name: string, detail: string): unknown {
+    return this.nonDeterminism(index, name, name, detail);
+  }
+
+  /** A value recorded now (ctx.now/uuid/random): it rides on every fenced write until one commits. */
+  addPending(value: CheckpointWrite): void {
+    this.pending.push(value);
+  }
+
+  /**
+   * Recorded values not yet durable. Not cleared here: with parallel branches, another branch's write
+   * could otherwise reach an external call while the one write that carries a value is still in
+   * flight (or frozen). `durable` drops them once a write carrying them committed.
+   */
+  takePending(): CheckpointWrite[] {
+    return this.pending.slice();
+  }
+
+  /** A fenced write carrying `carried` (from `takePending`) committed. */
+  durable(carried: CheckpointWrite[]): void {
+    if (carried.length) this.pending = this.pending.filter((p) => !carried.includes(p));
   }
 
   /** Resolves when the recorded result at `index` is due to reach the workflow (its turn in order). */
@@ -198,7 +212,9 @@ export class ReplayLog {
     if (!waiter) {
       this.stallTimer ??= setTimeout(() => {
         this.stallTimer = null;
-        if (!this.requested.has(this.order[this.head])) this.onStall(index, this.recorded.get(index)!.name);
+        if (this.requested.has(this.order[this.head])) return;
+        const name = this.recorded.get(index)!.name;
+        this.nonDeterminism(index, name, name, 'was never asked for again (another path)');
       }, REPLAY_STALL_MS);
       return;
     }

@@ -12,15 +12,18 @@ import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableDatabase } from '../store/durable-database';
 import { DurableObservers } from '../observability/durable-observers';
-import { LeaseService } from '../store/lease.service';
-import type { ClaimedRun } from '../store/lease.service';
+import type { ClaimedRun } from '../store/run-state/claim-runs';
+import { RunStateStore } from '../store/run-state/run-state.store';
 import { ActiveRun } from './active-run';
-import { RunSuspended } from './run-suspended';
+import type { RunStop } from './run-stop';
 import { performance } from 'node:perf_hooks';
 import { crashPoint } from './crash-points';
 import { pausePoint } from './pause-points';
 import { Executor } from './executor.service';
 import { WakeListener } from './wake-listener';
+
+/** Why the heartbeat stops a run of this worker. */
+type EarlyStop = Extract<RunStop, { kind: 'lease-lost' | 'cancelled' }>;
 
 /**
  * Claims due runs (up to `concurrency` in flight), drives them through the executor, renews their
@@ -37,7 +40,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
    */
   private readonly inFlight = new Map<string, { claim: ClaimedRun; run?: ActiveRun; done: Promise<void> }>();
   /** Claims (by `<run id>:<epoch>`) whose lease was lost or cancel requested while being prepared. */
-  private readonly stopBeforeStart = new Map<string, LeaseLostError | RunCancelledError>();
+  private readonly stopBeforeStart = new Map<string, EarlyStop>();
   private draining = false;
   private claiming = false;
   private again = false;
@@ -49,7 +52,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   private beatTimer?: NodeJS.Timeout;
 
   constructor(
-    private readonly lease: LeaseService,
+    private readonly store: RunStateStore,
     private readonly executor: Executor,
     private readonly registry: DurableRegistry,
     private readonly db: DurableDatabase,
@@ -105,7 +108,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
         this.again = false;
         const free = this.options.worker.concurrency - this.inFlight.size;
         const mine = [...new Set([...this.inFlight.values()].map((f) => f.claim.id))];
-        const claims = await this.lease.claim(this.id, this.registry.kinds(), free, mine);
+        const claims = await this.store.claim(this.id, this.registry.kinds(), free, mine);
         this.errors = 0;
         total += claims.length;
         if (this.observers.active)
@@ -142,11 +145,11 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       .then((r) => {
         run = r;
         this.inFlight.set(key, { claim, run, done });
-        if (this.draining) r.draining = true;
+        if (this.draining) r.control.draining = true;
         const early = this.stopBeforeStart.get(key);
         if (early) {
           this.stopBeforeStart.delete(key);
-          r.stop(early);
+          r.control.halt(early);
         }
         return this.executor.drive(r);
       })
@@ -156,7 +159,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
         this.stopBeforeStart.delete(key);
         if (this.draining) return;
         this.nudge();
-        this.wakeAt(run?.parkedUntil ?? null);
+        const stop = run?.control.stop;
+        this.wakeAt(stop?.kind === 'parked' ? stop.until : null);
       });
     this.inFlight.set(key, { claim, done });
   }
@@ -176,24 +180,24 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     if (!entries.length) return;
     crashPoint('before-heartbeat');
     const sentAt = performance.now();
-    const alive = await this.lease.heartbeat(
+    const alive = await this.store.heartbeat(
       this.id,
       entries.map((f) => ({ id: f.claim.id, epoch: f.claim.epoch })),
     );
     for (const { claim, run } of entries) {
       // Rows come back only for the (id, epoch) pairs still owned: this claim's lease was renewed.
       const state = alive.get(claim.id);
-      if (state && run) run.leaseRenewed(sentAt);
-      const reason = !state
-        ? new LeaseLostError(claim.id, claim.epoch, 'heartbeat')
+      if (state && run) run.lease.renewed(sentAt);
+      const reason: EarlyStop | null = !state
+        ? { kind: 'lease-lost', error: new LeaseLostError(claim.id, claim.epoch, 'heartbeat') }
         : state.cancelRequested
-          ? new RunCancelledError(claim.id, claim.cancelReason)
+          ? { kind: 'cancelled', error: new RunCancelledError(claim.id, claim.cancelReason) }
           : null;
       if (!reason) continue;
       if (!run) this.stopBeforeStart.set(`${claim.id}:${claim.epoch}`, reason);
       else {
-        if (reason instanceof RunCancelledError) run.cancelRequested = true;
-        run.stop(reason);
+        if (reason.kind === 'cancelled') run.control.cancelRequested = true;
+        run.control.halt(reason);
       }
     }
   }
@@ -227,7 +231,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     // Runs stop at their next step boundary and release themselves; none starts a new step. The
     // heartbeat keeps running meanwhile: a drain longer than the lease must not let another worker
     // take runs this one is still driving.
-    for (const f of this.inFlight.values()) if (f.run) f.run.draining = true;
+    for (const f of this.inFlight.values()) if (f.run) f.run.control.draining = true;
     // Closing the LISTEN connection is a round trip: not on the drain's clock.
     const unlistened = this.listener?.stop();
     // A timer of the drain's own (as before, when the regular heartbeat lived in SchedulerRegistry).
@@ -244,7 +248,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async release(run: ActiveRun): Promise<void> {
-    run.stop(new RunSuspended('released on drain')); // its own unwinding then writes nothing
+    run.control.halt({ kind: 'released' }); // its own unwinding then writes nothing
     await this.executor.release(run, false);
   }
 }

@@ -1,50 +1,23 @@
 import { Injectable } from '@nestjs/common';
 import type { CheckpointView } from '../interfaces/run.interface';
-import { DurableDatabase } from './durable-database';
-import { toCheckpoint } from './run-row.mapper';
-import { LOAD_REPLAY_SQL } from './sql/load-checkpoints.sql';
-import type { CommandRow } from '../engine/active-run';
-import type { RecordedStep } from '../engine/replay-log';
+import { listCheckpoints, ReplayRecord } from './run-state/load-replay';
+import { RunStateStore } from './run-state/run-state.store';
 
-/** Reads checkpoints. Writes happen only inside LeaseService's fenced statements. */
+/**
+ * Reads checkpoints: a thin facade over {@link RunStateStore}. Checkpoints are written only inside the
+ * store's fenced statements, in the same statement as the transition they record.
+ */
 @Injectable()
 export class CheckpointService {
-  constructor(private readonly db: DurableDatabase) {}
+  constructor(private readonly store: RunStateStore) {}
 
   /** Checkpoints (index → entry) and commands (key → row) of a run for replay, in one query. */
-  async loadForReplay(runId: string): Promise<{
-    checkpoints: Map<number, RecordedStep>;
-    commands: Map<string, CommandRow>;
-  }> {
-    const { rows } = await this.db.query(LOAD_REPLAY_SQL, [runId], 'dx_load_replay');
-    const checkpoints = new Map<number, RecordedStep>();
-    const commands = new Map<string, CommandRow>();
-    for (const r of rows) {
-      if (r.source === 'checkpoint')
-        checkpoints.set(r.step_index, {
-          name: r.name,
-          output: r.output,
-          seq: r.seq,
-          fingerprint: r.fingerprint,
-        });
-      else
-        commands.set(r.name, {
-          status: r.status,
-          result: r.output,
-          error: r.error,
-          resolution: r.resolution,
-          payload: r.payload,
-        });
-    }
-    return { checkpoints, commands };
+  loadForReplay(runId: string): Promise<ReplayRecord> {
+    return this.store.loadForReplay(runId);
   }
 
   /** Every checkpoint of a run with its metadata, in step order. */
-  async list(runId: string): Promise<CheckpointView[]> {
-    const { rows } = await this.db.query(
-      `select * from ai_checkpoints where run_id = $1 order by step_index`,
-      [runId],
-    );
-    return rows.map(toCheckpoint);
+  list(runId: string): Promise<CheckpointView[]> {
+    return listCheckpoints(this.store, runId);
   }
 }

@@ -131,3 +131,14 @@ function check(v: unknown, path: string, subject: string, seen: Set<object>, dep
   }
   seen.delete(obj);
 }
+
+/** Deep equality of two JSON values, key order ignored (jsonb reorders keys). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}

@@ -1,8 +1,8 @@
-import { SignalTimeoutError } from '../errors/signal-timeout.error';
-import type { WaitForSignalOptions } from '../interfaces/command.interface';
-import type { ActiveRun } from './active-run';
-import { runStorage } from './run-storage';
-import { DurableUsageError } from '../errors/durable-usage.error';
+import { DurableUsageError } from '../../errors/durable-usage.error';
+import { SignalTimeoutError } from '../../errors/signal-timeout.error';
+import type { WaitForSignalOptions } from '../../interfaces/command.interface';
+import { runStorage } from '../run-storage';
+import { goLive, StepEnv } from './step-env';
 
 function notInStep(what: string): void {
   if (runStorage.getStore()?.step)
@@ -14,41 +14,42 @@ function notInStep(what: string): void {
  * time as checkpoint `$sleep`; when the run is claimed again at or after it, continue. Holds no worker
  * and no connection while it sleeps.
  */
-export async function sleepStep(run: ActiveRun, ms: number): Promise<void> {
+export async function sleepStep(env: StepEnv, ms: number): Promise<void> {
   if (!Number.isFinite(ms) || ms < 0)
     throw new RangeError(`ctx.sleep(ms): ms must be a finite number >= 0, got ${ms}`);
   notInStep('ctx.sleep()');
-  run.checkActive();
-  const index = run.allocIndex();
-  const rec = run.recordedAt(index, '$sleep');
+  env.control.checkActive();
+  const index = env.log.allocIndex();
+  const rec = env.log.recordedAt(index, '$sleep');
   if (rec) {
-    await run.log.replayed(index);
-    if (Date.parse(rec.output as string) <= run.dbNow()) return;
+    await env.log.replayed(index);
+    if (Date.parse(rec.output as string) <= env.dbNow()) return;
   }
-  await run.goLive();
-  await run.quiesce();
-  const seq = rec ? null : run.log.takeSeq();
+  await goLive(env);
+  await env.control.quiesce();
+  const seq = rec ? null : env.log.takeSeq();
+  let until: Date | null;
   try {
-    const parked = await run.fenced(
+    const parked = await env.fenced(
       () =>
-        run.writes.park(run.fence, {
+        env.store.park(env.fence, {
           at: rec ? (rec.output as string) : null,
           delayMs: rec ? null : ms,
-          attemptsDelta: run.progressed ? 0 : -1,
+          attemptsDelta: env.control.attemptsDelta('give-back'),
           reason: 'sleeping',
           event: 'run.sleeping',
           payload: { step: index, ms },
           dueRecord: seq === null ? undefined : { index, name: '$sleep', seq },
-          records: run.takePending(),
+          records: env.log.takePending(),
         }),
       'park',
     );
-    run.parkedUntil = parked.availableAt;
+    until = parked.availableAt;
   } catch (err) {
-    if (seq !== null) run.log.abandon(seq);
+    if (seq !== null) env.log.abandon(seq);
     throw err;
   }
-  run.suspend('sleeping');
+  throw env.control.halt({ kind: 'parked', reason: 'sleeping', until, forOperator: false });
 }
 
 /** A recorded deadline as the database reads it: null when the wait has none. */
@@ -63,7 +64,7 @@ function recordedDeadline(output: unknown): string | null {
  * signal wakes it or the deadline passes; a signal sent while that statement runs is never lost.
  */
 export async function waitForSignalStep(
-  run: ActiveRun,
+  env: StepEnv,
   name: string,
   options: WaitForSignalOptions,
 ): Promise<unknown> {
@@ -72,26 +73,26 @@ export async function waitForSignalStep(
     throw new RangeError(`ctx.waitForSignal(name, { timeoutMs }): timeoutMs must be >= 0, got ${timeoutMs}`);
   }
   notInStep('ctx.waitForSignal()');
-  run.checkActive();
-  const deadlineIndex = run.allocIndex();
-  const signalIndex = run.allocIndex();
-  const deadline = run.recordedAt(deadlineIndex, `$deadline:${name}`);
-  const outcome = run.recordedAt(signalIndex, `$signal:${name}`);
+  env.control.checkActive();
+  const deadlineIndex = env.log.allocIndex();
+  const signalIndex = env.log.allocIndex();
+  const deadline = env.log.recordedAt(deadlineIndex, `$deadline:${name}`);
+  const outcome = env.log.recordedAt(signalIndex, `$signal:${name}`);
   if (outcome) {
-    await run.log.replayed(signalIndex);
+    await env.log.replayed(signalIndex);
     const o = outcome.output as { payload?: unknown; timedOut?: boolean };
     if (o.timedOut) throw new SignalTimeoutError(name, timeoutMs ?? 0);
     return o.payload;
   }
-  await run.goLive();
-  await run.quiesce();
-  const seq = run.log.takeSeq();
+  await goLive(env);
+  await env.control.quiesce();
+  const seq = env.log.takeSeq();
   const reason = `waiting for signal "${name}"`;
   let got;
   try {
-    got = await run.fenced(
+    got = await env.fenced(
       () =>
-        run.writes.waitForSignal(run.fence, {
+        env.store.waitForSignal(env.fence, {
           name,
           deadlineIndex,
           signalIndex,
@@ -99,23 +100,22 @@ export async function waitForSignalStep(
           recordDeadline: !deadline,
           timeoutMs: timeoutMs ?? null,
           reason,
-          attemptsDelta: run.progressed ? 0 : -1,
+          attemptsDelta: env.control.attemptsDelta('give-back'),
           seq,
-          records: run.takePending(),
+          records: env.log.takePending(),
         }),
       'wait-for-signal',
     );
   } catch (err) {
-    run.log.abandon(seq);
+    env.log.abandon(seq);
     throw err;
   }
   if (got.outcome === 'parked') {
-    run.log.abandon(seq);
-    run.parkedUntil = got.availableAt;
-    return run.suspend(reason);
+    env.log.abandon(seq);
+    throw env.control.halt({ kind: 'parked', reason, until: got.availableAt, forOperator: false });
   }
-  run.progressed = true;
-  await run.log.deliverLive(seq);
+  env.control.progressed = true;
+  await env.log.deliverLive(seq);
   if (got.outcome === 'timed_out') throw new SignalTimeoutError(name, timeoutMs ?? 0);
   return got.payload;
 }

@@ -1,3 +1,6 @@
+import type { RunCursor } from '../../interfaces/run.interface';
+import type { StoreContext } from './fence';
+
 /**
  * Claim up to $3 due runs of the kinds this worker knows, in one statement. SKIP LOCKED lets many
  * workers claim concurrently without waiting on each other; the partial index ai_runs_claim_idx
@@ -31,3 +34,53 @@ with c as (
   select id, 'run.claimed', epoch, jsonb_build_object('workerId', $1::text, 'attempt', attempts) from r
 )
 select * from r`;
+
+/** A run this worker just claimed. */
+export interface ClaimedRun {
+  id: string;
+  kind: string;
+  input: unknown;
+  epoch: number;
+  cursor: RunCursor;
+  attempts: number;
+  maxAttempts: number;
+  cancelRequested: boolean;
+  cancelReason: string | null;
+  /** The database clock at claim time (sleeps and signal timeouts compare against it). */
+  dbNow: Date;
+  /** `performance.now()` when the claim was sent: the lease runs at least `leaseTtlMs` from there. */
+  sentAt: number;
+}
+
+/**
+ * Claims up to `limit` due runs of `kinds` for `workerId` (SKIP LOCKED; raises epoch and attempts),
+ * never one of `exclude` (runs this process still drives, e.g. a stale attempt stuck in a call).
+ */
+export async function claimRuns(
+  s: StoreContext,
+  workerId: string,
+  kinds: string[],
+  limit: number,
+  exclude: string[] = [],
+): Promise<ClaimedRun[]> {
+  if (limit <= 0 || kinds.length === 0) return [];
+  const sentAt = performance.now();
+  const { rows } = await s.db.query(
+    CLAIM_RUNS_SQL,
+    [workerId, kinds, limit, s.options.worker.leaseTtlMs, exclude],
+    'dx_claim',
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    kind: r.kind,
+    input: r.input,
+    epoch: Number(r.epoch),
+    cursor: r.cursor,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    cancelRequested: r.cancel_requested,
+    cancelReason: r.cancel_reason,
+    dbNow: r.db_now,
+    sentAt,
+  }));
+}

@@ -1,3 +1,16 @@
+import { WAKE_CHANNEL } from '../../durable-execution.constants';
+import type { RunStatus } from '../../interfaces/run.interface';
+import { eventPayload } from '../event-payload';
+import {
+  CheckpointWrite,
+  Fence,
+  fencedRun,
+  insertRecords,
+  recordset,
+  runFenced,
+  StoreContext,
+} from './fence';
+
 /**
  * Leave `running` for good or for a while, fenced: terminal (succeeded/failed/cancelled/dead_lettered)
  * or back to `waiting` with a due time. Owner and lease are cleared in the same UPDATE, values still
@@ -6,22 +19,17 @@
  * $9 recorded values, $10 event type, $11 event payload, $12 parked reason, $13 channel
  */
 export const FINISH_RUN_SQL = `
-with run as (
-  update ai_runs
-     set status = $4, output = coalesce($5::jsonb, output), error = $6::jsonb,
+${fencedRun(
+  `status = $4, output = coalesce($5::jsonb, output), error = $6::jsonb,
          worker_id = null, lease_expires_at = null,
          available_at = case when $4 = 'waiting' then now() + $7 * interval '1 millisecond' else available_at end,
          attempts = greatest(attempts + $8, 0),
          parked_reason = $12,
          finished_at = case when $4 in ('succeeded', 'failed', 'cancelled', 'dead_lettered') then now() end,
-         updated_at = now()
-   where id = $1 and worker_id = $2 and epoch = $3 and status = 'running'
-  returning id, epoch, kind, available_at, notify_on_finish
-), cp as (
-  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
-  select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), 0, run.epoch, c.meta, c.seq, c.fingerprint
-    from run, jsonb_to_recordset($9::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
-  on conflict (run_id, step_index) do nothing
+         updated_at = now()`,
+  'id, epoch, kind, available_at, notify_on_finish',
+)}, cp as (
+  ${insertRecords('$9')}
 ), doubt as (
   -- A cancelled run may leave a reserved command with no outcome: list it as in doubt on the run.
   update ai_commands c set status = 'in_doubt', updated_at = now()
@@ -34,3 +42,39 @@ select id, (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting'
        (select count(pg_notify('durable_execution_done', run.id::text)) from run
          where run.notify_on_finish and $4 <> 'waiting') as announced
   from run`;
+
+/** A fenced transition out of `running`. */
+export interface FinishWrite {
+  status: Exclude<RunStatus, 'running' | 'pending'>;
+  outputJson?: string | null;
+  error?: Record<string, unknown> | null;
+  delayMs?: number;
+  attemptsDelta?: number;
+  records?: CheckpointWrite[];
+  event: string;
+  payload: Record<string, unknown>;
+  parkedReason?: string | null;
+}
+
+/** Leaves `running` (terminal, or `waiting` with a due time), fenced, with its event. */
+export async function finishRun(s: StoreContext, fence: Fence, w: FinishWrite): Promise<void> {
+  await runFenced(
+    s,
+    fence,
+    w.event,
+    FINISH_RUN_SQL,
+    [
+      w.status,
+      w.outputJson ?? null,
+      w.error ? JSON.stringify(w.error) : null,
+      w.delayMs ?? 0,
+      w.attemptsDelta ?? 0,
+      recordset(w.records ?? []),
+      w.event,
+      eventPayload(s.options, w.event, w.payload),
+      w.parkedReason ?? null,
+      WAKE_CHANNEL,
+    ],
+    'dx_finish',
+  );
+}

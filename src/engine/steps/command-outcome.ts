@@ -1,0 +1,114 @@
+import { CommandFailedError } from '../../errors/command-failed.error';
+import { PayloadTooLargeError } from '../../errors/payload-too-large.error';
+import { SerializationError } from '../../errors/serialization.error';
+import type { CommandMetadata } from '../../interfaces/command.interface';
+import type { RunCursor } from '../../interfaces/run.interface';
+import { storableJson, toStoredJson } from '../../util/json';
+import type { StepEnv } from './step-env';
+
+/** The command being executed: key, index, name, arguments (JSON) and call fingerprint. */
+export interface Cmd {
+  key: string;
+  index: number;
+  name: string;
+  payloadJson: string;
+  fingerprint: string | null;
+}
+
+/** `run_<id>:step_<n>[:tool_call_<id>]:<name>`: the same on every replay of this run. */
+export function commandKey(
+  runId: string,
+  index: number,
+  toolCallId: string | undefined,
+  name: string,
+): string {
+  return `run_${runId}:step_${index}${toolCallId ? `:tool_call_${toolCallId}` : ''}:${name}`;
+}
+
+/** The model's tool-call id carried by the arguments (or picked by `toolCallId`), if any. */
+export function toolCallOf(meta: CommandMetadata, args: unknown): string | undefined {
+  if (meta.toolCallId) return meta.toolCallId(args);
+  const a = args as { toolCallId?: unknown; tool_call_id?: unknown } | null;
+  const id = a && typeof a === 'object' ? (a.toolCallId ?? a.tool_call_id) : undefined;
+  return typeof id === 'string' ? id : undefined;
+}
+
+/** Replays a recorded outcome: the stored result, or the stored failure rethrown. */
+export function replayOutcome(meta: CommandMetadata, key: string, output: unknown): unknown {
+  const o = output as { status: string; result?: unknown; error?: { message?: string } };
+  if (o.status === 'succeeded') return o.result;
+  throw new CommandFailedError(meta.name, key, o.error?.message ?? 'unknown', o.status === 'rejected');
+}
+
+/**
+ * A command's result as stored. The effect already happened, so a result PostgreSQL cannot hold (NUL,
+ * lone surrogates) is stored made storable (U+FFFD) rather than lost: losing it would send the
+ * command again. First execution and every replay see the stored value.
+ */
+export function commandResultJson(
+  env: StepEnv,
+  meta: CommandMetadata,
+  result: unknown,
+  what: string,
+): string {
+  const subject = `${what} of command "${meta.name}"`;
+  const max = env.options.limits.maxOutputBytes;
+  try {
+    return toStoredJson(result ?? null, subject, max);
+  } catch (err) {
+    if (!(err instanceof SerializationError) || err instanceof PayloadTooLargeError) throw err;
+    return toStoredJson(storableJson(result ?? null) ?? null, subject, max);
+  }
+}
+
+/** A command outcome to record: status, result or error, the event, and how it was settled. */
+export interface Outcome {
+  status: 'succeeded' | 'failed' | 'rejected';
+  resultJson?: string | null;
+  error?: Record<string, unknown> | null;
+  event: string;
+  payload?: Record<string, unknown>;
+  resolution?: string | null;
+}
+
+/** Records the outcome (one fenced statement), then hands it to the workflow in delivery order. */
+export async function recordOutcome(
+  env: StepEnv,
+  meta: CommandMetadata,
+  cmd: Pick<Cmd, 'key' | 'index' | 'fingerprint'>,
+  { status, resultJson = null, error = null, event, payload = {}, resolution = null }: Outcome,
+): Promise<void> {
+  const stepName = `command:${meta.name}`;
+  const cursor: RunCursor = {
+    step: cmd.index,
+    name: stepName,
+    status: 'done',
+    attempt: env.attempt,
+    item: null,
+  };
+  const seq = env.log.takeSeq();
+  try {
+    await env.fenced(
+      () =>
+        env.store.recordCommand(env.fence, cursor, {
+          key: cmd.key,
+          status,
+          resultJson,
+          error,
+          index: cmd.index,
+          name: stepName,
+          event,
+          payload: { key: cmd.key, name: meta.name, step: cmd.index, ...payload },
+          resolution,
+          seq,
+          fingerprint: cmd.fingerprint,
+        }),
+      event,
+    );
+  } catch (err) {
+    env.log.abandon(seq);
+    throw err;
+  }
+  env.control.progressed = true;
+  await env.log.deliverLive(seq);
+}

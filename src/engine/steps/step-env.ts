@@ -1,0 +1,58 @@
+import type { RunCursor } from '../../interfaces/run.interface';
+import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
+import type { StepInfo } from '../../observability/durable-observer.interface';
+import type { DurableObservers } from '../../observability/durable-observers';
+import type { Fence } from '../../store/run-state/fence';
+import type { CommandRow } from '../../store/run-state/load-replay';
+import type { RunStateStore } from '../../store/run-state/run-state.store';
+import type { LeaseClock } from '../lease-clock';
+import type { PausePointName } from '../pause-points';
+import type { ReplayLog } from '../replay-log';
+import type { RunControl } from '../run-control';
+import type { RunFrame } from '../run-storage';
+
+/**
+ * What a step (compute, command, wait) may use of the run it belongs to: the claim's identity, its
+ * replay log, run control, lease clock, and the store's fenced writes through `fenced`. The step kinds
+ * are siblings that take this narrow environment; none imports the run.
+ * @internal
+ */
+export interface StepEnv {
+  readonly runId: string;
+  readonly kind: string;
+  readonly epoch: number;
+  /** Claims without progress so far, this one included (the claim's attempt number). */
+  readonly attempt: number;
+  readonly workerId: string;
+  readonly fence: Fence;
+  readonly options: ResolvedDurableOptions;
+  readonly log: ReplayLog;
+  readonly control: RunControl;
+  readonly lease: LeaseClock;
+  readonly store: RunStateStore;
+  /** The run's commands as loaded for replay (by idempotency key). */
+  readonly commands: ReadonlyMap<string, CommandRow>;
+  /** Registered observers, or undefined (then steps are not timed at all). */
+  readonly observers?: DurableObservers;
+  /** The cursor the run was claimed with (moved by ctx.progress). */
+  cursor: RunCursor;
+
+  /**
+   * Runs a fenced write: the lease counts as renewed from its send time, pending values it carried are
+   * durable, a cancel flag is remembered; LeaseLostError stops the run for good.
+   */
+  fenced<T extends object>(write: () => Promise<T>, what: string): Promise<T>;
+  /** A test-only pause point of this run (inert unless a test installed a hook). */
+  pause(point: PausePointName, detail?: string): Promise<void> | undefined;
+  /** The database clock now, from the claim's `now()` plus local time elapsed since. */
+  dbNow(): number;
+  /** The async-local frame for user code of this run (inside step `step` when given). */
+  frame(step?: RunFrame['step']): RunFrame;
+  /** What observers are told about a step at `index`. */
+  stepInfo(index: number, name: string, stepKind: StepInfo['stepKind']): StepInfo;
+}
+
+/** Resolves when replay is over: nothing new runs before every recorded result was delivered. */
+export function goLive(env: StepEnv): Promise<void> | undefined {
+  return env.log.replaying ? env.log.replayDone() : undefined;
+}

@@ -1,0 +1,101 @@
+import { LeaseLostError } from '../../errors/lease-lost.error';
+import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
+import type { DurableDatabase } from '../durable-database';
+
+/** The (run, worker, epoch) triple every fenced write carries. */
+export interface Fence {
+  runId: string;
+  workerId: string;
+  epoch: number;
+}
+
+/** A checkpoint row to insert: serialised output (JSON text) plus optional meta. */
+export interface CheckpointWrite {
+  index: number;
+  name: string;
+  outputJson: string;
+  metaJson?: string | null;
+  /** Delivery order of a result (null for recorded values). */
+  seq?: number | null;
+  /** Hash of the call's name and arguments. */
+  fingerprint?: string | null;
+}
+
+/** What every run-state statement needs: the pool and the resolved options (lease TTL, event limits). */
+export interface StoreContext {
+  readonly db: DurableDatabase;
+  readonly options: ResolvedDurableOptions;
+}
+
+/**
+ * The fence, written once: the run row this claim still owns. Every fenced statement binds it as
+ * $1 run id, $2 worker id, $3 epoch; a newer claim has raised the epoch, so a stale worker matches
+ * no row and writes nothing.
+ */
+export const FENCE = `id = $1 and worker_id = $2 and epoch = $3 and status = 'running'`;
+
+/** The fenced UPDATE of the run row as the statement's first CTE, `run`: every other CTE reads it. */
+export function fencedRun(
+  set: string,
+  returning = 'id, epoch, cancel_requested_at is not null as cancel_requested',
+): string {
+  return `with run as (
+  update ai_runs
+     set ${set}
+   where ${FENCE}
+  returning ${returning}
+)`;
+}
+
+/** The lease extended from the database clock by `ttlParam` milliseconds. */
+export const extendLeaseBy = (ttlParam: string): string =>
+  `lease_expires_at = now() + ${ttlParam} * interval '1 millisecond'`;
+
+/**
+ * Inserts the checkpoints of the JSON array `param` (built by `recordset`) for the run of CTE `run`.
+ * A recorded value rides on every write until one that carries it commits, so an index may already
+ * be there: `do nothing`.
+ */
+export function insertRecords(param: string, attempt = '0'): string {
+  return `insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
+  select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), ${attempt}, run.epoch, c.meta, c.seq, c.fingerprint
+    from run, jsonb_to_recordset(${param}::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
+  on conflict (run_id, step_index) do nothing`;
+}
+
+/** Builds the jsonb_to_recordset argument without re-serialising already serialised outputs. */
+export function recordset(rows: CheckpointWrite[]): string {
+  return `[${rows
+    .map(
+      (r) =>
+        `{"step_index":${r.index},"step_name":${JSON.stringify(r.name)},"output":${r.outputJson},"meta":${r.metaJson ?? 'null'},"seq":${r.seq ?? 'null'},"fingerprint":${r.fingerprint ? JSON.stringify(r.fingerprint) : 'null'}}`,
+    )
+    .join(',')}]`;
+}
+
+/** The fence's three parameters, $1..$3. */
+export function fenceParams(f: Fence): [string, string, number] {
+  return [f.runId, f.workerId, f.epoch];
+}
+
+/**
+ * Runs a fenced statement: its rows, or LeaseLostError (naming `during`) when the fence matched no
+ * row. Nothing was written then: every CTE reads the fenced `run`.
+ */
+export async function runFenced<R extends Record<string, unknown>>(
+  s: StoreContext,
+  f: Fence,
+  during: string,
+  sql: string,
+  params: unknown[],
+  name: string,
+): Promise<R> {
+  const { rows } = await s.db.query<R>(sql, [...fenceParams(f), ...params], name);
+  if (!rows.length) throw new LeaseLostError(f.runId, f.epoch, during);
+  return rows[0];
+}
+
+/** A timestamp the database returned, or null for infinity / none. */
+export function finiteDate(v: unknown): Date | null {
+  return v instanceof Date && Number.isFinite(v.getTime()) ? v : null;
+}

@@ -1,0 +1,77 @@
+import type { CheckpointView } from '../../interfaces/run.interface';
+import { toCheckpoint } from '../run-row.mapper';
+import type { StoreContext } from './fence';
+
+/**
+ * Everything replay needs, in one round trip per claim: the run's checkpoints (with their delivery
+ * order and call fingerprint) and its commands (by idempotency key, to settle in-doubt ones). Replay
+ * then reads memory, never one query per step. A first claim (epoch 1) skips this entirely: nothing
+ * can have been recorded before it. $1 run id
+ */
+export const LOAD_REPLAY_SQL = `
+select 'checkpoint' as source, step_index, step_name as name, output, null::text as status,
+       null::jsonb as error, null::text as resolution, seq, fingerprint, null::jsonb as payload
+  from ai_checkpoints where run_id = $1
+union all
+select 'command', step_index, idempotency_key, result, status, error, resolution, null, null, payload
+  from ai_commands where run_id = $1`;
+
+/** Every checkpoint of a run with its metadata, in step order. $1 run id */
+export const LIST_CHECKPOINTS_SQL = `select * from ai_checkpoints where run_id = $1 order by step_index`;
+
+/** A checkpoint as loaded for replay. */
+export interface RecordedStep {
+  name: string;
+  output: unknown;
+  /** Delivery order (null on rows written before replay order was recorded, and on values). */
+  seq: number | null;
+  /** Hash of the call (name and arguments); null when not recorded. */
+  fingerprint: string | null;
+}
+
+/** A command row as loaded for replay. */
+export interface CommandRow {
+  status: string;
+  result: unknown;
+  error: { message?: string } | null;
+  resolution: string | null;
+  /** The arguments it was reserved with. */
+  payload?: unknown;
+}
+
+/** What a resumed claim replays from: checkpoints by step index, commands by idempotency key. */
+export interface ReplayRecord {
+  checkpoints: Map<number, RecordedStep>;
+  commands: Map<string, CommandRow>;
+}
+
+/** Checkpoints (index → entry) and commands (key → row) of a run for replay, in one query. */
+export async function loadForReplay(s: StoreContext, runId: string): Promise<ReplayRecord> {
+  const { rows } = await s.db.query(LOAD_REPLAY_SQL, [runId], 'dx_load_replay');
+  const checkpoints = new Map<number, RecordedStep>();
+  const commands = new Map<string, CommandRow>();
+  for (const r of rows) {
+    if (r.source === 'checkpoint')
+      checkpoints.set(r.step_index, {
+        name: r.name,
+        output: r.output,
+        seq: r.seq,
+        fingerprint: r.fingerprint,
+      });
+    else
+      commands.set(r.name, {
+        status: r.status,
+        result: r.output,
+        error: r.error,
+        resolution: r.resolution,
+        payload: r.payload,
+      });
+  }
+  return { checkpoints, commands };
+}
+
+/** Every checkpoint of a run with its metadata, in step order. */
+export async function listCheckpoints(s: StoreContext, runId: string): Promise<CheckpointView[]> {
+  const { rows } = await s.db.query(LIST_CHECKPOINTS_SQL, [runId]);
+  return rows.map(toCheckpoint);
+}

@@ -1,0 +1,91 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DURABLE_EXECUTION_OPTIONS } from '../../durable-execution.constants';
+import type { RunCursor } from '../../interfaces/run.interface';
+import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
+import { DurableDatabase } from '../durable-database';
+import { claimRuns } from './claim-runs';
+import type { CheckpointWrite, Fence, StoreContext } from './fence';
+import { finishRun, FinishWrite } from './finish-run';
+import { heartbeat, renewLease } from './heartbeat';
+import { loadForReplay, ReplayRecord } from './load-replay';
+import { parkRun, ParkWrite } from './park-run';
+import { CommandOutcomeWrite, recordCommand } from './record-command';
+import { CommandToReserve, reserveCommand } from './reserve-command';
+import { writeProgress, writeStep } from './step-write';
+import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
+
+/**
+ * The one home of run-state writes: each method is one SQL statement (one round trip), bound in the
+ * file that holds the statement (`src/store/run-state/*.ts`). Every fenced write carries the claim's
+ * (run, worker, epoch) and throws LeaseLostError when a newer claim owns the run: nothing was written.
+ * @internal
+ */
+@Injectable()
+export class RunStateStore implements StoreContext {
+  constructor(
+    readonly db: DurableDatabase,
+    @Inject(DURABLE_EXECUTION_OPTIONS) readonly options: ResolvedDurableOptions,
+  ) {}
+
+  /** Claims due runs (SKIP LOCKED), raising epoch and attempts. See `claimRuns`. */
+  claim(workerId: string, kinds: string[], limit: number, exclude: string[] = []) {
+    return claimRuns(this, workerId, kinds, limit, exclude);
+  }
+
+  /** Extends the leases of `runs` (each fenced by its epoch); returns those still owned. */
+  heartbeat(workerId: string, runs: Array<{ id: string; epoch: number }>) {
+    return heartbeat(this, workerId, runs);
+  }
+
+  /** Renews one lease, fenced. */
+  renew(fence: Fence) {
+    return renewLease(this, fence);
+  }
+
+  /** Everything replay needs, in one query. */
+  loadForReplay(runId: string): Promise<ReplayRecord> {
+    return loadForReplay(this, runId);
+  }
+
+  /** A step commit (`progressMade`) or a `started` mark, with values still pending. */
+  writeStep(
+    fence: Fence,
+    cursor: RunCursor,
+    checkpoints: CheckpointWrite[],
+    event: string,
+    payload: Record<string, unknown>,
+    progressMade: boolean,
+  ) {
+    return writeStep(this, fence, cursor, checkpoints, event, payload, progressMade);
+  }
+
+  /** Moves the intra-step cursor (ctx.progress). */
+  progress(fence: Fence, cursor: RunCursor) {
+    return writeProgress(this, fence, cursor);
+  }
+
+  /** Leaves `running`: terminal, or `waiting` with a due time. */
+  finish(fence: Fence, w: FinishWrite) {
+    return finishRun(this, fence, w);
+  }
+
+  /** Reserves a command before it is sent. */
+  reserveCommand(fence: Fence, cursor: RunCursor, cmd: CommandToReserve, records: CheckpointWrite[]) {
+    return reserveCommand(this, fence, cursor, cmd, records);
+  }
+
+  /** Records a command's outcome with its checkpoint. */
+  recordCommand(fence: Fence, cursor: RunCursor, w: CommandOutcomeWrite) {
+    return recordCommand(this, fence, cursor, w);
+  }
+
+  /** Parks the run (approval, in-doubt, sleep), due at once when something already arrived. */
+  park(fence: Fence, w: ParkWrite) {
+    return parkRun(this, fence, w);
+  }
+
+  /** Consumes a stored signal, records a timeout, or parks: one statement. */
+  waitForSignal(fence: Fence, w: SignalWaitWrite) {
+    return waitForSignal(this, fence, w);
+  }
+}
