@@ -1,9 +1,7 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import {
   CommandFailedError,
   DurableAdminModule,
-  DurableExecutionModule,
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
@@ -12,6 +10,7 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
+import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
 
@@ -86,21 +85,12 @@ class IdleWorkflow {
 }
 
 async function boot(url: string, withHook: boolean): Promise<{ app: INestApplication; http: string }> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [
-      DurableExecutionModule.forRoot({
-        database: { url },
-        worker: { enabled: false },
-        reconciler: { enabled: false },
-        ...(withHook ? { redact } : {}),
-      }),
-      DurableAdminModule.forRoot({ path: 'durable', allowAnonymous: true, observability: false }),
-    ],
+  const { app, http } = await bootHttpApp(url, {
+    options: withHook ? { redact } : {},
+    imports: [DurableAdminModule.forRoot({ path: 'durable', allowAnonymous: true, observability: false })],
     providers: [SecretSteps, SecretCommands, SecretiveWorkflow, IdleWorkflow],
-  }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error'] });
-  await app.listen(0, '127.0.0.1');
-  return { app, http: `${await app.getUrl()}/durable` };
+  });
+  return { app, http: `${http}/durable` };
 }
 
 describe('redact hook on every admin surface', () => {
