@@ -10,6 +10,7 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
+import { EchoWorkflow, OtherWorkflow } from '../fixtures/echo-workflows';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
@@ -44,20 +45,6 @@ class PayWorkflow {
   constructor(private readonly payments: Payments) {}
   async run(input: { amount: number }) {
     return this.payments.charge({ amount: input.amount });
-  }
-}
-
-@DurableWorkflow('echo')
-class EchoWorkflow {
-  async run(input: unknown) {
-    return input;
-  }
-}
-
-@DurableWorkflow('other')
-class OtherWorkflow {
-  async run() {
-    return null;
   }
 }
 
