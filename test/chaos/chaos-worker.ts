@@ -49,24 +49,24 @@ export class Model {
   }
 }
 
+/** The retry policy of every command. */
+const RETRY = { maxAttempts: 3, initialDelayMs: 50 };
+
+/** A command's call: one effect of `args.amount` at the target in env `target`, under the command's key. */
+function dispatch(target: 'PAY_URL' | 'NOTIFY_URL', args: { amount: number }, ctx?: CommandContext) {
+  return charge(process.env[target]!, ctx!.idempotencyKey, args.amount);
+}
+
 @Injectable()
 export class Vendors implements CommandLookup {
-  @IdempotentCommand({
-    name: 'credit_check',
-    inDoubt: 'lookup',
-    retry: { maxAttempts: 3, initialDelayMs: 50 },
-  })
+  @IdempotentCommand({ name: 'credit_check', inDoubt: 'lookup', retry: RETRY })
   creditCheck(args: { amount: number }, ctx?: CommandContext) {
-    return charge(process.env.PAY_URL!, ctx!.idempotencyKey, args.amount);
+    return dispatch('PAY_URL', args, ctx);
   }
 
-  @IdempotentCommand({
-    name: 'charge_card',
-    inDoubt: 'lookup',
-    retry: { maxAttempts: 3, initialDelayMs: 50 },
-  })
+  @IdempotentCommand({ name: 'charge_card', inDoubt: 'lookup', retry: RETRY })
   chargeCard(args: { amount: number }, ctx?: CommandContext) {
-    return charge(process.env.PAY_URL!, ctx!.idempotencyKey, args.amount);
+    return dispatch('PAY_URL', args, ctx);
   }
 
   lookupCommand(_command: string, key: string) {
@@ -76,22 +76,14 @@ export class Vendors implements CommandLookup {
 
 @Injectable()
 export class Notifier {
-  @IdempotentCommand({
-    name: 'notify_buyer',
-    inDoubt: 'retry-with-key',
-    retry: { maxAttempts: 3, initialDelayMs: 50 },
-  })
+  @IdempotentCommand({ name: 'notify_buyer', inDoubt: 'retry-with-key', retry: RETRY })
   buyer(args: { amount: number }, ctx?: CommandContext) {
-    return charge(process.env.NOTIFY_URL!, ctx!.idempotencyKey, args.amount);
+    return dispatch('NOTIFY_URL', args, ctx);
   }
 
-  @IdempotentCommand({
-    name: 'notify_supplier',
-    inDoubt: 'retry-with-key',
-    retry: { maxAttempts: 3, initialDelayMs: 50 },
-  })
+  @IdempotentCommand({ name: 'notify_supplier', inDoubt: 'retry-with-key', retry: RETRY })
   supplier(args: { amount: number }, ctx?: CommandContext) {
-    return charge(process.env.NOTIFY_URL!, ctx!.idempotencyKey, args.amount);
+    return dispatch('NOTIFY_URL', args, ctx);
   }
 }
 

@@ -1,13 +1,11 @@
 import { CanActivate, ExecutionContext, INestApplication, Injectable, Type } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { Test } from '@nestjs/testing';
 import {
   ApiKeyAdminGuard,
   CommandContext,
   CommandFailedError,
   DurableAdminModule,
   DurableAdminModuleOptions,
-  DurableExecutionModule,
   DurableStep,
   DurableWorker,
   DurableWorkflow,
@@ -16,6 +14,7 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
+import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
 
@@ -98,25 +97,8 @@ class RoleGuard implements CanActivate {
 
 const providers: Type<unknown>[] = [OrderSteps, Payments, OrderWorkflow, FlakyWorkflow, WaiterWorkflow];
 
-async function boot(
-  url: string,
-  admin: DurableAdminModuleOptions,
-): Promise<{ app: INestApplication; http: string }> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [
-      DurableExecutionModule.forRoot({
-        database: { url },
-        worker: { enabled: false },
-        reconciler: { enabled: false },
-      }),
-      DurableAdminModule.forRoot(admin),
-    ],
-    providers: [...providers, RoleGuard],
-  }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error'] });
-  await app.listen(0, '127.0.0.1');
-  return { app, http: await app.getUrl() };
-}
+const boot = (url: string, admin: DurableAdminModuleOptions) =>
+  bootHttpApp(url, { imports: [DurableAdminModule.forRoot(admin)], providers: [...providers, RoleGuard] });
 
 describe('admin REST API', () => {
   let db: TestDatabase;

@@ -1,16 +1,15 @@
 import { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
 import {
   ApiKeyAdminGuard,
   DATABASE_UNREACHABLE,
   DurableAdminModule,
-  DurableExecutionModule,
   DurableObservabilityModule,
   DurableObservabilityOptions,
   DurableWorker,
   InvalidOptionsError,
 } from '../../src';
+import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /**
@@ -22,23 +21,18 @@ const KEY = 'hardening-key-0123456789';
 const WORKER_ID = 'web-7.internal:4242:c0ffee';
 
 async function boot(url: string, observability: DurableObservabilityOptions, worker = false) {
-  const moduleRef = await Test.createTestingModule({
+  const { app, http } = await bootHttpApp(url, {
+    options: worker ? { worker: { enabled: true, pollIntervalMs: 50, workerId: WORKER_ID } } : {},
     imports: [
-      DurableExecutionModule.forRoot({
-        database: { url },
-        worker: worker ? { enabled: true, pollIntervalMs: 50, workerId: WORKER_ID } : { enabled: false },
-        reconciler: { enabled: false },
-      }),
       DurableAdminModule.forRoot({
         path: 'durable',
         guard: new ApiKeyAdminGuard({ keys: { [KEY]: 'ops' } }),
         observability: { metrics: false, ...observability },
       }),
     ],
-  }).compile();
-  const app = moduleRef.createNestApplication({ logger: [] });
-  await app.listen(0, '127.0.0.1');
-  return { app, http: `${await app.getUrl()}/durable` };
+    logger: [],
+  });
+  return { app, http: `${http}/durable` };
 }
 
 function expectHardened(res: Response, what: string): void {

@@ -1,17 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { Browser, chromium } from 'playwright-core';
 import {
   ApiKeyAdminGuard,
   CommandGateway,
   DurableAdminModule,
-  DurableExecutionModule,
   RunRepository,
   runDurableMigrations,
 } from '../../src';
 import { driveRun, releaseCrashedRuns, runWorkerUntilCrash } from '../../src/testing';
+import { bootHttpApp } from '../helpers/app';
 import { compiledEntry } from '../helpers/compiled';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
@@ -43,23 +42,17 @@ describe('run inspector page (headless Chromium)', () => {
     await runDurableMigrations({ type: 'postgres', url: db.url });
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const fx = require('../fixtures/approval-worker-app');
-    const moduleRef = await Test.createTestingModule({
+    const booted = await bootHttpApp(db.url, {
       imports: [
-        DurableExecutionModule.forRoot({
-          database: { url: db.url },
-          worker: { enabled: false },
-          reconciler: { enabled: false },
-        }),
         DurableAdminModule.forRoot({
           path: 'durable',
           guard: new ApiKeyAdminGuard({ keys: { [KEY]: 'ops-oncall' } }),
         }),
       ],
       providers: [fx.OrderAgent, fx.PaymentRelease, fx.ApprovalOrderWorkflow],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: ['error'] });
-    await app.listen(0, '127.0.0.1');
-    base = `${await app.getUrl()}/durable`;
+    });
+    app = booted.app;
+    base = `${booted.http}/durable`;
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: CHROMIUM_ARGS,

@@ -16,7 +16,7 @@ import {
   SerializationError,
   SignalTimeoutError,
 } from '../../src';
-import { bootApp } from '../helpers/app';
+import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 import { charge, FakeTarget, lookupCharge, startFakeTarget } from '../helpers/fake-target';
@@ -190,9 +190,8 @@ describe('side effects as commands (in process)', () => {
   beforeAll(async () => {
     target = await startFakeTarget({ honoursKeys: true });
     db = await createTestDatabase('commands');
-    app = await bootApp(
-      db.url,
-      [
+    ({ app, http } = await bootHttpApp(db.url, {
+      providers: [
         LookupPayments,
         KeyedPayments,
         ManualPayments,
@@ -206,11 +205,9 @@ describe('side effects as commands (in process)', () => {
         HangingPayments,
         HangWorkflow,
       ],
-      { reconciler: { backoffBaseMs: 1, backoffMaxMs: 5 } },
-      [ApprovalsController],
-    );
-    await app.listen(0, '127.0.0.1');
-    http = await app.getUrl();
+      options: { reconciler: { backoffBaseMs: 1, backoffMaxMs: 5 } },
+      controllers: [ApprovalsController],
+    }));
     runs = app.get(RunRepository);
   });
   afterAll(async () => {

@@ -1,5 +1,4 @@
 import { Controller, Get, INestApplication, Param, Post, UseFilters } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import {
   CommandNotFoundError,
   DurableErrorCode,
@@ -17,8 +16,8 @@ import {
   RunNotFoundError,
   RunRepository,
   SerializationError,
-  DurableExecutionModule,
 } from '../../src';
+import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 const ID = '00000000-0000-4000-8000-000000000000';
@@ -84,20 +83,13 @@ describe('DurableExceptionFilter', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('filter');
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        DurableExecutionModule.forRoot({
-          database: { url: db.url },
-          worker: { enabled: false },
-          reconciler: { enabled: false },
-        }),
-      ],
+    const booted = await bootHttpApp(db.url, {
       providers: [AWorkflow, BWorkflow],
       controllers: [ThrowingController],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.listen(0, '127.0.0.1');
-    base = `${await app.getUrl()}/throw`;
+      logger: false,
+    });
+    app = booted.app;
+    base = `${booted.http}/throw`;
   });
 
   afterAll(async () => {

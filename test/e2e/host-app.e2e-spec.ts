@@ -1,6 +1,5 @@
 import { Injectable, ModuleMetadata } from '@nestjs/common';
 import { Interval, ScheduleModule } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
 import * as nestTypeorm from '@nestjs/typeorm';
 import {
   DurableDataSource,
@@ -12,7 +11,7 @@ import {
   RunRepository,
 } from '../../src';
 import { DurableDatabase } from '../../src/store/durable-database';
-import { bootApp } from '../helpers/app';
+import { bootApp, bootError, bootModules } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /** Fitting into an existing Nest app: its own typeorm copy, its own ScheduleModule. */
@@ -59,12 +58,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function boot(imports: ModuleMetadata['imports'], providers: ModuleMetadata['providers'] = []) {
-  const moduleRef = await Test.createTestingModule({ imports, providers }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error'] });
-  await app.init();
-  return app;
-}
+const boot = (imports: ModuleMetadata['imports'], providers: ModuleMetadata['providers'] = []) =>
+  bootModules({ imports, providers });
 
 async function waitForStatus(runs: RunRepository, id: string, status: string, ms = 10_000) {
   const until = Date.now() + ms;
@@ -139,15 +134,9 @@ describe('fitting into an existing app', () => {
     });
 
     it('a missing DataSource names the tokens tried and the two-typeorm suspicion', async () => {
-      const moduleRef = await Test.createTestingModule({
+      const err = await bootError({
         imports: [DurableExecutionModule.forRoot({ database: { dataSourceName: 'analytics' }, ...OFF })],
-      }).compile();
-      const app = moduleRef.createNestApplication({ logger: false });
-      const err = await app.init().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (!err) await app.close();
+      });
       expect(err).toBeInstanceOf(InvalidOptionsError);
       const message = (err as Error).message;
       expect(message).toContain("no TypeORM DataSource named 'analytics' is registered");

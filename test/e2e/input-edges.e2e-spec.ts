@@ -1,10 +1,8 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import {
   CommandGateway,
   DurableAdminModule,
-  DurableExecutionModule,
   DurableWorker,
   DurableWorkflow,
   IdempotencyConflictError,
@@ -12,6 +10,8 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
+import { EchoWorkflow, OtherWorkflow } from '../fixtures/echo-workflows';
+import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
 
@@ -45,20 +45,6 @@ class PayWorkflow {
   constructor(private readonly payments: Payments) {}
   async run(input: { amount: number }) {
     return this.payments.charge({ amount: input.amount });
-  }
-}
-
-@DurableWorkflow('echo')
-class EchoWorkflow {
-  async run(input: unknown) {
-    return input;
-  }
-}
-
-@DurableWorkflow('other')
-class OtherWorkflow {
-  async run() {
-    return null;
   }
 }
 
@@ -136,20 +122,12 @@ describe('input at the edges', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('input_edges');
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        DurableExecutionModule.forRoot({
-          database: { url: db.url },
-          worker: { enabled: false },
-          reconciler: { enabled: false },
-        }),
-        DurableAdminModule.forRoot({ allowAnonymous: true, observability: false }),
-      ],
+    const booted = await bootHttpApp(db.url, {
+      imports: [DurableAdminModule.forRoot({ allowAnonymous: true, observability: false })],
       providers: [Payments, PayWorkflow, EchoWorkflow, OtherWorkflow, WaiterWorkflow],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: ['error'] });
-    await app.listen(0, '127.0.0.1');
-    api = `${await app.getUrl()}/durable/api`;
+    });
+    app = booted.app;
+    api = `${booted.http}/durable/api`;
     runs = app.get(RunRepository);
     commands = app.get(CommandGateway);
 

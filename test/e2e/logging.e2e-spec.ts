@@ -1,13 +1,6 @@
 import { INestApplication, Injectable, LoggerService } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import {
-  DurableExecutionModule,
-  DurableWorkflow,
-  IdempotentCommand,
-  NonRetryableError,
-  RedactHook,
-  RunRepository,
-} from '../../src';
+import { DurableWorkflow, IdempotentCommand, NonRetryableError, RedactHook, RunRepository } from '../../src';
+import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /** Collects the module's log lines (context 'DurableExecution'). */
@@ -87,27 +80,24 @@ describe('log lines', () => {
     await db?.drop();
   });
 
-  async function boot(
+  const boot = (
     logger: CapturingLogger,
     logRunData?: boolean,
     redact?: RedactHook,
-  ): Promise<INestApplication> {
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        DurableExecutionModule.forRoot({
-          database: { url: db.url },
-          worker: { enabled: true, pollIntervalMs: 100, concurrency: 3, workerId: 'log-worker' },
-          reconciler: { enabled: false },
-          logRunData,
-          redact,
-        }),
-      ],
-      providers: [FailingWorkflow, DyingWorkflow, ApprovalWorkflow, Payouts],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger });
-    await app.init();
-    return app;
-  }
+  ): Promise<INestApplication> =>
+    bootModules(
+      {
+        imports: [
+          durableModule(db.url, {
+            worker: { enabled: true, pollIntervalMs: 100, concurrency: 3, workerId: 'log-worker' },
+            logRunData,
+            redact,
+          }),
+        ],
+        providers: [FailingWorkflow, DyingWorkflow, ApprovalWorkflow, Payouts],
+      },
+      logger,
+    );
 
   it('worker up, run failed, dead-lettered, parked for an operator: id and kind, no run data', async () => {
     const logger = new CapturingLogger();

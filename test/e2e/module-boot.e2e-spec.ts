@@ -1,5 +1,4 @@
 import { INestApplication, Injectable, Module, ModuleMetadata } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { Client } from 'pg';
 import { Column, DataSource, Entity, PrimaryGeneratedColumn } from 'typeorm';
@@ -15,6 +14,7 @@ import {
   RunRepository,
 } from '../../src';
 import { DurableDatabase } from '../../src/store/durable-database';
+import { bootError as bootErrorWith, bootModules } from '../helpers/app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../helpers/database';
 
 @DurableWorkflow('boot-echo')
@@ -64,29 +64,12 @@ class OptionsFactory {
   }
 }
 
-async function boot(
-  imports: ModuleMetadata['imports'],
-  providers = [EchoWorkflow],
-): Promise<INestApplication> {
-  const moduleRef = await Test.createTestingModule({ imports, providers }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error'] });
-  await app.init();
-  return app;
-}
+const boot = (imports: ModuleMetadata['imports'], providers = [EchoWorkflow]): Promise<INestApplication> =>
+  bootModules({ imports, providers });
 
 /** Boots expecting a failure and returns the error (closing the app if it booted after all). */
-async function bootError(imports: ModuleMetadata['imports']): Promise<unknown> {
-  let app: INestApplication | undefined;
-  try {
-    const moduleRef = await Test.createTestingModule({ imports, providers: [EchoWorkflow] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
-  } catch (err) {
-    return err;
-  }
-  await app.close();
-  throw new Error('the app booted');
-}
+const bootError = (imports: ModuleMetadata['imports']) =>
+  bootErrorWith({ imports, providers: [EchoWorkflow] });
 
 /** The four public providers resolve, and a run starts and lands in the record. */
 async function expectWorking(app: INestApplication, target: TestDatabase): Promise<RunRepository> {

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { INestApplication, Injectable, Type } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import {
   Attributes,
   context,
@@ -15,7 +14,7 @@ import {
 import {
   CommandContext,
   DurableAdminModule,
-  DurableExecutionModule,
+  DurableExecutionModuleOptions,
   DurableObservabilityOptions,
   DurableObservers,
   DurableStep,
@@ -25,7 +24,7 @@ import {
   Reconciler,
   RunRepository,
 } from '../../src';
-import { bootApp } from '../helpers/app';
+import { bootApp, bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 
@@ -124,18 +123,17 @@ class Pay {
 
 const providers: Type<unknown>[] = [Steps, Triple, Pay];
 
-async function boot(url: string, worker: object, observability: DurableObservabilityOptions) {
-  const moduleRef = await Test.createTestingModule({
-    imports: [
-      DurableExecutionModule.forRoot({ database: { url }, worker, reconciler: { enabled: false } }),
-      DurableAdminModule.forRoot({ allowAnonymous: true, observability }),
-    ],
+const boot = (
+  url: string,
+  worker: DurableExecutionModuleOptions['worker'],
+  observability: DurableObservabilityOptions,
+) =>
+  bootHttpApp(url, {
+    options: { worker },
+    imports: [DurableAdminModule.forRoot({ allowAnonymous: true, observability })],
     providers,
-  }).compile();
-  const app = moduleRef.createNestApplication({ logger: [] });
-  await app.listen(0, '127.0.0.1');
-  return { app, http: await app.getUrl() };
-}
+    logger: [],
+  });
 
 /** The value of one sample in Prometheus text, matched by name and (a subset of) labels. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {

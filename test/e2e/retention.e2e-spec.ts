@@ -12,6 +12,7 @@ import {
   RunNotFoundError,
   RunRepository,
 } from '../../src';
+import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
 
@@ -54,22 +55,8 @@ class Job {
 const providers: Type<unknown>[] = [Steps, Job];
 const DAY = 86_400_000;
 
-async function boot(url: string, retention: DurableRetentionOptions): Promise<INestApplication> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [
-      DurableExecutionModule.forRoot({
-        database: { url },
-        worker: { enabled: false },
-        reconciler: { enabled: false },
-      }),
-      DurableRetentionModule.forRoot(retention),
-    ],
-    providers,
-  }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error'] });
-  await app.init();
-  return app;
-}
+const boot = (url: string, retention: DurableRetentionOptions): Promise<INestApplication> =>
+  bootModules({ imports: [durableModule(url), DurableRetentionModule.forRoot(retention)], providers });
 
 describe('retention', () => {
   let db: TestDatabase;

@@ -10,22 +10,9 @@ import {
   SerializationError,
   UnknownRunKindError,
 } from '../../src';
+import { EchoWorkflow, OtherWorkflow } from '../fixtures/echo-workflows';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
-
-@DurableWorkflow('echo')
-class EchoWorkflow {
-  async run(input: unknown) {
-    return input;
-  }
-}
-
-@DurableWorkflow('other')
-class OtherWorkflow {
-  async run() {
-    return null;
-  }
-}
 
 /** The only kind the worker-enabled app registers: it claims none of the runs the other tests look at. */
 @DurableWorkflow('worker-only')
