@@ -9,13 +9,13 @@ import {
   DurableAdminModuleOptions,
   DurableExecutionModule,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   IdempotentCommand,
   InvalidOptionsError,
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
 

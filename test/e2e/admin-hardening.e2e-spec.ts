@@ -8,9 +8,9 @@ import {
   DurableExecutionModule,
   DurableObservabilityModule,
   DurableObservabilityOptions,
-  DurableWorker,
   InvalidOptionsError,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /**

@@ -6,7 +6,6 @@ import {
   CommandLookup,
   CommandNotFoundError,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   IdempotentCommand,
   InvalidCommandStateError,
@@ -16,6 +15,7 @@ import {
   SerializationError,
   SignalTimeoutError,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';

@@ -5,13 +5,13 @@ import {
   CommandGateway,
   DurableAdminModule,
   DurableExecutionModule,
-  DurableWorker,
   DurableWorkflow,
   IdempotencyConflictError,
   IdempotentCommand,
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
 

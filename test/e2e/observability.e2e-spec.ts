@@ -19,12 +19,12 @@ import {
   DurableObservabilityOptions,
   DurableObservers,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   IdempotentCommand,
-  Reconciler,
   RunRepository,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
+import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
