@@ -1,14 +1,9 @@
 import { INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { Pool } from 'pg';
-import {
-  DurableExecutionModule,
-  DurableStep,
-  DurableWorker,
-  DurableWorkflow,
-  LeaseService,
-  RunRepository,
-} from '../src';
+import { DurableExecutionModule, DurableStep, DurableWorkflow, RunRepository } from '../src';
+import { DurableWorker } from '../src/engine/worker.service';
+import { LeaseService } from '../src/store/lease.service';
 import { DurableDatabase } from '../src/store/durable-database';
 import { BenchDatabase, WalWindow } from './database';
 import { LoopResult, withCpu } from './raw';

@@ -1,29 +1,110 @@
+/**
+ * The public API of `nestjs-durable-execution`: every name a user of README.md, docs/ and examples/
+ * writes against, and nothing else. Engine internals (the worker, the reconciler, the lease and
+ * checkpoint stores, the registry, SQL, resolved options and injection tokens) live under src/ and are
+ * imported from there by the library's own tests and benchmarks. The surface is checked:
+ * `npm run api:check` compares it with etc/nestjs-durable-execution.api.md (see docs/API.md).
+ * @packageDocumentation
+ */
+
+// The module and its options.
 export { DurableExecutionModule } from './durable-execution.module';
-export { DURABLE_EXECUTION_OPTIONS } from './durable-execution.constants';
-export * from './options/durable-execution-options.interface';
+// Type only: the base class whose static forRoot/forRootAsync DurableExecutionModule inherits, so that
+// their signatures are part of the checked API. Not a runtime export.
+export type { DurableExecutionConfigurableModule } from './durable-execution.module-definition';
+export type {
+  DatabaseOptions,
+  DurableDataSource,
+  DurableExecutionModuleOptions,
+  LimitOptions,
+  ReconcilerOptions,
+  RetryPolicy,
+  WorkerOptions,
+} from './options/durable-execution-options.interface';
 export { REDACT_SURFACES, REDACTION_FAILED } from './options/redact';
 export type { RedactHook, RedactKey, RedactSurface } from './options/redact';
-export * from './interfaces/run.interface';
-export * from './interfaces/step-options.interface';
-export * from './errors';
-export { DurableExceptionFilter, DURABLE_HTTP_STATUS } from './nest/durable-exception.filter';
-export type { DurableErrorBody } from './nest/durable-exception.filter';
-export { DurableStep } from './decorators/durable-step.decorator';
+
+// Writing workflows: decorators, the run context, commands.
 export { DurableWorkflow } from './decorators/durable-workflow.decorator';
+export { DurableStep } from './decorators/durable-step.decorator';
 export { IdempotentCommand } from './decorators/idempotent-command.decorator';
-export * from './interfaces/command.interface';
-export * from './interfaces/events.interface';
+export type {
+  DurableStepOptions,
+  DurableWorkflowOptions,
+  StepKind,
+} from './interfaces/step-options.interface';
 export { RunContext, currentRun } from './engine/run-context';
+export type {
+  ApprovalDecision,
+  CommandContext,
+  CommandFence,
+  CommandLookup,
+  CommandResolution,
+  IdempotentCommandOptions,
+  InDoubtPolicy,
+  LookupResult,
+  WaitForSignalOptions,
+} from './interfaces/command.interface';
+
+// Starting and reading runs.
 export { RunRepository } from './api/run.repository';
-export { CheckpointService } from './store/checkpoint.service';
 export { CommandGateway } from './api/command-gateway.service';
 export type { CommandView } from './api/command-gateway.service';
-export { LeaseService } from './store/lease.service';
-export type { ClaimedRun, Fence } from './store/lease.service';
-export { DurableRegistry } from './discovery/durable.registry';
-export { DurableWorker } from './engine/worker.service';
-export { Reconciler } from './maintenance/reconciler.service';
-export type { ReconcileResult } from './maintenance/reconciler.service';
+export { RUN_STATUSES, TERMINAL_STATUSES } from './interfaces/run.interface';
+export type {
+  CheckpointView,
+  ListRunsQuery,
+  RunCursor,
+  RunEvent,
+  RunPage,
+  RunStatus,
+  RunView,
+  StartRunOptions,
+  StartRunResult,
+  WorkflowClass,
+  WorkflowInput,
+  WorkflowOutput,
+} from './interfaces/run.interface';
+export { DURABLE_EVENT_TYPES, isDurableEvent } from './interfaces/events.interface';
+export type {
+  DurableEventPayloads,
+  DurableEventType,
+  ModelUsagePayload,
+} from './interfaces/events.interface';
+
+// Errors, each with a stable code, and their HTTP mapping.
+export {
+  CommandFailedError,
+  CommandInStepError,
+  CommandNotFoundError,
+  DuplicateRegistrationError,
+  DurableExecutionError,
+  DurableUsageError,
+  IdempotencyConflictError,
+  InvalidArgumentError,
+  InvalidCommandStateError,
+  InvalidOptionsError,
+  InvalidRunStateError,
+  LeaseLostError,
+  MissingDependencyError,
+  NonDeterminismError,
+  NonRetryableError,
+  PayloadTooLargeError,
+  ResultTimeoutError,
+  RunCancelledError,
+  RunFailedError,
+  RunNotFoundError,
+  SchemaConflictError,
+  SerializationError,
+  SignalTimeoutError,
+  StepTimeoutError,
+  UnknownRunKindError,
+} from './errors';
+export type { DurableErrorCode } from './errors';
+export { DurableExceptionFilter, DURABLE_HTTP_STATUS } from './nest/durable-exception.filter';
+export type { DurableErrorBody } from './nest/durable-exception.filter';
+
+// Migrations: applied by the module, listed in the app's DataSource, or run from a script.
 export {
   runDurableMigrations,
   revertDurableMigrations,
@@ -39,25 +120,47 @@ export {
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
 } from '../migrations';
-export { DurableObservers } from './observability/durable-observers';
-export * from './observability/durable-observer.interface';
-export * from './observability/observability-options.interface';
-export { DurableObservabilityModule } from './observability/durable-observability.module';
-export { DurableMetrics } from './observability/durable-metrics.service';
-export { DurableTracing } from './observability/durable-tracing.service';
-export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './observability/durable-health.indicator';
-export type { DurableHealthResult } from './observability/durable-health.indicator';
-export type { RunStats, Backlog } from './store/run-stats.reader';
+
+// Opt-in: admin API and run inspector.
 export { DurableAdminModule } from './admin/durable-admin.module';
 export type { DurableAdminModuleOptions } from './admin/admin-options.interface';
 export { ApiKeyAdminGuard } from './admin/api-key-admin.guard';
 export type { ApiKeyAdminGuardOptions, ApiKeyHolder } from './admin/api-key-admin.guard';
 export { isDurableAdminAction } from './admin/admin-access.guard';
 export { DURABLE_OPERATOR } from './admin/admin.constants';
+// Bodies of the admin REST API (GET api/runs, api/runs/:id, api/stats; 400 field errors).
 export type { AdminRunSummary, AdminRunPage, AdminRunDetail } from './admin/admin-runs.service';
 export type { RunTimeline, EpochSection, EpochStart, StepRow } from './admin/run-timeline';
 export type { FieldError } from './admin/admin-validation.pipe';
+export type { RunStats } from './store/run-stats.reader';
+
+// Opt-in: metrics, traces, health, observers.
+export { DurableObservabilityModule } from './observability/durable-observability.module';
+export type {
+  DurableHealthOptions,
+  DurableMetricsOptions,
+  DurableObservabilityOptions,
+  DurableTracingOptions,
+  MetricsRegistryLike,
+} from './observability/observability-options.interface';
+export { DurableObservers } from './observability/durable-observers';
+export type {
+  DurableObserver,
+  ReconcileOutcome,
+  RunAttemptInfo,
+  RunAttemptOutcome,
+  StepInfo,
+  StepOutcome,
+  WorkerTickInfo,
+} from './observability/durable-observer.interface';
+export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './observability/durable-health.indicator';
+export type { DurableHealthResult } from './observability/durable-health.indicator';
+
+// Opt-in: retention.
 export { DurableRetentionModule } from './maintenance/retention/durable-retention.module';
 export type { DurableRetentionAsyncOptions } from './maintenance/retention/durable-retention.module';
 export { DurableRetention, RETENTION_INTERVAL_NAME } from './maintenance/retention/durable-retention.service';
-export * from './maintenance/retention/retention-options.interface';
+export type {
+  DurableRetentionOptions,
+  RetentionResult,
+} from './maintenance/retention/retention-options.interface';

@@ -23,11 +23,11 @@ import { NestFactory } from '@nestjs/core';
 import {
   DurableExecutionModule,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   RunRepository,
   runDurableMigrations,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { DurableDatabase } from '../../src/store/durable-database';
 import { WAKE_CHANNEL } from '../../src/durable-execution.constants';
 import { version } from '../../package.json';

@@ -7,7 +7,6 @@ import {
   DurableAdminModule,
   DurableAdminModuleOptions,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   IdempotentCommand,
   InvalidOptionsError,
@@ -15,6 +14,7 @@ import {
   RunRepository,
 } from '../../src';
 import { bootHttpApp } from '../helpers/app';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
 

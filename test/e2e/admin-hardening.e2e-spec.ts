@@ -6,10 +6,10 @@ import {
   DurableAdminModule,
   DurableObservabilityModule,
   DurableObservabilityOptions,
-  DurableWorker,
   InvalidOptionsError,
 } from '../../src';
 import { bootHttpApp } from '../helpers/app';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /**

@@ -6,7 +6,6 @@ import {
   CommandLookup,
   CommandNotFoundError,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   IdempotentCommand,
   InvalidCommandStateError,
@@ -17,6 +16,7 @@ import {
   SignalTimeoutError,
 } from '../../src';
 import { bootHttpApp } from '../helpers/app';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 import { charge, FakeTarget, lookupCharge, startFakeTarget } from '../helpers/fake-target';

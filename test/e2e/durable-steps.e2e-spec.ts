@@ -2,14 +2,14 @@ import { INestApplication, Injectable } from '@nestjs/common';
 import {
   currentRun,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   LeaseLostError,
-  LeaseService,
   NonRetryableError,
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
+import { LeaseService } from '../../src/store/lease.service';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';

@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import {
   CommandGateway,
   DurableAdminModule,
-  DurableWorker,
   DurableWorkflow,
   IdempotencyConflictError,
   IdempotentCommand,
@@ -12,6 +11,7 @@ import {
 } from '../../src';
 import { EchoWorkflow, OtherWorkflow } from '../fixtures/echo-workflows';
 import { bootHttpApp } from '../helpers/app';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
 

@@ -18,13 +18,13 @@ import {
   DurableObservabilityOptions,
   DurableObservers,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   IdempotentCommand,
-  Reconciler,
   RunRepository,
 } from '../../src';
 import { bootApp, bootHttpApp } from '../helpers/app';
+import { DurableWorker } from '../../src/engine/worker.service';
+import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 

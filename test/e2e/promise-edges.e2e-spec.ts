@@ -4,13 +4,13 @@ import {
   CommandGateway,
   CommandLookup,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   IdempotentCommand,
-  Reconciler,
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
+import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { setPausePointHook, PausePointInfo } from '../../src/testing';
 import { Client } from 'pg';
 import { bootApp } from '../helpers/app';

@@ -3,13 +3,13 @@ import {
   CommandContext,
   CommandGateway,
   DurableStep,
-  DurableWorker,
   DurableWorkflow,
   IdempotentCommand,
   NonRetryableError,
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { setPausePointHook } from '../../src/testing';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
-import { DurableWorker, RunRepository, RunView } from '../../src';
+import { RunRepository, RunView } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { TestDatabase } from './database';
 
 /** Ticks the worker until the run reaches one of `statuses` (making waiting runs due at once). */

@@ -4,7 +4,9 @@
  * driven until every run has settled; then the invariant checker.
  */
 import { INestApplication } from '@nestjs/common';
-import { DurableWorker, Reconciler, RunRepository, RunView } from '../../src';
+import { RunRepository, RunView } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
+import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { setPausePointHook } from '../../src/testing';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
