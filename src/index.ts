@@ -33,7 +33,8 @@ export type {
   DurableWorkflowOptions,
   StepKind,
 } from './interfaces/step-options.interface';
-export { RunContext, currentRun } from './engine/run-context';
+export { RunContext } from './engine/run-context';
+export { currentRun } from './engine/run-storage';
 export type {
   ApprovalDecision,
   CommandContext,

@@ -1,5 +1,4 @@
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
-import { runStorage } from './run-storage';
 
 /** The parts of a driven run that the public context exposes. @internal */
 export interface RunContextHost {
@@ -108,9 +107,4 @@ function uuidFromSeed(seed: Buffer): string {
   b[8] = (b[8] & 0x3f) | 0x80;
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
-
-/** The context of the run this code is executing in (also inside steps), or undefined outside runs. */
-export function currentRun(): RunContext | undefined {
-  return runStorage.getStore()?.context;
 }

@@ -24,3 +24,8 @@ export interface RunFrame {
 
 /** @internal */
 export const runStorage = new AsyncLocalStorage<RunFrame>();
+
+/** The context of the run this code is executing in (also inside steps), or undefined outside runs. */
+export function currentRun(): RunContext | undefined {
+  return runStorage.getStore()?.context;
+}

@@ -1,0 +1,61 @@
+/**
+ * The layering of src/, checked by `npm run lint` (dependency-cruiser). Lower layers never import
+ * higher ones; see docs/ARCHITECTURE.md ("Layers"). Type-only imports count too: a layer that needs a
+ * higher layer's type has that type in the wrong place.
+ */
+const BASE = '^src/(errors|util|interfaces|options)/|^src/durable-execution[.]constants[.]ts$';
+const layer = (name) => `^src/${name}/`;
+const notIn = (...names) => `^src/(${names.join('|')})/|^src/(?!durable-execution[.]constants)[^/]+[.]ts$`;
+
+/** Each layer with the folders of src/ it must not import (root files are the module wiring). */
+const LAYERS = [
+  { name: 'base', path: BASE, forbidden: `^src/(?!(errors|util|interfaces|options)/|durable-execution[.]constants[.]ts$)` },
+  { name: 'store', path: layer('store'), forbidden: notIn('engine', 'api', 'maintenance', 'decorators', 'discovery', 'nest', 'observability', 'admin', 'testing', 'cli') },
+  { name: 'engine', path: layer('engine'), forbidden: notIn('api', 'maintenance', 'decorators', 'discovery', 'nest', 'observability', 'admin', 'testing', 'cli') },
+  { name: 'decorators', path: layer('decorators'), forbidden: notIn('api', 'maintenance', 'discovery', 'nest', 'observability', 'admin', 'testing', 'cli') },
+  { name: 'discovery', path: layer('discovery'), forbidden: notIn('api', 'maintenance', 'nest', 'observability', 'admin', 'testing', 'cli') },
+  { name: 'api', path: layer('api'), forbidden: notIn('maintenance', 'decorators', 'discovery', 'nest', 'observability', 'admin', 'testing', 'cli') },
+  { name: 'maintenance', path: layer('maintenance'), forbidden: notIn('api', 'decorators', 'discovery', 'nest', 'observability', 'admin', 'testing', 'cli') },
+  { name: 'nest', path: layer('nest'), forbidden: notIn('store', 'engine', 'api', 'maintenance', 'decorators', 'discovery', 'observability', 'admin', 'testing', 'cli') },
+  { name: 'observability', path: layer('observability'), forbidden: notIn('maintenance', 'decorators', 'discovery', 'admin', 'testing', 'cli') },
+  { name: 'admin', path: layer('admin'), forbidden: notIn('maintenance', 'decorators', 'discovery', 'testing', 'cli') },
+];
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'An import cycle: split the shared part out, or move it down a layer.',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    ...LAYERS.map((l) => ({
+      name: `layer-${l.name}`,
+      severity: 'error',
+      comment: `src/ layering: ${l.name} must not import a higher layer (see docs/ARCHITECTURE.md, "Layers").`,
+      from: { path: l.path, pathNot: '[.]spec[.]ts$' },
+      to: { path: l.forbidden },
+    })),
+    {
+      name: 'only-the-store-talks-to-the-database',
+      severity: 'error',
+      comment: 'Only src/store/ uses pg, typeorm or DurableDatabase; the module wiring and the CLI hand them over.',
+      from: { path: '^src/', pathNot: '^src/store/|^src/[^/]+[.]ts$|^src/cli/|[.]spec[.]ts$' },
+      to: { path: '^node_modules/(pg|typeorm)/|^src/store/durable-database[.]ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'not-to-test',
+      severity: 'error',
+      comment: 'The library never imports test code.',
+      from: { path: '^src/', pathNot: '[.]spec[.]ts$' },
+      to: { path: '^test/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '^(dist|node_modules)/' },
+  },
+};
