@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { DurableDatabase } from '../../store/durable-database';
 import { RETENTION_DELETE_RUNS_SQL } from '../../store/sql/retention-delete-runs.sql';
 import { RETENTION_PRUNE_SQL } from '../../store/sql/retention-prune.sql';
+import { IntervalTask } from '../interval-task';
 import type { ResolvedRetentionOptions, RetentionResult } from './retention-options.interface';
 
 /** Injection token of the resolved retention options. */
@@ -32,8 +33,7 @@ const PRUNABLE = ['succeeded', 'cancelled'];
 @Injectable()
 export class DurableRetention implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
-  private running = false;
-  private timer?: NodeJS.Timeout;
+  private readonly sweeps = new IntervalTask('retention sweep', () => this.sweepAndLog());
 
   constructor(
     private readonly db: DurableDatabase,
@@ -42,18 +42,17 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
 
   onApplicationBootstrap(): void {
     if (!this.options.enabled) return;
-    this.timer = setInterval(() => void this.safeSweep(), this.options.intervalMs);
-    this.timer.unref(); // retention never keeps a process alive on its own
+    // Not kept alive: retention never keeps a process alive on its own.
+    this.sweeps.start(this.options.intervalMs, { keepAlive: false });
   }
 
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+  onApplicationShutdown(): Promise<void> {
+    return this.sweeps.stop();
   }
 
   /** Whether the sweep interval is armed (between bootstrap and shutdown, when enabled). */
   get scheduled(): boolean {
-    return this.timer !== undefined;
+    return this.sweeps.started;
   }
 
   /** One sweep: prune batch after batch, then delete whole runs past the second horizon. */
@@ -94,20 +93,12 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
     return out;
   }
 
-  private async safeSweep(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      const r = await this.sweep();
-      if (r.prunedRuns || r.deletedRuns) {
-        this.logger.log(
-          `retention: pruned ${r.prunedRuns} run(s) (${r.events} events, ${r.checkpoints} checkpoints), deleted ${r.deletedRuns} run(s)`,
-        );
-      }
-    } catch (err) {
-      this.logger.warn(`retention sweep failed (will retry): ${(err as Error).message}`);
-    } finally {
-      this.running = false;
+  private async sweepAndLog(): Promise<void> {
+    const r = await this.sweep();
+    if (r.prunedRuns || r.deletedRuns) {
+      this.logger.log(
+        `retention: pruned ${r.prunedRuns} run(s) (${r.events} events, ${r.checkpoints} checkpoints), deleted ${r.deletedRuns} run(s)`,
+      );
     }
   }
 }
