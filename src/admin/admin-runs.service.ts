@@ -7,7 +7,7 @@ import { ADMIN_LIST_RUNS_SQL } from '../store/sql/admin-list-runs.sql';
 import { CommandGateway, CommandView } from '../api/command-gateway.service';
 import { RunRepository } from '../api/run.repository';
 import { requireText, requireTimestamp } from '../util/arguments';
-import { decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
+import { pageOfRuns } from '../util/run-cursor';
 import { AdminRedactor } from './admin-redactor';
 import type { ListRunsQueryDto } from './dto/list-runs-query.dto';
 import { buildTimeline, RunTimeline } from './run-timeline';
@@ -62,25 +62,22 @@ export class AdminRunsService {
 
   async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
     const limit = q.limit ?? 50;
-    const after = q.after ? decodeRunCursor(q.after) : [];
-    requireText(q.kind, 'kind', { optional: true });
-    const { rows } = await this.db.query(ADMIN_LIST_RUNS_SQL, [
-      q.status?.length ? q.status : null,
-      q.kind ?? null,
-      q.createdFrom === undefined ? null : requireTimestamp(q.createdFrom, 'createdFrom'),
-      q.createdTo === undefined ? null : requireTimestamp(q.createdTo, 'createdTo'),
-      q.deadLettered ?? null,
-      q.inDoubt ?? null,
-      after[0] ?? null,
-      after[1] ?? null,
-      limit + 1,
-    ]);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page.map((r) => this.redactor.summary(toSummary(r))),
-      next: rows.length > limit ? encodeRunCursor(last.created_key, last.id) : undefined,
-    };
+    const page = await pageOfRuns(q.after || undefined, limit, async (after, take) => {
+      requireText(q.kind, 'kind', { optional: true });
+      const { rows } = await this.db.query(ADMIN_LIST_RUNS_SQL, [
+        q.status?.length ? q.status : null,
+        q.kind ?? null,
+        q.createdFrom === undefined ? null : requireTimestamp(q.createdFrom, 'createdFrom'),
+        q.createdTo === undefined ? null : requireTimestamp(q.createdTo, 'createdTo'),
+        q.deadLettered ?? null,
+        q.inDoubt ?? null,
+        after?.[0] ?? null,
+        after?.[1] ?? null,
+        take,
+      ]);
+      return rows.map((r) => ({ item: toSummary(r), createdKey: r.created_key, id: r.id }));
+    });
+    return { items: page.items.map((s) => this.redactor.summary(s)), next: page.next };
   }
 
   stats(): Promise<RunStats> {

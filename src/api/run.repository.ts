@@ -32,7 +32,7 @@ import { RUN_BY_KEY_SQL, START_RUN_SQL } from '../store/sql/start-run.sql';
 import { requireInt4, requireText, requireTimestamp } from '../util/arguments';
 import { MAX_IDEMPOTENCY_KEY_BYTES, MAX_SIGNAL_NAME_BYTES } from '../util/arguments';
 import { toStoredJson } from '../util/json';
-import { CURSOR_KEY_SQL, decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
+import { CURSOR_KEY_SQL, pageOfRuns } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 import { CheckpointService } from '../store/checkpoint.service';
 import { RunResultWaiter } from './run-results';
@@ -195,23 +195,19 @@ export class RunRepository {
       if (!STATUSES.includes(s)) throw argumentError('status', `"${s}" is not one of ${STATUSES.join(', ')}`);
     }
     const kind = requireText(query.kind, 'kind', { optional: true });
-    const [afterTs, afterId] = query.after === undefined ? [null, null] : decodeRunCursor(query.after);
-    const { rows } = await this.db.query(
-      `select *, ${CURSOR_KEY_SQL} as created_key
+    return pageOfRuns(query.after, limit, async (after, take) => {
+      const { rows } = await this.db.query(
+        `select *, ${CURSOR_KEY_SQL} as created_key
          from ai_runs
         where ($1::text[] is null or status = any($1))
           and ($2::text is null or kind = $2)
           and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
         order by created_at desc, id desc
         limit $5`,
-      [statuses, kind ?? null, afterTs, afterId, limit + 1],
-    );
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page.map(toRunView),
-      next: rows.length > limit ? encodeRunCursor(last.created_key, last.id) : undefined,
-    };
+        [statuses, kind ?? null, after?.[0] ?? null, after?.[1] ?? null, take],
+      );
+      return rows.map((r) => ({ item: toRunView(r), createdKey: r.created_key, id: r.id }));
+    });
   }
 
   /**
