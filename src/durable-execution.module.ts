@@ -16,6 +16,10 @@ import { LeaseService } from './store/lease.service';
 import { RunRepository } from './api/run.repository';
 import { RunResultWaiter } from './api/run-results';
 import { RunWrites } from './store/run-writes.service';
+import { CommandStore } from './store/command.store';
+import { RunControlStore } from './store/run-control.store';
+import { RunEndListener } from './store/run-end-listener';
+import { RunReadStore } from './store/run-reads.store';
 
 /**
  * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`. The module
@@ -44,6 +48,10 @@ import { RunWrites } from './store/run-writes.service';
     DurableWorker,
     Reconciler,
     DurableObservers,
+    RunReadStore,
+    RunControlStore,
+    CommandStore,
+    RunEndListener,
   ],
   exports: [
     DURABLE_EXECUTION_OPTIONS,

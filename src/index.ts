@@ -17,7 +17,7 @@ export { RunContext, currentRun } from './engine/run-context';
 export { RunRepository } from './api/run.repository';
 export { CheckpointService } from './store/checkpoint.service';
 export { CommandGateway } from './api/command-gateway.service';
-export type { CommandView } from './api/command-gateway.service';
+export type { CommandView } from './interfaces/command.interface';
 export { LeaseService } from './store/lease.service';
 export type { ClaimedRun, Fence } from './store/lease.service';
 export { DurableRegistry } from './discovery/durable.registry';

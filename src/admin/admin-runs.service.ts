@@ -4,7 +4,8 @@ import type { CheckpointView, RunCursor, RunEvent, RunStatus, RunView } from '..
 import { RunStats, RunStatsReader } from '../store/run-stats.reader';
 import { DurableDatabase } from '../store/durable-database';
 import { ADMIN_LIST_RUNS_SQL } from '../store/sql/admin-list-runs.sql';
-import { CommandGateway, CommandView } from '../api/command-gateway.service';
+import type { CommandView } from '../interfaces/command.interface';
+import { CommandGateway } from '../api/command-gateway.service';
 import { RunRepository } from '../api/run.repository';
 import { requireText, requireTimestamp } from '../util/arguments';
 import { pageOfRuns } from '../util/run-cursor';

@@ -1,9 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { isUuid } from './uuid';
 
-/** SQL that renders a run's `created_at` as the cursor's timestamp part (microseconds, UTC). */
-export const CURSOR_KEY_SQL = `to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
 /** What a cursor looks like before it is decoded (base64url, at most 200 characters). */
 export const RUN_CURSOR_PATTERN = /^[A-Za-z0-9_-]{1,200}$/;
 

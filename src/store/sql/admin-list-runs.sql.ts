@@ -1,4 +1,4 @@
-import { CURSOR_KEY_SQL } from '../../util/run-cursor';
+import { CURSOR_KEY_SQL } from '../run-keyset';
 
 /**
  * The inspector's runs list: newest first with keyset pagination on (created_at, id), served by
