@@ -20,6 +20,7 @@ import { CommandStore } from './store/command.store';
 import { RunControlStore } from './store/run-control.store';
 import { RunEndListener } from './store/run-end-listener';
 import { RunReadStore } from './store/run-reads.store';
+import { RunStatsReader } from './store/run-stats.reader';
 
 /**
  * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`. The module
@@ -52,6 +53,7 @@ import { RunReadStore } from './store/run-reads.store';
     RunControlStore,
     CommandStore,
     RunEndListener,
+    RunStatsReader,
   ],
   exports: [
     DURABLE_EXECUTION_OPTIONS,
@@ -64,6 +66,7 @@ import { RunReadStore } from './store/run-reads.store';
     Reconciler,
     DurableObservers,
     DurableDatabase,
+    RunStatsReader,
   ],
 })
 export class DurableExecutionModule extends DurableExecutionConfigurableModule {}
