@@ -17,6 +17,7 @@ import { RunRepository } from './api/run.repository';
 import { RunResultWaiter } from './api/run-results';
 import { RunWrites } from './store/run-writes.service';
 import { CommandStore } from './store/command.store';
+import { ExpiredLeaseStore } from './store/expired-leases.store';
 import { RunControlStore } from './store/run-control.store';
 import { RunEndListener } from './store/run-end-listener';
 import { RunReadStore } from './store/run-reads.store';
@@ -53,6 +54,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     RunControlStore,
     CommandStore,
     RunEndListener,
+    ExpiredLeaseStore,
     RunStatsReader,
   ],
   exports: [

@@ -2,8 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from '../observability/durable-observers';
-import { DurableDatabase } from '../store/durable-database';
-import { RECLAIM_EXPIRED_SQL } from '../store/sql/reconcile.sql';
+import { ExpiredLeaseStore } from '../store/expired-leases.store';
 import { IntervalTask } from './interval-task';
 
 /** Outcome of one sweep. */
@@ -23,7 +22,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly sweeps = new IntervalTask('reconciler sweep', () => this.sweepAndLog());
 
   constructor(
-    private readonly db: DurableDatabase,
+    private readonly leases: ExpiredLeaseStore,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
   ) {}
@@ -43,11 +42,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
     const r = this.options.reconciler;
     const out: ReconcileResult = { requeued: 0, deadLettered: 0 };
     for (;;) {
-      const { rows } = await this.db.query(
-        RECLAIM_EXPIRED_SQL,
-        [r.batchSize, r.backoffBaseMs, r.backoffMaxMs],
-        'dx_reclaim',
-      );
+      const rows = await this.leases.reclaim(r.batchSize, r.backoffBaseMs, r.backoffMaxMs);
       for (const row of rows) {
         if (row.status === 'dead_lettered') out.deadLettered++;
         else out.requeued++;

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { DurableDatabase } from '../../store/durable-database';
-import { RETENTION_DELETE_RUNS_SQL } from '../../store/sql/retention-delete-runs.sql';
-import { RETENTION_PRUNE_SQL } from '../../store/sql/retention-prune.sql';
+import { RetentionStore } from '../../store/retention.store';
+import type { RunCursorKey } from '../../util/run-cursor';
 import { IntervalTask } from '../interval-task';
 import type { ResolvedRetentionOptions, RetentionResult } from './retention-options.interface';
 
@@ -13,14 +12,6 @@ export const DURABLE_RETENTION_OPTIONS = Symbol('durable-execution:retention-opt
  * @deprecated
  */
 export const RETENTION_INTERVAL_NAME = 'durable-execution:retention';
-
-interface PruneRow {
-  runs: number;
-  checkpoints: number;
-  events: number;
-  signals: number;
-  last_key: string | null;
-}
 
 /** Statuses whose history can go: nothing can replay a succeeded or cancelled run again. */
 const PRUNABLE = ['succeeded', 'cancelled'];
@@ -36,7 +27,7 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
   private readonly sweeps = new IntervalTask('retention sweep', () => this.sweepAndLog());
 
   constructor(
-    private readonly db: DurableDatabase,
+    private readonly store: RetentionStore,
     @Inject(DURABLE_RETENTION_OPTIONS) private readonly options: ResolvedRetentionOptions,
   ) {}
 
@@ -66,29 +57,23 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
       deletedRuns: 0,
       batches: 0,
     };
-    let after: Array<string | null> = [null, null];
+    let after: RunCursorKey | null = null;
     while (out.batches < o.maxBatchesPerSweep) {
-      const { rows } = await this.db.query<PruneRow>(RETENTION_PRUNE_SQL, [
-        PRUNABLE,
-        o.pruneAfterMs,
-        ...after,
-        o.batchSize,
-      ]);
-      const r = rows[0];
+      const r = await this.store.prune(PRUNABLE, o.pruneAfterMs, after, o.batchSize);
       out.batches++;
       out.prunedRuns += r.runs;
       out.checkpoints += r.checkpoints;
       out.events += r.events;
       out.signals += r.signals;
       if (r.runs < o.batchSize) break;
-      after = r.last_key!.split('|');
+      after = r.lastKey;
     }
     if (o.deleteRunsAfterMs === undefined) return out;
     while (out.batches < o.maxBatchesPerSweep) {
-      const { rows } = await this.db.query(RETENTION_DELETE_RUNS_SQL, [o.deleteRunsAfterMs, o.batchSize]);
+      const deleted = await this.store.deleteRuns(o.deleteRunsAfterMs, o.batchSize);
       out.batches++;
-      out.deletedRuns += rows[0].runs;
-      if (rows[0].runs < o.batchSize) break;
+      out.deletedRuns += deleted;
+      if (deleted < o.batchSize) break;
     }
     return out;
   }
