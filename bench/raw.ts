@@ -3,7 +3,7 @@ import { WAKE_CHANNEL } from '../src/durable-execution.constants';
 import { CLAIM_RUNS_SQL } from '../src/store/run-state/claim-runs';
 import { STEP_WRITE_SQL } from '../src/store/run-state/step-write';
 import { FINISH_RUN_SQL } from '../src/store/run-state/finish-run';
-import { START_RUN_SQL } from '../src/store/sql/start-run.sql';
+import { START_RUN_SQL } from '../src/store/run-control.store';
 import { BenchDatabase, WalWindow } from './database';
 import { SteadyMeter } from './stats';
 

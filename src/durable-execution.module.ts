@@ -16,6 +16,12 @@ import { LeaseService } from './store/lease.service';
 import { RunRepository } from './api/run.repository';
 import { RunResultWaiter } from './api/run-results';
 import { RunStateStore } from './store/run-state/run-state.store';
+import { CommandStore } from './store/command.store';
+import { ExpiredLeaseStore } from './store/expired-leases.store';
+import { RunControlStore } from './store/run-control.store';
+import { RunEndListener } from './store/run-end-listener';
+import { RunReadStore } from './store/run-reads.store';
+import { RunStatsReader } from './store/run-stats.reader';
 
 /**
  * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`. The module
@@ -44,6 +50,12 @@ import { RunStateStore } from './store/run-state/run-state.store';
     DurableWorker,
     Reconciler,
     DurableObservers,
+    RunReadStore,
+    RunControlStore,
+    CommandStore,
+    RunEndListener,
+    ExpiredLeaseStore,
+    RunStatsReader,
   ],
   exports: [
     DURABLE_EXECUTION_OPTIONS,
@@ -56,6 +68,7 @@ import { RunStateStore } from './store/run-state/run-state.store';
     Reconciler,
     DurableObservers,
     DurableDatabase,
+    RunStatsReader,
   ],
 })
 export class DurableExecutionModule extends DurableExecutionConfigurableModule {}

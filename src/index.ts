@@ -50,7 +50,7 @@ export type {
 // Starting and reading runs.
 export { RunRepository } from './api/run.repository';
 export { CommandGateway } from './api/command-gateway.service';
-export type { CommandView } from './api/command-gateway.service';
+export type { CommandView } from './interfaces/command.interface';
 export { RUN_STATUSES, TERMINAL_STATUSES } from './interfaces/run.interface';
 export type {
   CheckpointView,

@@ -3,7 +3,7 @@ import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { CheckpointView, RunEvent, RunView } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { RedactHook, RedactKey, redactErrorMessage, redactValue } from '../options/redact';
-import type { CommandView } from '../api/command-gateway.service';
+import type { CommandView } from '../interfaces/command.interface';
 
 /**
  * Applies the module's `redact` hook to what the admin API and the inspector page show. Stored data is

@@ -1,36 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { RunNotFoundError } from '../errors/run-not-found.error';
-import type { CheckpointView, RunCursor, RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
+import type { CommandView } from '../interfaces/command.interface';
+import type { CheckpointView, RunEvent, RunView } from '../interfaces/run.interface';
+import { AdminRunsStore, AdminRunSummary } from '../store/admin-runs.store';
 import { RunStats, RunStatsReader } from '../store/run-stats.reader';
-import { DurableDatabase } from '../store/durable-database';
-import { ADMIN_LIST_RUNS_SQL } from '../store/sql/admin-list-runs.sql';
-import { CommandGateway, CommandView } from '../api/command-gateway.service';
+import { CommandGateway } from '../api/command-gateway.service';
 import { RunRepository } from '../api/run.repository';
 import { requireText, requireTimestamp } from '../util/arguments';
-import { decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
+import { pageOfRuns } from '../util/run-cursor';
 import { AdminRedactor } from './admin-redactor';
 import type { ListRunsQueryDto } from './dto/list-runs-query.dto';
 import { buildTimeline, RunTimeline } from './run-timeline';
 
-/** A run in the admin list: no input or output, so a page stays small whatever runs carry. */
-export interface AdminRunSummary {
-  id: string;
-  kind: string;
-  status: RunStatus;
-  cursor: RunCursor;
-  epoch: number;
-  workerId: string | null;
-  attempts: number;
-  maxAttempts: number;
-  parkedReason: string | null;
-  errorMessage: string | null;
-  inDoubtCommands: number;
-  awaitingApproval: number;
-  availableAt: Date;
-  createdAt: Date;
-  updatedAt: Date;
-  finishedAt: Date | null;
-}
+export type { AdminRunSummary } from '../store/admin-runs.store';
 
 /** One page of the admin list; `next` is absent on the last page. */
 export interface AdminRunPage {
@@ -54,7 +36,8 @@ export interface AdminRunDetail {
 @Injectable()
 export class AdminRunsService {
   constructor(
-    private readonly db: DurableDatabase,
+    private readonly store: AdminRunsStore,
+    private readonly statsReader: RunStatsReader,
     private readonly runs: RunRepository,
     private readonly commands: CommandGateway,
     private readonly redactor: AdminRedactor,
@@ -62,29 +45,23 @@ export class AdminRunsService {
 
   async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
     const limit = q.limit ?? 50;
-    const after = q.after ? decodeRunCursor(q.after) : [];
-    requireText(q.kind, 'kind', { optional: true });
-    const { rows } = await this.db.query(ADMIN_LIST_RUNS_SQL, [
-      q.status?.length ? q.status : null,
-      q.kind ?? null,
-      q.createdFrom === undefined ? null : requireTimestamp(q.createdFrom, 'createdFrom'),
-      q.createdTo === undefined ? null : requireTimestamp(q.createdTo, 'createdTo'),
-      q.deadLettered ?? null,
-      q.inDoubt ?? null,
-      after[0] ?? null,
-      after[1] ?? null,
-      limit + 1,
-    ]);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page.map((r) => this.redactor.summary(toSummary(r))),
-      next: rows.length > limit ? encodeRunCursor(last.created_key, last.id) : undefined,
-    };
+    const page = await pageOfRuns(q.after || undefined, limit, (after, take) => {
+      requireText(q.kind, 'kind', { optional: true });
+      const filter = {
+        statuses: q.status?.length ? q.status : null,
+        kind: q.kind ?? null,
+        createdFrom: q.createdFrom === undefined ? null : requireTimestamp(q.createdFrom, 'createdFrom'),
+        createdTo: q.createdTo === undefined ? null : requireTimestamp(q.createdTo, 'createdTo'),
+        deadLettered: q.deadLettered ?? null,
+        inDoubt: q.inDoubt ?? null,
+      };
+      return this.store.list(filter, after, take);
+    });
+    return { items: page.items.map((s) => this.redactor.summary(s)), next: page.next };
   }
 
   stats(): Promise<RunStats> {
-    return new RunStatsReader(this.db).read();
+    return this.statsReader.read();
   }
 
   /** The run and its whole record; RunNotFoundError (404) for an unknown id. */
@@ -130,25 +107,4 @@ export class AdminRunsService {
       (await this.commands.listForRun(runId)).find((c) => c.idempotencyKey === key),
     );
   }
-}
-
-function toSummary(r: Record<string, any>): AdminRunSummary {
-  return {
-    id: r.id,
-    kind: r.kind,
-    status: r.status,
-    cursor: r.cursor,
-    epoch: Number(r.epoch),
-    workerId: r.worker_id,
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    parkedReason: r.parked_reason,
-    errorMessage: r.error_message,
-    inDoubtCommands: r.in_doubt,
-    awaitingApproval: r.awaiting_approval,
-    availableAt: r.available_at,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    finishedAt: r.finished_at,
-  };
 }

@@ -7,6 +7,7 @@ import { DURABLE_ADMIN_OPTIONS } from './admin.constants';
 import type { DurableAdminModuleOptions, ResolvedAdminOptions } from './admin-options.interface';
 import { AdminRedactor } from './admin-redactor';
 import { AdminRunsService } from './admin-runs.service';
+import { AdminRunsStore } from '../store/admin-runs.store';
 import { DurableInspectorController } from './controllers/inspector-page.controller';
 import { DurableRunActionsController } from './controllers/run-actions.controller';
 import { DurableRunsApiController } from './controllers/runs-api.controller';
@@ -65,6 +66,7 @@ export class DurableAdminModule {
         AdminAccessGuard,
         AdminRedactor,
         AdminRunsService,
+        AdminRunsStore,
       ],
       controllers: [
         mountController(DurableRunsApiController, api),

@@ -1,48 +1,32 @@
-import { WAKE_CHANNEL } from '../durable-execution.constants';
 import { CommandNotFoundError } from '../errors/command-not-found.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { InvalidCommandStateError } from '../errors/invalid-command-state.error';
 import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import type { DurableDatabase } from '../store/durable-database';
+import type { CommandDecision, CommandStore } from '../store/command.store';
 import { eventPayload } from '../store/event-payload';
-import { DECIDE_COMMAND_SQL } from '../store/sql/operator.sql';
 import { requireText } from '../util/arguments';
 import { toStoredJson } from '../util/json';
 import { requireUuid } from '../util/uuid';
 
-interface Decision {
-  runId: string | null;
-  key: string;
-  from: string[];
-  to: string;
-  result?: string | null;
-  error?: string | null;
-  resolution?: string | null;
-  by: string;
-  note?: string | null;
-  event: string;
-  operation: string;
-}
+/** A decision as the operations below make it (omitted values are null); decide() adds the event payload. */
+type Decision = Pick<CommandDecision, 'runId' | 'key' | 'from' | 'to' | 'by' | 'eventType'> &
+  Partial<Pick<CommandDecision, 'result' | 'error' | 'resolution' | 'note'>> & { operation: string };
 
 /** Applies one operator decision to a command (one statement) or throws a typed error; nothing changes then. */
-async function decide(db: DurableDatabase, options: ResolvedDurableOptions, d: Decision): Promise<void> {
-  const { rows } = await db.query(DECIDE_COMMAND_SQL, [
-    d.runId,
-    d.key,
-    d.from,
-    d.to,
-    d.result ?? null,
-    d.error ?? null,
-    d.resolution ?? null,
-    d.by,
-    d.note ?? null,
-    d.event,
-    eventPayload(options, d.event, { key: d.key, by: d.by, note: d.note ?? null, outcome: d.to }),
-    WAKE_CHANNEL,
-  ]);
-  if (!rows.length) throw new CommandNotFoundError(d.key);
-  if (!rows[0].updated) throw new InvalidCommandStateError(d.key, rows[0].previous_status, d.operation);
+async function decide(store: CommandStore, options: ResolvedDurableOptions, d: Decision): Promise<void> {
+  const { operation, ...decision } = d;
+  const note = d.note ?? null;
+  const out = await store.decide({
+    ...decision,
+    result: d.result ?? null,
+    error: d.error ?? null,
+    resolution: d.resolution ?? null,
+    note,
+    eventPayload: eventPayload(options, d.eventType, { key: d.key, by: d.by, note, outcome: d.to }),
+  });
+  if (!out) throw new CommandNotFoundError(d.key);
+  if (!out.updated) throw new InvalidCommandStateError(d.key, out.previousStatus, operation);
 }
 
 function checkBy(by: unknown): string {
@@ -53,7 +37,7 @@ function checkBy(by: unknown): string {
 
 /** Approve (or reject) a command parked for approval; wakes the run. */
 export async function approveCommand(
-  db: DurableDatabase,
+  store: CommandStore,
   options: ResolvedDurableOptions,
   runId: string,
   key: string,
@@ -64,7 +48,7 @@ export async function approveCommand(
   requireText(key, 'idempotencyKey');
   const by = checkBy(decision?.by);
   const note = requireText(decision.note, 'note', { optional: true, allowEmpty: true });
-  return decide(db, options, {
+  return decide(store, options, {
     runId,
     key,
     from: ['awaiting_approval'],
@@ -72,14 +56,14 @@ export async function approveCommand(
     error: approve ? null : JSON.stringify({ message: note ?? 'rejected' }),
     by,
     note,
-    event: approve ? 'command.approved' : 'command.rejected',
+    eventType: approve ? 'command.approved' : 'command.rejected',
     operation: approve ? 'approve' : 'reject',
   });
 }
 
 /** Settle an in-doubt command by hand: its result, a permanent failure, or one more dispatch. */
 export async function resolveCommand(
-  db: DurableDatabase,
+  store: CommandStore,
   options: ResolvedDurableOptions,
   key: string,
   resolution: CommandResolution,
@@ -95,7 +79,7 @@ export async function resolveCommand(
     key,
     from: ['in_doubt'],
     by: checkBy(by),
-    event: 'command.resolved',
+    eventType: 'command.resolved',
     operation: 'resolve',
   };
   if (outcome === 'succeeded') {
@@ -104,19 +88,19 @@ export async function resolveCommand(
       'resolution.result',
       options.limits.maxOutputBytes,
     );
-    return decide(db, options, { ...base, to: 'succeeded', result, resolution: 'manual' });
+    return decide(store, options, { ...base, to: 'succeeded', result, resolution: 'manual' });
   }
   if (outcome === 'failed') {
     if (typeof resolution.error !== 'string' || !resolution.error) {
       throw new InvalidArgumentError('resolution.error', 'must say why the command failed');
     }
     requireText(resolution.error, 'resolution.error');
-    return decide(db, options, {
+    return decide(store, options, {
       ...base,
       to: 'failed',
       error: JSON.stringify({ message: resolution.error }),
       resolution: 'manual',
     });
   }
-  return decide(db, options, { ...base, to: 'pending', resolution: 'retry' });
+  return decide(store, options, { ...base, to: 'pending', resolution: 'retry' });
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
-import { DurableDatabase } from '../store/durable-database';
+import type { CommandView } from '../interfaces/command.interface';
+import { CommandStore } from '../store/command.store';
 import { requireUuid } from '../util/uuid';
 
 /** Every status a command can have. */
@@ -14,21 +15,6 @@ export const COMMAND_STATUSES: readonly CommandView['status'][] = [
   'rejected',
 ];
 
-/** A side-effect command as stored in `ai_commands`. */
-export interface CommandView {
-  idempotencyKey: string;
-  runId: string;
-  stepIndex: number;
-  name: string;
-  payload: unknown;
-  status: 'pending' | 'succeeded' | 'failed' | 'in_doubt' | 'awaiting_approval' | 'approved' | 'rejected';
-  result: unknown;
-  error: unknown;
-  epoch: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
 /**
  * Reads side-effect commands. They are written only by `@IdempotentCommand` inside runs (fenced) and
  * by operator decisions on `RunRepository` (approve, reject, resolveCommand). Its reads are the app's
@@ -36,7 +22,7 @@ export interface CommandView {
  */
 @Injectable()
 export class CommandGateway {
-  constructor(private readonly db: DurableDatabase) {}
+  constructor(private readonly store: CommandStore) {}
 
   /**
    * Commands of one run in step order, optionally by status: `{ status: 'in_doubt' }` lists those whose
@@ -48,22 +34,6 @@ export class CommandGateway {
     if (filter.status !== undefined && !COMMAND_STATUSES.includes(filter.status)) {
       throw new InvalidArgumentError('status', `must be one of ${COMMAND_STATUSES.join(', ')}`);
     }
-    const { rows } = await this.db.query(
-      `select * from ai_commands where run_id = $1 and ($2::text is null or status = $2) order by step_index, created_at`,
-      [runId, filter.status ?? null],
-    );
-    return rows.map((r) => ({
-      idempotencyKey: r.idempotency_key,
-      runId: r.run_id,
-      stepIndex: r.step_index,
-      name: r.command_name,
-      payload: r.payload,
-      status: r.status,
-      result: r.result,
-      error: r.error,
-      epoch: Number(r.epoch),
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-    }));
+    return this.store.listForRun(runId, filter.status ?? null);
   }
 }

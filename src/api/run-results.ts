@@ -1,7 +1,9 @@
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { DONE_CHANNEL } from '../durable-execution.constants';
-import { DurableDatabase } from '../store/durable-database';
-import { WakeListener } from '../engine/wake-listener';
+import { Injectable } from '@nestjs/common';
+import { ResultTimeoutError } from '../errors/result-timeout.error';
+import { RunFailedError } from '../errors/run-failed.error';
+import { RunNotFoundError } from '../errors/run-not-found.error';
+import { RunEndListener } from '../store/run-end-listener';
+import { RunOutcome, RunReadStore } from '../store/run-reads.store';
 
 /**
  * Waits for runs to end through NOTIFY on `durable_execution_done`: one LISTEN connection per process,
@@ -9,32 +11,42 @@ import { WakeListener } from '../engine/wake-listener';
  * connection was away are lost). @internal
  */
 @Injectable()
-export class RunResultWaiter implements OnApplicationShutdown {
-  private listener?: WakeListener;
-  private ready?: Promise<void>;
+export class RunResultWaiter {
   private readonly waiters = new Map<string, Set<() => void>>();
 
-  constructor(private readonly db: DurableDatabase) {}
+  constructor(
+    private readonly runEnds: RunEndListener,
+    private readonly reads: RunReadStore,
+  ) {}
 
-  /** Resolves once the LISTEN connection is up (notifications from then on are seen). */
-  listen(): Promise<void> {
-    this.ready ??= new Promise<void>((resolve) => {
-      this.listener = new WakeListener(
-        this.db.pool.options,
-        DONE_CHANNEL,
-        (runId) => {
-          resolve();
-          this.wake(runId);
-        },
-        true,
-      );
-      this.listener.start();
-    });
-    return this.ready;
+  /**
+   * The output of run `id` once it has ended: RunFailedError when it failed, was dead-lettered or
+   * cancelled, ResultTimeoutError after `timeoutMs` (the run goes on).
+   */
+  async wait<O>(id: string, timeoutMs: number): Promise<O> {
+    await this.runEnds.listen((runId) => this.wake(runId));
+    const deadline = Date.now() + timeoutMs;
+    let row = await this.awaitable(id);
+    while (!['succeeded', 'failed', 'dead_lettered', 'cancelled'].includes(row.status)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new ResultTimeoutError(id, timeoutMs, row.status);
+      await this.next(id, left);
+      row = await this.awaitable(id);
+    }
+    if (row.status !== 'succeeded')
+      throw new RunFailedError(id, row.status as 'failed' | 'dead_lettered' | 'cancelled', row.error);
+    return row.output as O;
+  }
+
+  /** Marks the run to be announced when it ends (once), then reads it in a fresh snapshot. */
+  private async awaitable(id: string): Promise<RunOutcome> {
+    const outcome = await this.reads.awaitOutcome(id);
+    if (!outcome) throw new RunNotFoundError(id);
+    return outcome;
   }
 
   /** Resolves when `runId` is announced (or the connection came back), or after `ms`. */
-  next(runId: string, ms: number): Promise<void> {
+  private next(runId: string, ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const set = this.waiters.get(runId) ?? new Set();
       this.waiters.set(runId, set);
@@ -52,9 +64,5 @@ export class RunResultWaiter implements OnApplicationShutdown {
   private wake(runId: string | undefined): void {
     const targets = runId ? [this.waiters.get(runId)] : [...this.waiters.values()];
     for (const set of targets) for (const done of [...(set ?? [])]) done();
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.listener?.stop();
   }
 }

@@ -1,13 +1,10 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DURABLE_EXECUTION_OPTIONS, WAKE_CHANNEL } from '../durable-execution.constants';
+import { Inject, Injectable } from '@nestjs/common';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from '../discovery/durable.registry';
-import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
-import { UnknownRunKindError } from '../errors/unknown-run-kind.error';
-import { DurableUsageError } from '../errors/durable-usage.error';
-import { WORKFLOW_METADATA } from '../durable-execution.constants';
-import type { WorkflowMetadata } from '../interfaces/step-options.interface';
+import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
 import { RUN_STATUSES } from '../interfaces/run.interface';
 import type {
   CheckpointView,
@@ -23,25 +20,18 @@ import type {
   WorkflowOutput,
 } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableDatabase } from '../store/durable-database';
-import { eventPayload } from '../store/event-payload';
-import { toEvent, toRunView } from '../store/run-row.mapper';
-import { CANCEL_RUN_SQL } from '../store/sql/cancel-run.sql';
-import { RETRY_RUN_SQL } from '../store/sql/retry-run.sql';
-import { RUN_BY_KEY_SQL, START_RUN_SQL } from '../store/sql/start-run.sql';
-import { requireInt4, requireText, requireTimestamp } from '../util/arguments';
-import { MAX_IDEMPOTENCY_KEY_BYTES, MAX_SIGNAL_NAME_BYTES } from '../util/arguments';
-import { toStoredJson } from '../util/json';
-import { CURSOR_KEY_SQL, decodeRunCursor, encodeRunCursor } from '../util/run-cursor';
-import { requireUuid } from '../util/uuid';
 import { CheckpointService } from '../store/checkpoint.service';
-import { RunResultWaiter } from './run-results';
-import { RunFailedError } from '../errors/run-failed.error';
-import { ResultTimeoutError } from '../errors/result-timeout.error';
+import { CommandStore } from '../store/command.store';
+import { eventPayload } from '../store/event-payload';
+import { RunControlStore } from '../store/run-control.store';
+import { RunReadStore } from '../store/run-reads.store';
+import { MAX_SIGNAL_NAME_BYTES, requireText } from '../util/arguments';
+import { toStoredJson } from '../util/json';
+import { pageOfRuns } from '../util/run-cursor';
+import { requireUuid } from '../util/uuid';
 import { approveCommand, resolveCommand } from './command-decisions';
-import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
-import { SEND_SIGNAL_SQL } from '../store/sql/signal.sql';
-import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { RunResultWaiter } from './run-results';
+import { RunStarter } from './run-start';
 
 const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);
 
@@ -58,17 +48,19 @@ const STATUSES = RUN_STATUSES;
  */
 @Injectable()
 export class RunRepository {
-  private readonly logger = new Logger('DurableExecution');
-  /** Unregistered kinds a producer-only process started, each logged once (debug). */
-  private readonly unregisteredKinds = new Set<string>();
+  private readonly starter: RunStarter;
 
   constructor(
-    private readonly db: DurableDatabase,
-    private readonly registry: DurableRegistry,
+    registry: DurableRegistry,
+    private readonly reads: RunReadStore,
+    private readonly control: RunControlStore,
+    private readonly commands: CommandStore,
     private readonly checkpointService: CheckpointService,
     private readonly results: RunResultWaiter,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
-  ) {}
+  ) {
+    this.starter = new RunStarter(registry, control, options);
+  }
 
   /**
    * Starts a run of `kind`, or of a `@DurableWorkflow` class (`start(PurchaseOrderWorkflow, input)`:
@@ -95,45 +87,7 @@ export class RunRepository {
     input: unknown,
     opts: StartRunOptions = {},
   ): Promise<StartRunResult> {
-    const kind = typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow) : kindOrWorkflow;
-    const wf = this.registry.getWorkflow(kind);
-    if (!wf) {
-      if (this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
-      requireText(kind, 'kind');
-      if (!this.unregisteredKinds.has(kind)) {
-        this.unregisteredKinds.add(kind);
-        this.logger.debug(
-          `starting runs of kind '${kind}', not registered in this producer-only process (worker.enabled: false); a worker that registers it will run them`,
-        );
-      }
-    }
-    const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);
-    const maxAttempts = requireInt4(
-      opts.maxAttempts ?? wf?.meta.maxAttempts ?? this.options.defaultMaxAttempts,
-      'maxAttempts',
-      1,
-    );
-    const key = requireText(opts.idempotencyKey, 'idempotencyKey', {
-      optional: true,
-      maxBytes: MAX_IDEMPOTENCY_KEY_BYTES,
-    });
-    const runAt = opts.runAt === undefined ? null : requireTimestamp(opts.runAt, 'runAt');
-    const priority = requireInt4(opts.priority ?? 0, 'priority');
-    const event = eventPayload(this.options, 'run.created', { kind, idempotencyKey: key ?? null });
-    const params = [kind, inputJson, key ?? null, maxAttempts, runAt, priority, event, WAKE_CHANNEL];
-
-    // A key taken by a run that retention deletes right then: the second insert gets it.
-    for (let attempt = 0; ; attempt++) {
-      const { rows } = await this.db.query(START_RUN_SQL, params, 'dx_start');
-      if (rows.length) return { run: toRunView(rows[0]), created: true };
-      const existing = (await this.db.query(RUN_BY_KEY_SQL, [key, inputJson], 'dx_run_by_key')).rows[0];
-      if (!existing && attempt === 0) continue;
-      if (!existing) throw new Error(`idempotency key "${key}" conflicted but no run holds it`);
-      if (existing.kind !== kind || !existing.same_input) {
-        throw new IdempotencyConflictError(key!, existing.id, existing.kind, kind);
-      }
-      return { run: toRunView(existing), created: false };
-    }
+    return this.starter.start(kindOrWorkflow, input, opts);
   }
 
   /**
@@ -146,44 +100,13 @@ export class RunRepository {
     const timeoutMs = opts.timeoutMs ?? 30_000;
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
       throw argumentError('timeoutMs', `must be a finite number >= 0, got ${timeoutMs}`);
-    await this.results.listen();
-    const deadline = Date.now() + timeoutMs;
-    let row = await this.awaitable(id);
-    while (!['succeeded', 'failed', 'dead_lettered', 'cancelled'].includes(row.status)) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new ResultTimeoutError(id, timeoutMs, row.status);
-      await this.results.next(id, left);
-      row = await this.awaitable(id);
-    }
-    if (row.status !== 'succeeded')
-      throw new RunFailedError(id, row.status as 'failed' | 'dead_lettered' | 'cancelled', row.error);
-    return row.output as O;
-  }
-
-  /** Marks the run to be announced when it ends (once), then reads it in a fresh snapshot. */
-  private async awaitable(
-    id: string,
-  ): Promise<{ status: RunStatus; output: unknown; error: { message?: string } | null }> {
-    await this.db.query(
-      `update ai_runs set notify_on_finish = true
-        where id = $1 and not notify_on_finish and status in ('pending', 'running', 'waiting')`,
-      [id],
-      'dx_await_run',
-    );
-    const { rows } = await this.db.query(
-      `select status, output, error from ai_runs where id = $1`,
-      [id],
-      'dx_run_outcome',
-    );
-    if (!rows.length) throw new RunNotFoundError(id);
-    return rows[0] as { status: RunStatus; output: unknown; error: { message?: string } | null };
+    return this.results.wait<O>(id, timeoutMs);
   }
 
   /** The run with this id, or null. An id that is not a UUID is an InvalidArgumentError. */
   async get(id: string): Promise<RunView | null> {
     requireUuid(id, 'id');
-    const { rows } = await this.db.query(`select * from ai_runs where id = $1`, [id], 'dx_get_run');
-    return rows.length ? toRunView(rows[0]) : null;
+    return this.reads.get(id);
   }
 
   /** Runs newest first, filtered, with keyset pagination (`after` = previous page's `next`). */
@@ -195,23 +118,9 @@ export class RunRepository {
       if (!STATUSES.includes(s)) throw argumentError('status', `"${s}" is not one of ${STATUSES.join(', ')}`);
     }
     const kind = requireText(query.kind, 'kind', { optional: true });
-    const [afterTs, afterId] = query.after === undefined ? [null, null] : decodeRunCursor(query.after);
-    const { rows } = await this.db.query(
-      `select *, ${CURSOR_KEY_SQL} as created_key
-         from ai_runs
-        where ($1::text[] is null or status = any($1))
-          and ($2::text is null or kind = $2)
-          and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
-        order by created_at desc, id desc
-        limit $5`,
-      [statuses, kind ?? null, afterTs, afterId, limit + 1],
+    return pageOfRuns(query.after, limit, (after, take) =>
+      this.reads.list({ statuses, kind: kind ?? null }, after, take),
     );
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page.map(toRunView),
-      next: rows.length > limit ? encodeRunCursor(last.created_key, last.id) : undefined,
-    };
   }
 
   /**
@@ -223,13 +132,13 @@ export class RunRepository {
     requireUuid(id, 'id');
     requireText(reason, 'reason', { optional: true, allowEmpty: true });
     requireText(by, 'by', { optional: true, allowEmpty: true });
-    const { rows } = await this.db.query(CANCEL_RUN_SQL, [
+    const out = await this.control.cancel(
       id,
       reason ?? null,
       eventPayload(this.options, 'run.cancel', { reason: reason ?? null, ...(by ? { by } : {}) }),
-    ]);
-    if (!rows.length) throw new RunNotFoundError(id);
-    if (!rows[0].status) throw new InvalidRunStateError(id, rows[0].previous_status, 'cancel');
+    );
+    if (!out) throw new RunNotFoundError(id);
+    if (!out.status) throw new InvalidRunStateError(id, out.previousStatus, 'cancel');
     return (await this.get(id))!;
   }
 
@@ -237,14 +146,10 @@ export class RunRepository {
   async retry(id: string, by?: string): Promise<RunView> {
     requireUuid(id, 'id');
     requireText(by, 'by', { optional: true, allowEmpty: true });
-    const { rows } = await this.db.query(RETRY_RUN_SQL, [
-      id,
-      eventPayload(this.options, 'run.retried', { by: by ?? null }),
-      WAKE_CHANNEL,
-    ]);
-    if (!rows.length) throw new RunNotFoundError(id);
-    if (!['dead_lettered', 'failed'].includes(rows[0].previous_status)) {
-      throw new InvalidRunStateError(id, rows[0].previous_status, 'retry');
+    const out = await this.control.retry(id, eventPayload(this.options, 'run.retried', { by: by ?? null }));
+    if (!out) throw new RunNotFoundError(id);
+    if (!['dead_lettered', 'failed'].includes(out.previousStatus)) {
+      throw new InvalidRunStateError(id, out.previousStatus, 'retry');
     }
     return (await this.get(id))!;
   }
@@ -259,19 +164,19 @@ export class RunRepository {
     requireText(name, 'name', { maxBytes: MAX_SIGNAL_NAME_BYTES });
     requireText(by, 'by', { optional: true, allowEmpty: true });
     const json = toStoredJson(payload, `payload of signal "${name}"`, this.options.limits.maxInputBytes);
-    const { rows } = await this.db.query(SEND_SIGNAL_SQL, [id, name, json, WAKE_CHANNEL, by ?? null]);
-    if (!rows.length) throw new RunNotFoundError(id);
-    if (!rows[0].stored) throw new InvalidRunStateError(id, rows[0].status, `signal "${name}" to`);
+    const out = await this.control.signal(id, name, json, by ?? null);
+    if (!out) throw new RunNotFoundError(id);
+    if (!out.stored) throw new InvalidRunStateError(id, out.status, `signal "${name}" to`);
   }
 
   /** Approves a command parked for approval (`requiresApproval`); the run resumes and dispatches it. */
   approve(runId: string, idempotencyKey: string, decision: ApprovalDecision): Promise<void> {
-    return approveCommand(this.db, this.options, runId, idempotencyKey, decision, true);
+    return approveCommand(this.commands, this.options, runId, idempotencyKey, decision, true);
   }
 
   /** Rejects a command parked for approval; the workflow sees CommandFailedError (DURABLE_COMMAND_REJECTED). */
   reject(runId: string, idempotencyKey: string, decision: ApprovalDecision): Promise<void> {
-    return approveCommand(this.db, this.options, runId, idempotencyKey, decision, false);
+    return approveCommand(this.commands, this.options, runId, idempotencyKey, decision, false);
   }
 
   /**
@@ -280,14 +185,13 @@ export class RunRepository {
    * once more with the same key. The run resumes.
    */
   resolveCommand(idempotencyKey: string, resolution: CommandResolution, by = 'operator'): Promise<void> {
-    return resolveCommand(this.db, this.options, idempotencyKey, resolution, by);
+    return resolveCommand(this.commands, this.options, idempotencyKey, resolution, by);
   }
 
   /** The run's event trail, oldest first. */
   async events(id: string): Promise<RunEvent[]> {
     requireUuid(id, 'id');
-    const { rows } = await this.db.query(`select * from ai_events where run_id = $1 order by id`, [id]);
-    return rows.map(toEvent);
+    return this.reads.events(id);
   }
 
   /** The run's checkpoints in step order. */
@@ -295,15 +199,4 @@ export class RunRepository {
     requireUuid(id, 'id');
     return this.checkpointService.list(id);
   }
-}
-
-/** The kind a `@DurableWorkflow(kind)` class declares. */
-function workflowKind(workflow: WorkflowClass): string {
-  const meta = Reflect.getMetadata(WORKFLOW_METADATA, workflow) as WorkflowMetadata | undefined;
-  if (!meta?.kind) {
-    throw new DurableUsageError(
-      `RunRepository.start(${workflow.name || 'class'}, …): the class has no @DurableWorkflow(kind) decorator; decorate it or pass the kind as a string`,
-    );
-  }
-  return meta.kind;
 }

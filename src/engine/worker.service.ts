@@ -5,12 +5,11 @@ import {
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
-import { DURABLE_EXECUTION_OPTIONS, WAKE_CHANNEL } from '../durable-execution.constants';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from '../discovery/durable.registry';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableDatabase } from '../store/durable-database';
 import { DurableObservers } from '../observability/durable-observers';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import { RunStateStore } from '../store/run-state/run-state.store';
@@ -20,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { crashPoint } from './crash-points';
 import { pausePoint } from './pause-points';
 import { Executor } from './executor.service';
-import { WakeListener } from './wake-listener';
+import type { WakeListener } from '../store/wake-listener';
 
 /** Why the heartbeat stops a run of this worker. */
 type EarlyStop = Extract<RunStop, { kind: 'lease-lost' | 'cancelled' }>;
@@ -55,7 +54,6 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     private readonly store: RunStateStore,
     private readonly executor: Executor,
     private readonly registry: DurableRegistry,
-    private readonly db: DurableDatabase,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
   ) {}
@@ -81,7 +79,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     this.logger.log(
       `worker ${this.id} up: concurrency ${w.concurrency}, kinds ${kinds.length ? kinds.join(', ') : '(none registered)'}`,
     );
-    this.listener = new WakeListener(this.db.pool.options, WAKE_CHANNEL, () => this.nudge());
+    this.listener = this.store.wakeListener(() => this.nudge());
     this.listener.start();
   }
 

@@ -64,6 +64,21 @@ export interface ApprovalDecision {
   note?: string;
 }
 
+/** A side-effect command as stored in `ai_commands`. */
+export interface CommandView {
+  idempotencyKey: string;
+  runId: string;
+  stepIndex: number;
+  name: string;
+  payload: unknown;
+  status: 'pending' | 'succeeded' | 'failed' | 'in_doubt' | 'awaiting_approval' | 'approved' | 'rejected';
+  result: unknown;
+  error: unknown;
+  epoch: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
 /** Options of `ctx.waitForSignal`. */
 export interface WaitForSignalOptions {
   /** Give up after this long (database clock, from the first time the wait is reached). */

@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from '../observability/durable-observers';
-import { DurableDatabase } from '../store/durable-database';
-import { RECLAIM_EXPIRED_SQL } from '../store/sql/reconcile.sql';
+import { ExpiredLeaseStore } from '../store/expired-leases.store';
+import { IntervalTask } from './interval-task';
 
 /** Outcome of one sweep. */
 export interface ReconcileResult {
@@ -18,25 +18,23 @@ export interface ReconcileResult {
 @Injectable()
 export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
-  private running = false;
   /** The sweep interval: a plain timer owned by this service (no @nestjs/schedule). */
-  private timer?: NodeJS.Timeout;
+  private readonly sweeps = new IntervalTask('reconciler sweep', () => this.sweepAndLog());
 
   constructor(
-    private readonly db: DurableDatabase,
+    private readonly leases: ExpiredLeaseStore,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.reconciler.enabled) return;
-    // Not unref'd: a reconciler-only process lives on this timer; onApplicationShutdown clears it.
-    this.timer = setInterval(() => void this.safeSweep(), this.options.reconciler.intervalMs);
+    // Kept alive: a reconciler-only process lives on this timer; onApplicationShutdown clears it.
+    this.sweeps.start(this.options.reconciler.intervalMs, { keepAlive: true });
   }
 
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+  onApplicationShutdown(): Promise<void> {
+    return this.sweeps.stop();
   }
 
   /** One full sweep, batch after batch until no expired lease is left. */
@@ -44,11 +42,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
     const r = this.options.reconciler;
     const out: ReconcileResult = { requeued: 0, deadLettered: 0 };
     for (;;) {
-      const { rows } = await this.db.query(
-        RECLAIM_EXPIRED_SQL,
-        [r.batchSize, r.backoffBaseMs, r.backoffMaxMs],
-        'dx_reclaim',
-      );
+      const rows = await this.leases.reclaim(r.batchSize, r.backoffBaseMs, r.backoffMaxMs);
       for (const row of rows) {
         if (row.status === 'dead_lettered') out.deadLettered++;
         else out.requeued++;
@@ -60,20 +54,12 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
     }
   }
 
-  private async safeSweep(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      const res = await this.sweep();
-      if (res.requeued || res.deadLettered) {
-        this.logger.log(
-          `reconciler: ${res.requeued} expired lease(s) requeued, ${res.deadLettered} dead-lettered`,
-        );
-      }
-    } catch (err) {
-      this.logger.warn(`reconciler sweep failed (will retry): ${(err as Error).message}`);
-    } finally {
-      this.running = false;
+  private async sweepAndLog(): Promise<void> {
+    const res = await this.sweep();
+    if (res.requeued || res.deadLettered) {
+      this.logger.log(
+        `reconciler: ${res.requeued} expired lease(s) requeued, ${res.deadLettered} dead-lettered`,
+      );
     }
   }
 }

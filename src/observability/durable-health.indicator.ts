@@ -1,7 +1,6 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableDatabase } from '../store/durable-database';
 import { DurableObservers } from './durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
@@ -30,7 +29,7 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
   private remove?: () => void;
 
   constructor(
-    private readonly db: DurableDatabase,
+    private readonly stats: RunStatsReader,
     private readonly observers: DurableObservers,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly engine: ResolvedDurableOptions,
     @Inject(DURABLE_OBSERVABILITY_OPTIONS) private readonly options: DurableObservabilityOptions,
@@ -60,7 +59,7 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        this.db.query('select 1'),
+        this.stats.ping(),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
@@ -92,7 +91,7 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
   async backlog(key = 'backlog'): Promise<DurableHealthResult> {
     const maxAgeMs = this.opts.maxBacklogAgeMs ?? 300_000;
     try {
-      const b = await new RunStatsReader(this.db).backlog();
+      const b = await this.stats.backlog();
       return { [key]: { status: b.oldestDueAgeMs <= maxAgeMs ? 'up' : 'down', ...b, maxAgeMs } };
     } catch (err) {
       return { [key]: { status: 'down', message: this.failure(err) } };

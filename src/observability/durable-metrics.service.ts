@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type * as Prom from 'prom-client';
-import { DurableDatabase } from '../store/durable-database';
 import { DurableWorker } from '../engine/worker.service';
 import type { DurableObserver } from './durable-observer.interface';
 import { DurableObservers } from './durable-observers';
@@ -26,7 +25,7 @@ export class DurableMetrics implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly observers: DurableObservers,
-    private readonly db: DurableDatabase,
+    private readonly statsReader: RunStatsReader,
     private readonly worker: DurableWorker,
     @Inject(DURABLE_OBSERVABILITY_OPTIONS) private readonly options: DurableObservabilityOptions,
   ) {}
@@ -145,7 +144,7 @@ export class DurableMetrics implements OnModuleInit, OnModuleDestroy {
   private async stats(): Promise<RunStats | null> {
     const ttl = (this.options.metrics || {}).snapshotTtlMs ?? 5000;
     if (!this.snapshot || Date.now() - this.snapshot.at > ttl) {
-      this.snapshot = { at: Date.now(), value: new RunStatsReader(this.db).read() };
+      this.snapshot = { at: Date.now(), value: this.statsReader.read() };
     }
     try {
       return await this.snapshot.value;

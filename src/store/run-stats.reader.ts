@@ -1,6 +1,35 @@
-import type { DurableDatabase } from './durable-database';
-import { BACKLOG_SQL } from './sql/backlog.sql';
-import { RUN_STATS_SQL } from './sql/run-stats.sql';
+import { Injectable } from '@nestjs/common';
+import { DurableDatabase } from './durable-database';
+
+/**
+ * The operator's numbers in one round trip, read at scrape or page time, never on the hot path: runs by
+ * status (a full count: O(ai_runs), which is why metrics cache it for a few seconds), in-doubt commands
+ * (served by the partial index ai_commands_unsettled_idx), and the due backlog, read through the claim
+ * index ai_runs_claim_idx with the claim query's own conditions, so "due" means what a worker would claim.
+ */
+export const RUN_STATS_SQL = `
+select (select coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
+          from (select status, count(*) as n from ai_runs group by status) s) as by_status,
+       (select count(*) from ai_commands where status = 'in_doubt')::int as in_doubt,
+       q.depth, q.oldest_due_ms
+  from (select count(*)::int as depth,
+               coalesce(extract(epoch from now() - min(available_at)) * 1000, 0)::float8 as oldest_due_ms
+          from ai_runs
+         where status in ('pending', 'waiting') and available_at <= now() and attempts < max_attempts) q`;
+
+/**
+ * The health check's backlog: how many runs are due and how long the oldest has waited, by the database
+ * clock. Same conditions as the claim query and read through its partial index (ai_runs_claim_idx), so a
+ * probe every few seconds stays cheap however much terminal history the table holds.
+ */
+export const BACKLOG_SQL = `
+select count(*)::int as depth,
+       coalesce(extract(epoch from now() - min(available_at)) * 1000, 0)::float8 as oldest_due_ms
+  from ai_runs
+ where status in ('pending', 'waiting') and available_at <= now() and attempts < max_attempts`;
+
+/** The health check's "the database answers". */
+export const PING_SQL = 'select 1';
 
 /** The operator's numbers: runs by status, in-doubt commands, the due backlog. */
 export interface RunStats {
@@ -18,10 +47,15 @@ export interface Backlog {
   oldestDueAgeMs: number;
 }
 
-/** Reads run statistics, one statement each. Never used on the hot path. @internal */
+/**
+ * Reads run statistics, and answers the health check's ping, one statement each. Never used on the hot
+ * path. @internal
+ */
+@Injectable()
 export class RunStatsReader {
   constructor(private readonly db: DurableDatabase) {}
 
+  /** Runs by status, in-doubt commands and the due backlog (RUN_STATS_SQL). */
   async read(): Promise<RunStats> {
     const { rows } = await this.db.query(RUN_STATS_SQL, [], 'dx_run_stats');
     const r = rows[0];
@@ -35,6 +69,12 @@ export class RunStatsReader {
     };
   }
 
+  /** Resolves once the database answered a trivial statement. */
+  async ping(): Promise<void> {
+    await this.db.query(PING_SQL);
+  }
+
+  /** The due backlog alone (BACKLOG_SQL). */
   async backlog(): Promise<Backlog> {
     const { rows } = await this.db.query(BACKLOG_SQL, [], 'dx_backlog');
     return { queueDepth: rows[0].depth, oldestDueAgeMs: Math.max(0, Math.round(rows[0].oldest_due_ms)) };

@@ -6,7 +6,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { fork } from 'node:child_process';
 import type { RunView } from '../interfaces/run.interface';
-import { DurableDatabase } from '../store/durable-database';
+import { expireCrashedLeases, makeWaitingRunDue } from '../store/test-controls';
 import type { CrashPointName } from '../engine/crash-points';
 import { Reconciler } from '../maintenance/reconciler.service';
 import { DurableWorker } from '../engine/worker.service';
@@ -80,13 +80,8 @@ export async function releaseCrashedRuns(
   crashed: { pid: number },
   options: ReleaseCrashedRunsOptions = {},
 ): Promise<number> {
-  const db = app.get(DurableDatabase, { strict: false });
   const ids = options.workerId === undefined ? [] : ([] as string[]).concat(options.workerId);
-  const { rowCount } = await db.query(
-    `update ai_runs set lease_expires_at = now() - interval '1 millisecond'
-      where status = 'running' and (worker_id like $1 or worker_id = any($2::text[]))`,
-    [`%:${crashed.pid}:%`, ids],
-  );
+  const rowCount = await expireCrashedLeases(app, `%:${crashed.pid}:%`, ids);
   await app.get(Reconciler, { strict: false }).sweep();
   return rowCount;
 }
@@ -101,14 +96,10 @@ export async function driveRun(
   statuses: RunView['status'][] = ['succeeded', 'failed', 'cancelled', 'dead_lettered'],
   maxTicks = 100,
 ): Promise<RunView> {
-  const db = app.get(DurableDatabase, { strict: false });
   const worker = app.get(DurableWorker, { strict: false });
   const runs = app.get(RunRepository, { strict: false });
   for (let i = 0; i < maxTicks; i++) {
-    await db.query(
-      `update ai_runs set available_at = now() where id = $1 and status = 'waiting' and available_at < 'infinity'`,
-      [runId],
-    );
+    await makeWaitingRunDue(app, runId);
     await worker.tick();
     await worker.idle();
     const run = await runs.get(runId);

@@ -16,6 +16,7 @@ import { RUN_STATUSES, RunStatus } from '../../interfaces/run.interface';
 export { RUN_STATUSES };
 import { ApiPropertyOptional } from '../../nest/openapi';
 import { StorableText } from './run-actions.dto';
+import { RUN_CURSOR_PATTERN } from '../../util/run-cursor';
 
 /** `a,b` or `?s=a&s=b` → `['a', 'b']`. */
 const list = ({ value }: { value: unknown }) =>
@@ -73,6 +74,6 @@ export class ListRunsQueryDto {
   @ApiPropertyOptional({ description: 'The `next` cursor of the previous page' })
   @IsOptional()
   @IsString()
-  @Matches(/^[A-Za-z0-9_-]{1,200}$/, { message: 'after must be a cursor returned as next' })
+  @Matches(RUN_CURSOR_PATTERN, { message: 'after must be a cursor returned as next' })
   after?: string;
 }

@@ -1,5 +1,5 @@
 import { TERMINAL_STATUSES } from '../../interfaces/run.interface';
-import type { CommandView } from '../../api/command-gateway.service';
+import type { CommandView } from '../../interfaces/command.interface';
 import type { AdminRunDetail } from '../admin-runs.service';
 import { badge, dur, html, layout, Raw, raw } from './html';
 import { renderSteps, renderTimeline } from './timeline-view';

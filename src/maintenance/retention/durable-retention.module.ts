@@ -1,6 +1,7 @@
 import { DynamicModule, FactoryProvider, Module, ModuleMetadata } from '@nestjs/common';
 import { InvalidOptionsError } from '../../errors/invalid-options.error';
 import { DURABLE_RETENTION_OPTIONS, DurableRetention } from './durable-retention.service';
+import { RetentionStore } from '../../store/retention.store';
 import type { DurableRetentionOptions, ResolvedRetentionOptions } from './retention-options.interface';
 
 const HOUR = 3_600_000;
@@ -45,7 +46,11 @@ export class DurableRetentionModule {
     const resolved = resolveRetentionOptions(options);
     return {
       module: DurableRetentionModule,
-      providers: [{ provide: DURABLE_RETENTION_OPTIONS, useValue: resolved }, DurableRetention],
+      providers: [
+        { provide: DURABLE_RETENTION_OPTIONS, useValue: resolved },
+        DurableRetention,
+        RetentionStore,
+      ],
       exports: [DurableRetention],
     };
   }
@@ -73,6 +78,7 @@ export class DurableRetentionModule {
           inject: options.inject ?? [],
         },
         DurableRetention,
+        RetentionStore,
       ],
       exports: [DurableRetention],
     };

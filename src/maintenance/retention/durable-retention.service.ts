@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { DurableDatabase } from '../../store/durable-database';
-import { RETENTION_DELETE_RUNS_SQL } from '../../store/sql/retention-delete-runs.sql';
-import { RETENTION_PRUNE_SQL } from '../../store/sql/retention-prune.sql';
+import { RetentionStore } from '../../store/retention.store';
+import type { RunCursorKey } from '../../util/run-cursor';
+import { IntervalTask } from '../interval-task';
 import type { ResolvedRetentionOptions, RetentionResult } from './retention-options.interface';
 
 /** Injection token of the resolved retention options. */
@@ -12,14 +12,6 @@ export const DURABLE_RETENTION_OPTIONS = Symbol('durable-execution:retention-opt
  * @deprecated
  */
 export const RETENTION_INTERVAL_NAME = 'durable-execution:retention';
-
-interface PruneRow {
-  runs: number;
-  checkpoints: number;
-  events: number;
-  signals: number;
-  last_key: string | null;
-}
 
 /** Statuses whose history can go: nothing can replay a succeeded or cancelled run again. */
 const PRUNABLE = ['succeeded', 'cancelled'];
@@ -32,28 +24,26 @@ const PRUNABLE = ['succeeded', 'cancelled'];
 @Injectable()
 export class DurableRetention implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
-  private running = false;
-  private timer?: NodeJS.Timeout;
+  private readonly sweeps = new IntervalTask('retention sweep', () => this.sweepAndLog());
 
   constructor(
-    private readonly db: DurableDatabase,
+    private readonly store: RetentionStore,
     @Inject(DURABLE_RETENTION_OPTIONS) private readonly options: ResolvedRetentionOptions,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.enabled) return;
-    this.timer = setInterval(() => void this.safeSweep(), this.options.intervalMs);
-    this.timer.unref(); // retention never keeps a process alive on its own
+    // Not kept alive: retention never keeps a process alive on its own.
+    this.sweeps.start(this.options.intervalMs, { keepAlive: false });
   }
 
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+  onApplicationShutdown(): Promise<void> {
+    return this.sweeps.stop();
   }
 
   /** Whether the sweep interval is armed (between bootstrap and shutdown, when enabled). */
   get scheduled(): boolean {
-    return this.timer !== undefined;
+    return this.sweeps.started;
   }
 
   /** One sweep: prune batch after batch, then delete whole runs past the second horizon. */
@@ -67,47 +57,33 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
       deletedRuns: 0,
       batches: 0,
     };
-    let after: Array<string | null> = [null, null];
+    let after: RunCursorKey | null = null;
     while (out.batches < o.maxBatchesPerSweep) {
-      const { rows } = await this.db.query<PruneRow>(RETENTION_PRUNE_SQL, [
-        PRUNABLE,
-        o.pruneAfterMs,
-        ...after,
-        o.batchSize,
-      ]);
-      const r = rows[0];
+      const r = await this.store.prune(PRUNABLE, o.pruneAfterMs, after, o.batchSize);
       out.batches++;
       out.prunedRuns += r.runs;
       out.checkpoints += r.checkpoints;
       out.events += r.events;
       out.signals += r.signals;
       if (r.runs < o.batchSize) break;
-      after = r.last_key!.split('|');
+      after = r.lastKey;
     }
     if (o.deleteRunsAfterMs === undefined) return out;
     while (out.batches < o.maxBatchesPerSweep) {
-      const { rows } = await this.db.query(RETENTION_DELETE_RUNS_SQL, [o.deleteRunsAfterMs, o.batchSize]);
+      const deleted = await this.store.deleteRuns(o.deleteRunsAfterMs, o.batchSize);
       out.batches++;
-      out.deletedRuns += rows[0].runs;
-      if (rows[0].runs < o.batchSize) break;
+      out.deletedRuns += deleted;
+      if (deleted < o.batchSize) break;
     }
     return out;
   }
 
-  private async safeSweep(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      const r = await this.sweep();
-      if (r.prunedRuns || r.deletedRuns) {
-        this.logger.log(
-          `retention: pruned ${r.prunedRuns} run(s) (${r.events} events, ${r.checkpoints} checkpoints), deleted ${r.deletedRuns} run(s)`,
-        );
-      }
-    } catch (err) {
-      this.logger.warn(`retention sweep failed (will retry): ${(err as Error).message}`);
-    } finally {
-      this.running = false;
+  private async sweepAndLog(): Promise<void> {
+    const r = await this.sweep();
+    if (r.prunedRuns || r.deletedRuns) {
+      this.logger.log(
+        `retention: pruned ${r.prunedRuns} run(s) (${r.events} events, ${r.checkpoints} checkpoints), deleted ${r.deletedRuns} run(s)`,
+      );
     }
   }
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DURABLE_EXECUTION_OPTIONS } from '../../durable-execution.constants';
+import { DURABLE_EXECUTION_OPTIONS, WAKE_CHANNEL } from '../../durable-execution.constants';
 import type { RunCursor } from '../../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
 import { DurableDatabase } from '../durable-database';
@@ -13,6 +13,7 @@ import { CommandOutcomeWrite, recordCommand } from './record-command';
 import { CommandToReserve, reserveCommand } from './reserve-command';
 import { writeProgress, writeStep } from './step-write';
 import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
+import { WakeListener } from '../wake-listener';
 
 /**
  * The one home of run-state writes: each method is one SQL statement (one round trip), bound in the
@@ -87,5 +88,10 @@ export class RunStateStore implements StoreContext {
   /** Consumes a stored signal, records a timeout, or parks: one statement. */
   waitForSignal(fence: Fence, w: SignalWaitWrite) {
     return waitForSignal(this, fence, w);
+  }
+
+  /** A LISTEN connection on the wake-up channel (not started): `onWake` runs on every NOTIFY of a due run. */
+  wakeListener(onWake: (payload?: string) => void): WakeListener {
+    return new WakeListener(this.db.pool.options, WAKE_CHANNEL, onWake);
   }
 }

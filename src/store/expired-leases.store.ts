@@ -1,3 +1,6 @@
+import { Injectable } from '@nestjs/common';
+import { DurableDatabase } from './durable-database';
+
 /**
  * Return runs whose lease expired to the queue, in batches. Running rows are found through the partial
  * index ai_runs_worker_idx (bounded by total worker concurrency; lease_expires_at is deliberately not
@@ -47,3 +50,25 @@ select id, status,
        (select count(pg_notify('durable_execution_done', u.id::text)) from upd u
          where u.id = upd.id and u.notify_on_finish and u.status = 'dead_lettered') as announced
   from upd`;
+
+/** A run RECLAIM_EXPIRED_SQL took back from a dead lease, and where it went. */
+export interface ReclaimedRun {
+  id: string;
+  status: 'waiting' | 'dead_lettered';
+}
+
+/** The reconciler's statement: runs whose lease expired go back to the queue. @internal */
+@Injectable()
+export class ExpiredLeaseStore {
+  constructor(private readonly db: DurableDatabase) {}
+
+  /** One batch of up to `batchSize` expired leases, requeued with backoff or dead-lettered. */
+  async reclaim(batchSize: number, backoffBaseMs: number, backoffMaxMs: number): Promise<ReclaimedRun[]> {
+    const { rows } = await this.db.query<ReclaimedRun>(
+      RECLAIM_EXPIRED_SQL,
+      [batchSize, backoffBaseMs, backoffMaxMs],
+      'dx_reclaim',
+    );
+    return rows.map((r) => ({ id: r.id, status: r.status }));
+  }
+}

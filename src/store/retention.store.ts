@@ -1,3 +1,8 @@
+import { Injectable } from '@nestjs/common';
+import type { RunCursorKey } from '../util/run-cursor';
+import { DurableDatabase } from './durable-database';
+import { cursorValues } from './run-keyset';
+
 /**
  * Retention, one batch in one statement: the checkpoints, events and signals of up to $5 finished runs
  * (succeeded/cancelled only: a failed or dead-lettered run can still be retried from its checkpoints)
@@ -50,3 +55,67 @@ select (select count(*) from victims)::int as runs,
        (select count(*) from sig)::int as signals,
        (select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || '|' || id
           from victims order by created_at desc, id desc limit 1) as last_key`;
+
+/**
+ * Retention's second horizon, one batch in one statement: whole finished runs (any terminal status)
+ * that finished more than $1 ms ago (database clock) are deleted; ON DELETE CASCADE takes their
+ * checkpoints, commands, events and signals with them, so a later `retry` answers "run not found"
+ * instead of replaying from nothing. Runs with an unsettled command stay for the operator.
+ * SKIP LOCKED: a concurrent retry or cancel is never waited on; that row is left for the next sweep.
+ * $1 age in ms, $2 batch size
+ */
+export const RETENTION_DELETE_RUNS_SQL = `
+with h as (
+  select now() - $1::float8 * interval '1 millisecond' as before
+), victims as (
+  select r.id from ai_runs r, h
+   where r.status in ('succeeded', 'failed', 'cancelled', 'dead_lettered')
+     and r.created_at < h.before and r.finished_at < h.before
+     and not exists (select 1 from ai_commands c where c.run_id = r.id
+                      and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))
+   order by r.created_at, r.id
+   limit $2
+   for update skip locked
+), del as (
+  delete from ai_runs r using victims v where r.id = v.id returning r.id
+)
+select count(*)::int as runs from del`;
+
+/** What one prune batch did, and the key of the last run it took (null when it took none). */
+export interface PruneBatch {
+  runs: number;
+  checkpoints: number;
+  events: number;
+  signals: number;
+  lastKey: RunCursorKey | null;
+}
+
+/** Retention's statements, one batch each. @internal */
+@Injectable()
+export class RetentionStore {
+  constructor(private readonly db: DurableDatabase) {}
+
+  /** Prunes the history of up to `batchSize` runs in `statuses` finished `ageMs` ago, after `after`. */
+  async prune(
+    statuses: string[],
+    ageMs: number,
+    after: RunCursorKey | null,
+    batchSize: number,
+  ): Promise<PruneBatch> {
+    const { rows } = await this.db.query(RETENTION_PRUNE_SQL, [
+      statuses,
+      ageMs,
+      ...cursorValues(after),
+      batchSize,
+    ]);
+    const r = rows[0];
+    const lastKey = r.last_key === null ? null : (r.last_key.split('|') as RunCursorKey);
+    return { runs: r.runs, checkpoints: r.checkpoints, events: r.events, signals: r.signals, lastKey };
+  }
+
+  /** Deletes up to `batchSize` whole runs that finished `ageMs` ago; how many it deleted. */
+  async deleteRuns(ageMs: number, batchSize: number): Promise<number> {
+    const { rows } = await this.db.query(RETENTION_DELETE_RUNS_SQL, [ageMs, batchSize]);
+    return rows[0].runs;
+  }
+}

@@ -1,0 +1,86 @@
+import { Logger } from '@nestjs/common';
+import { WORKFLOW_METADATA } from '../durable-execution.constants';
+import { DurableRegistry } from '../discovery/durable.registry';
+import { DurableUsageError } from '../errors/durable-usage.error';
+import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
+import { UnknownRunKindError } from '../errors/unknown-run-kind.error';
+import type { StartRunOptions, StartRunResult, WorkflowClass } from '../interfaces/run.interface';
+import type { WorkflowMetadata } from '../interfaces/step-options.interface';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { eventPayload } from '../store/event-payload';
+import type { RunControlStore } from '../store/run-control.store';
+import { MAX_IDEMPOTENCY_KEY_BYTES, requireInt4, requireText, requireTimestamp } from '../util/arguments';
+import { toStoredJson } from '../util/json';
+
+/**
+ * `RunRepository.start` (documented there): resolves and checks the kind, checks every argument before
+ * anything is written, then inserts the run or returns the one its idempotency key already names. @internal
+ */
+export class RunStarter {
+  private readonly logger = new Logger('DurableExecution');
+  /** Unregistered kinds a producer-only process started, each logged once (debug). */
+  private readonly unregisteredKinds = new Set<string>();
+
+  constructor(
+    private readonly registry: DurableRegistry,
+    private readonly store: RunControlStore,
+    private readonly options: ResolvedDurableOptions,
+  ) {}
+
+  async start(
+    kindOrWorkflow: string | WorkflowClass,
+    input: unknown,
+    opts: StartRunOptions,
+  ): Promise<StartRunResult> {
+    const kind = typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow) : kindOrWorkflow;
+    const wf = this.registry.getWorkflow(kind);
+    if (!wf) {
+      if (this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
+      requireText(kind, 'kind');
+      if (!this.unregisteredKinds.has(kind)) {
+        this.unregisteredKinds.add(kind);
+        this.logger.debug(
+          `starting runs of kind '${kind}', not registered in this producer-only process (worker.enabled: false); a worker that registers it will run them`,
+        );
+      }
+    }
+    const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);
+    const maxAttempts = requireInt4(
+      opts.maxAttempts ?? wf?.meta.maxAttempts ?? this.options.defaultMaxAttempts,
+      'maxAttempts',
+      1,
+    );
+    const key = requireText(opts.idempotencyKey, 'idempotencyKey', {
+      optional: true,
+      maxBytes: MAX_IDEMPOTENCY_KEY_BYTES,
+    });
+    const runAt = opts.runAt === undefined ? null : requireTimestamp(opts.runAt, 'runAt');
+    const priority = requireInt4(opts.priority ?? 0, 'priority');
+    const event = eventPayload(this.options, 'run.created', { kind, idempotencyKey: key ?? null });
+    const run = { kind, inputJson, idempotencyKey: key ?? null, maxAttempts, runAt, priority, event };
+
+    // A key taken by a run that retention deletes right then: the second insert gets it.
+    for (let attempt = 0; ; attempt++) {
+      const created = await this.store.insert(run);
+      if (created) return { run: created, created: true };
+      const existing = await this.store.holderOf(key!, inputJson);
+      if (!existing && attempt === 0) continue;
+      if (!existing) throw new Error(`idempotency key "${key}" conflicted but no run holds it`);
+      if (existing.run.kind !== kind || !existing.sameInput) {
+        throw new IdempotencyConflictError(key!, existing.run.id, existing.run.kind, kind);
+      }
+      return { run: existing.run, created: false };
+    }
+  }
+}
+
+/** The kind a `@DurableWorkflow(kind)` class declares. */
+function workflowKind(workflow: WorkflowClass): string {
+  const meta = Reflect.getMetadata(WORKFLOW_METADATA, workflow) as WorkflowMetadata | undefined;
+  if (!meta?.kind) {
+    throw new DurableUsageError(
+      `RunRepository.start(${workflow.name || 'class'}, …): the class has no @DurableWorkflow(kind) decorator; decorate it or pass the kind as a string`,
+    );
+  }
+  return meta.kind;
+}

@@ -1,0 +1,107 @@
+import { Injectable } from '@nestjs/common';
+import type { RunCursor, RunStatus } from '../interfaces/run.interface';
+import type { KeyedRun, RunCursorKey } from '../util/run-cursor';
+import { DurableDatabase } from './durable-database';
+import { CURSOR_KEY_SQL, cursorValues, keyedRuns } from './run-keyset';
+
+/**
+ * The inspector's runs list: newest first with keyset pagination on (created_at, id), served by
+ * ai_runs_list_idx, so page 1,000 costs what page 1 does. A summary only (no input/output): the list must
+ * stay small whatever the runs carry. Command counts come from the partial index on unsettled commands.
+ * $1 statuses, $2 kind, $3 created from, $4 created before, $5 dead-lettered, $6 has an in-doubt
+ * command, $7/$8 cursor (created_at, id), $9 limit
+ */
+export const ADMIN_LIST_RUNS_SQL = `
+select r.id, r.kind, r.status, r.cursor, r.epoch, r.worker_id, r.attempts, r.max_attempts, r.parked_reason,
+       r.error ->> 'message' as error_message, r.available_at, r.created_at, r.updated_at, r.finished_at,
+       ${CURSOR_KEY_SQL} as created_key,
+       (select count(*) from ai_commands c where c.run_id = r.id and c.status = 'in_doubt')::int as in_doubt,
+       (select count(*) from ai_commands c
+         where c.run_id = r.id and c.status = 'awaiting_approval')::int as awaiting_approval
+  from ai_runs r
+ where ($1::text[] is null or r.status = any($1))
+   and ($2::text is null or r.kind = $2)
+   and ($3::timestamptz is null or r.created_at >= $3)
+   and ($4::timestamptz is null or r.created_at < $4)
+   and ($5::boolean is null or (r.status = 'dead_lettered') = $5)
+   and ($6::boolean is null
+        or exists (select 1 from ai_commands c where c.run_id = r.id and c.status = 'in_doubt') = $6)
+   and ($7::timestamptz is null or (r.created_at, r.id) < ($7::timestamptz, $8::uuid))
+ order by r.created_at desc, r.id desc
+ limit $9`;
+
+/** A run in the admin list: no input or output, so a page stays small whatever runs carry. */
+export interface AdminRunSummary {
+  id: string;
+  kind: string;
+  status: RunStatus;
+  cursor: RunCursor;
+  epoch: number;
+  workerId: string | null;
+  attempts: number;
+  maxAttempts: number;
+  parkedReason: string | null;
+  errorMessage: string | null;
+  inDoubtCommands: number;
+  awaitingApproval: number;
+  availableAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+/** The filters of the admin list (null: any). */
+export interface AdminRunFilter {
+  statuses: RunStatus[] | null;
+  kind: string | null;
+  createdFrom: Date | null;
+  createdTo: Date | null;
+  deadLettered: boolean | null;
+  inDoubt: boolean | null;
+}
+
+/** The inspector's runs list (ADMIN_LIST_RUNS_SQL), as stored: the admin redacts what it shows. @internal */
+@Injectable()
+export class AdminRunsStore {
+  constructor(private readonly db: DurableDatabase) {}
+
+  /** Up to `take` run summaries before `after` (newest first), each with its cursor key. */
+  async list(
+    f: AdminRunFilter,
+    after: RunCursorKey | null,
+    take: number,
+  ): Promise<KeyedRun<AdminRunSummary>[]> {
+    const { rows } = await this.db.query(ADMIN_LIST_RUNS_SQL, [
+      f.statuses,
+      f.kind,
+      f.createdFrom,
+      f.createdTo,
+      f.deadLettered,
+      f.inDoubt,
+      ...cursorValues(after),
+      take,
+    ]);
+    return keyedRuns(rows, toSummary);
+  }
+}
+
+function toSummary(r: Record<string, any>): AdminRunSummary {
+  return {
+    id: r.id,
+    kind: r.kind,
+    status: r.status,
+    cursor: r.cursor,
+    epoch: Number(r.epoch),
+    workerId: r.worker_id,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    parkedReason: r.parked_reason,
+    errorMessage: r.error_message,
+    inDoubtCommands: r.in_doubt,
+    awaitingApproval: r.awaiting_approval,
+    availableAt: r.available_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+  };
+}

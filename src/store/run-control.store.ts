@@ -1,0 +1,174 @@
+import { Injectable } from '@nestjs/common';
+import { WAKE_CHANNEL } from '../durable-execution.constants';
+import type { RunStatus, RunView } from '../interfaces/run.interface';
+import { DurableDatabase } from './durable-database';
+import { toRunView } from './run-row.mapper';
+import { SEND_SIGNAL_SQL } from './sql/signal.sql';
+
+/**
+ * Insert a run and its `run.created` event in one statement. ON CONFLICT on the unique
+ * idempotency_key makes a concurrent duplicate wait for the first insert and then insert nothing;
+ * the caller reads the winner back. pg_notify is delivered at commit and wakes idle workers.
+ * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload, $8 channel
+ */
+export const START_RUN_SQL = `
+with ins as (
+  insert into ai_runs (kind, input, idempotency_key, max_attempts, available_at, priority)
+  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6)
+  on conflict (idempotency_key) do nothing
+  returning *
+), ev as (
+  insert into ai_events (run_id, event_type, epoch, payload)
+  select id, 'run.created', 0, $7::jsonb from ins
+)
+select ins.*, (select count(pg_notify($8, ins.kind)) from ins where ins.available_at <= now()) as notified
+from ins`;
+
+/**
+ * Read back the run that owns an idempotency key (after a conflict), and whether its stored input
+ * equals this start's (jsonb equality: key order and number spelling do not matter).
+ * $1 idempotency key, $2 input
+ */
+export const RUN_BY_KEY_SQL = `select *, input = $2::jsonb as same_input from ai_runs where idempotency_key = $1`;
+
+/**
+ * Cancel as a recorded request. A run nobody drives (pending/waiting) is cancelled at once; a running
+ * one gets cancel_requested_at, which its worker observes at the next heartbeat or step boundary.
+ * The row lock (FOR UPDATE) orders this against a concurrent claim. One event either way.
+ * $1 run id, $2 reason, $3 event payload
+ */
+export const CANCEL_RUN_SQL = `
+with cur as (
+  select id, status, epoch from ai_runs where id = $1 for update
+), upd as (
+  -- Decided on the row's newest version (r), never on cur's: a claim that committed in between must
+  -- not see its running row turned 'cancelled' with an owner (the status/owner check would fail).
+  update ai_runs r
+     set status = case when r.status in ('pending', 'waiting') then 'cancelled' else r.status end,
+         finished_at = case when r.status in ('pending', 'waiting') then now() else r.finished_at end,
+         cancel_requested_at = coalesce(r.cancel_requested_at, now()),
+         cancel_reason = coalesce(r.cancel_reason, $2),
+         updated_at = now()
+    from cur
+   where r.id = cur.id and r.status in ('pending', 'waiting', 'running')
+  returning r.id, r.status, r.epoch, r.notify_on_finish
+), doubt as (
+  update ai_commands c set status = 'in_doubt', updated_at = now()
+    from upd where c.run_id = upd.id and upd.status = 'cancelled' and c.status = 'pending'
+), ev as (
+  insert into ai_events (run_id, event_type, epoch, payload)
+  select id, case when status = 'cancelled' then 'run.cancelled' else 'run.cancel_requested' end, epoch, $3::jsonb
+    from upd
+)
+select cur.status as previous_status, upd.status as status,
+       (select count(pg_notify('durable_execution_done', u.id::text)) from upd u
+         where u.notify_on_finish and u.status = 'cancelled') as announced
+  from cur left join upd on upd.id = cur.id`;
+
+/**
+ * Re-drive a dead-lettered (or failed) run from its last checkpoint: back to `waiting`, attempts
+ * reset, error kept in the event. Checkpoints are untouched, so replay skips every committed step.
+ * $1 run id, $2 event payload, $3 channel
+ */
+export const RETRY_RUN_SQL = `
+with cur as (
+  select id, status from ai_runs where id = $1 for update
+), upd as (
+  update ai_runs r
+     set status = 'waiting', attempts = 0, available_at = now(), error = null, finished_at = null,
+         parked_reason = null, updated_at = now()
+    from cur
+   where r.id = cur.id and cur.status in ('dead_lettered', 'failed')
+  returning r.id, r.epoch, r.kind
+), ev as (
+  insert into ai_events (run_id, event_type, epoch, payload)
+  select id, 'run.retried', epoch, $2::jsonb from upd
+)
+select cur.status as previous_status, (select count(pg_notify($3, upd.kind)) from upd) as woke
+  from cur`;
+
+/** A new run's values (START_RUN_SQL). */
+export interface NewRun {
+  kind: string;
+  inputJson: string;
+  idempotencyKey: string | null;
+  maxAttempts: number;
+  /** When it is due; null: now. */
+  runAt: Date | null;
+  priority: number;
+  /** The `run.created` event's payload. */
+  event: string;
+}
+
+/** The run that holds an idempotency key, and whether its input equals the one a start brought. */
+export interface KeyHolder {
+  run: RunView;
+  sameInput: boolean;
+}
+
+/**
+ * The run API's writes to a run from outside it (start, cancel, retry, signal), one statement each;
+ * every one that may make a run due wakes idle workers on WAKE_CHANNEL. @internal
+ */
+@Injectable()
+export class RunControlStore {
+  constructor(private readonly db: DurableDatabase) {}
+
+  /** Inserts the run and its `run.created` event; null when its idempotency key is already taken. */
+  async insert(run: NewRun): Promise<RunView | null> {
+    const { rows } = await this.db.query(
+      START_RUN_SQL,
+      [
+        run.kind,
+        run.inputJson,
+        run.idempotencyKey,
+        run.maxAttempts,
+        run.runAt,
+        run.priority,
+        run.event,
+        WAKE_CHANNEL,
+      ],
+      'dx_start',
+    );
+    return rows.length ? toRunView(rows[0]) : null;
+  }
+
+  /** The run holding `key` (compared with `inputJson`), or undefined when none does (any more). */
+  async holderOf(key: string, inputJson: string): Promise<KeyHolder | undefined> {
+    const row = (await this.db.query(RUN_BY_KEY_SQL, [key, inputJson], 'dx_run_by_key')).rows[0];
+    return row && { run: toRunView(row), sameInput: row.same_input };
+  }
+
+  /**
+   * Cancels the run, or records the request for its worker; its status before and after (null: it
+   * was not live, nothing changed), or undefined for an unknown run.
+   */
+  async cancel(
+    id: string,
+    reason: string | null,
+    event: string,
+  ): Promise<{ previousStatus: RunStatus; status: RunStatus | null } | undefined> {
+    const { rows } = await this.db.query(CANCEL_RUN_SQL, [id, reason, event]);
+    return rows[0] && { previousStatus: rows[0].previous_status, status: rows[0].status };
+  }
+
+  /** Re-drives a dead-lettered or failed run; its status before (any other: nothing changed), or undefined for an unknown run. */
+  async retry(id: string, event: string): Promise<{ previousStatus: RunStatus } | undefined> {
+    const { rows } = await this.db.query(RETRY_RUN_SQL, [id, event, WAKE_CHANNEL]);
+    return rows[0] && { previousStatus: rows[0].previous_status };
+  }
+
+  /**
+   * Stores a signal for a live run and wakes it if it waits (SEND_SIGNAL_SQL); the run's status and
+   * whether the signal was stored, or undefined for an unknown run.
+   */
+  async signal(
+    id: string,
+    name: string,
+    payloadJson: string,
+    by: string | null,
+  ): Promise<{ status: RunStatus; stored: boolean } | undefined> {
+    const { rows } = await this.db.query(SEND_SIGNAL_SQL, [id, name, payloadJson, WAKE_CHANNEL, by]);
+    return rows[0] && { status: rows[0].status, stored: rows[0].stored > 0 };
+  }
+}

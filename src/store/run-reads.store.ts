@@ -1,0 +1,83 @@
+import { Injectable } from '@nestjs/common';
+import type { RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
+import type { KeyedRun, RunCursorKey } from '../util/run-cursor';
+import { DurableDatabase } from './durable-database';
+import { CURSOR_KEY_SQL, cursorValues, keyedRuns } from './run-keyset';
+import { toEvent, toRunView } from './run-row.mapper';
+
+/** One run by id. $1 run id */
+export const GET_RUN_SQL = `select * from ai_runs where id = $1`;
+
+/**
+ * The run API's list: newest first, keyset pagination on (created_at, id) through ai_runs_list_idx.
+ * $1 statuses (null: any), $2 kind (null: any), $3/$4 cursor (created_at, id), $5 limit
+ */
+export const LIST_RUNS_SQL = `select *, ${CURSOR_KEY_SQL} as created_key
+         from ai_runs
+        where ($1::text[] is null or status = any($1))
+          and ($2::text is null or kind = $2)
+          and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
+        order by created_at desc, id desc
+        limit $5`;
+
+/** A run's event trail, oldest first. $1 run id */
+export const RUN_EVENTS_SQL = `select * from ai_events where run_id = $1 order by id`;
+
+/**
+ * Marks a live run to be announced on `durable_execution_done` when it ends (once: the flag is only set
+ * while unset, so a waiter polling it costs no write). $1 run id
+ */
+export const AWAIT_RUN_SQL = `update ai_runs set notify_on_finish = true
+        where id = $1 and not notify_on_finish and status in ('pending', 'running', 'waiting')`;
+
+/** What a waiter reads after AWAIT_RUN_SQL, in a snapshot of its own. $1 run id */
+export const RUN_OUTCOME_SQL = `select status, output, error from ai_runs where id = $1`;
+
+/** Where a run stands for someone waiting on its result. */
+export interface RunOutcome {
+  status: RunStatus;
+  output: unknown;
+  error: { message?: string } | null;
+}
+
+/** The filters of the run API's list (null: any). */
+export interface RunListFilter {
+  statuses: RunStatus[] | null;
+  kind: string | null;
+}
+
+/** Reads of runs and their trail for the run API, one statement each. @internal */
+@Injectable()
+export class RunReadStore {
+  constructor(private readonly db: DurableDatabase) {}
+
+  /** The run with this id, or null. */
+  async get(id: string): Promise<RunView | null> {
+    const { rows } = await this.db.query(GET_RUN_SQL, [id], 'dx_get_run');
+    return rows.length ? toRunView(rows[0]) : null;
+  }
+
+  /** Up to `take` runs before `after` (newest first), each with its cursor key. */
+  async list(filter: RunListFilter, after: RunCursorKey | null, take: number): Promise<KeyedRun<RunView>[]> {
+    const { rows } = await this.db.query(LIST_RUNS_SQL, [
+      filter.statuses,
+      filter.kind,
+      ...cursorValues(after),
+      take,
+    ]);
+    return keyedRuns(rows, toRunView);
+  }
+
+  /** The run's event trail, oldest first. */
+  async events(id: string): Promise<RunEvent[]> {
+    const { rows } = await this.db.query(RUN_EVENTS_SQL, [id]);
+    return rows.map(toEvent);
+  }
+
+  /** Marks the run to be announced when it ends (once), then reads it in a fresh snapshot; undefined for an unknown run. */
+  async awaitOutcome(id: string): Promise<RunOutcome | undefined> {
+    await this.db.query(AWAIT_RUN_SQL, [id], 'dx_await_run');
+    const { rows } = await this.db.query<RunOutcome>(RUN_OUTCOME_SQL, [id], 'dx_run_outcome');
+    return rows[0];
+  }
+}
