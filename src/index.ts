@@ -71,6 +71,7 @@ export type {
   DurableEventPayloads,
   DurableEventType,
   ModelUsagePayload,
+  By,
 } from './interfaces/events.interface';
 
 // Errors, each with a stable code, and their HTTP mapping.
@@ -112,7 +113,7 @@ export {
   durableMigrationStatus,
   DURABLE_MIGRATIONS_TABLE,
 } from './store/run-migrations';
-export type { DurableMigrationStatus } from './store/run-migrations';
+export type { DurableMigrationStatus, MigrationSource } from './store/run-migrations';
 export {
   DURABLE_EXECUTION_MIGRATIONS,
   CreateDurableExecutionSchema1764400000000,
@@ -144,7 +145,7 @@ export type {
   DurableTracingOptions,
   MetricsRegistryLike,
 } from './observability/observability-options.interface';
-export { DurableObservers } from './observability/durable-observers';
+export { DurableObservers } from './engine/durable-observers';
 export type {
   DurableObserver,
   ReconcileOutcome,
@@ -153,7 +154,7 @@ export type {
   StepInfo,
   StepOutcome,
   WorkerTickInfo,
-} from './observability/durable-observer.interface';
+} from './interfaces/durable-observer.interface';
 export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './observability/durable-health.indicator';
 export type { DurableHealthResult } from './observability/durable-health.indicator';
 

@@ -22,6 +22,7 @@ export const COMMAND_STATUSES: readonly CommandView['status'][] = [
  */
 @Injectable()
 export class CommandGateway {
+  /** @internal Created by Nest dependency injection: not part of the API. */
   constructor(private readonly store: CommandStore) {}
 
   /**

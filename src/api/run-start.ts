@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { WORKFLOW_METADATA } from '../durable-execution.constants';
-import { DurableRegistry } from '../discovery/durable.registry';
+import { DurableRegistry } from '../engine/durable.registry';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
 import { UnknownRunKindError } from '../errors/unknown-run-kind.error';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
-import { DurableRegistry } from '../discovery/durable.registry';
+import { DurableRegistry } from '../engine/durable.registry';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
@@ -50,6 +50,7 @@ const STATUSES = RUN_STATUSES;
 export class RunRepository {
   private readonly starter: RunStarter;
 
+  /** @internal Created by Nest dependency injection: not part of the API. */
   constructor(
     registry: DurableRegistry,
     private readonly reads: RunReadStore,

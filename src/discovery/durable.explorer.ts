@@ -4,7 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { COMMAND_METADATA, STEP_METADATA, WORKFLOW_METADATA } from '../durable-execution.constants';
 import type { CommandMetadata } from '../interfaces/command.interface';
 import type { StepMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
-import { DurableRegistry, RegisteredWorkflow } from './durable.registry';
+import { DurableRegistry, RegisteredWorkflow } from '../engine/durable.registry';
 import { DurableUsageError } from '../errors/durable-usage.error';
 
 /**

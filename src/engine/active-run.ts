@@ -9,8 +9,8 @@ import type {
 } from '../interfaces/command.interface';
 import type { RunCursor } from '../interfaces/run.interface';
 import type { StepMetadata } from '../interfaces/step-options.interface';
-import type { DurableObservers } from '../observability/durable-observers';
-import type { StepInfo } from '../observability/durable-observer.interface';
+import type { DurableObservers } from './durable-observers';
+import type { StepInfo } from '../interfaces/durable-observer.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import type { Fence } from '../store/run-state/fence';

@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
-import { DurableRegistry } from '../discovery/durable.registry';
+import { DurableRegistry } from './durable.registry';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { NonDeterminismError } from '../errors/non-determinism.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableObservers } from '../observability/durable-observers';
-import type { RunAttemptOutcome } from '../observability/durable-observer.interface';
+import { DurableObservers } from './durable-observers';
+import type { RunAttemptOutcome } from '../interfaces/durable-observer.interface';
 import { redactErrorMessage } from '../options/redact';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import type { FinishWrite } from '../store/run-state/finish-run';

@@ -20,6 +20,7 @@ export interface RunContextHost {
  */
 export class RunContext {
   /** @internal */
+  /** @internal The engine creates the context of each run. */
   constructor(private readonly host: RunContextHost) {}
 
   /** Id of the run. */

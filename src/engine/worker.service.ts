@@ -6,11 +6,11 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
-import { DurableRegistry } from '../discovery/durable.registry';
+import { DurableRegistry } from './durable.registry';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableObservers } from '../observability/durable-observers';
+import { DurableObservers } from './durable-observers';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import { RunStateStore } from '../store/run-state/run-state.store';
 import { ActiveRun } from './active-run';

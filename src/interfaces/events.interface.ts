@@ -9,7 +9,7 @@
  */
 
 /** Who acted: an operator's name (admin API, `RunRepository` calls with `by`), or a part of the engine. */
-type By = string;
+export type By = string;
 
 /** A step's model usage, kept when the output of a `kind: 'model'` step carries `usage` or a request id. */
 export interface ModelUsagePayload {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableObservers } from '../observability/durable-observers';
+import { DurableObservers } from '../engine/durable-observers';
 import { ExpiredLeaseStore } from '../store/expired-leases.store';
 import { IntervalTask } from './interval-task';
 

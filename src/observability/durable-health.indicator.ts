@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { DurableObservers } from './durable-observers';
+import { DurableObservers } from '../engine/durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
 import { RunStatsReader } from '../store/run-stats.reader';
@@ -28,6 +28,7 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
   private lastTickError: string | null = null;
   private remove?: () => void;
 
+  /** @internal Created by Nest dependency injection: not part of the API. */
   constructor(
     private readonly stats: RunStatsReader,
     private readonly observers: DurableObservers,

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type * as Prom from 'prom-client';
 import { DurableWorker } from '../engine/worker.service';
-import type { DurableObserver } from './durable-observer.interface';
-import { DurableObservers } from './durable-observers';
+import type { DurableObserver } from '../interfaces/durable-observer.interface';
+import { DurableObservers } from '../engine/durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions, MetricsRegistryLike } from './observability-options.interface';
 import { loadOptional } from '../nest/optional-dependency';

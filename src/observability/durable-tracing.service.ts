@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type * as OTel from '@opentelemetry/api';
-import type { DurableObserver, RunAttemptInfo, StepInfo } from './durable-observer.interface';
-import { DurableObservers } from './durable-observers';
+import type { DurableObserver, RunAttemptInfo, StepInfo } from '../interfaces/durable-observer.interface';
+import { DurableObservers } from '../engine/durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
 import { loadOptional } from '../nest/optional-dependency';

@@ -8,7 +8,7 @@ import type { DurableDataSource } from '../options/durable-execution-options.int
  * A DataSource (ours, or one from the app's own copy of typeorm: told apart by shape, not `instanceof`)
  * or plain DataSource options.
  */
-type MigrationSource = DataSource | DurableDataSource | DataSourceOptions;
+export type MigrationSource = DataSource | DurableDataSource | DataSourceOptions;
 
 function isDataSource(source: MigrationSource): source is DurableDataSource {
   return (

@@ -15,6 +15,7 @@ import { RunRepository } from '../api/run.repository';
 export type { CrashPointName } from '../engine/crash-points';
 export { setPausePointHook } from '../engine/pause-points';
 export type { PausePointName, PausePointInfo, PausePointHook } from '../engine/pause-points';
+export type { RunCursor, RunStatus, RunView } from '../interfaces/run.interface';
 
 /** Where to crash: a point name, optionally `@<step index>` (e.g. `after-step-commit@3`). */
 export type CrashSpec = CrashPointName | `${CrashPointName}@${number}`;

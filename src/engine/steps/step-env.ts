@@ -1,7 +1,7 @@
 import type { RunCursor } from '../../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
-import type { StepInfo } from '../../observability/durable-observer.interface';
-import type { DurableObservers } from '../../observability/durable-observers';
+import type { StepInfo } from '../../interfaces/durable-observer.interface';
+import type { DurableObservers } from '../durable-observers';
 import type { Fence } from '../../store/run-state/fence';
 import type { CommandRow } from '../../store/run-state/load-replay';
 import type { RunStateStore } from '../../store/run-state/run-state.store';

@@ -26,6 +26,7 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
   private readonly logger = new Logger('DurableExecution');
   private readonly sweeps = new IntervalTask('retention sweep', () => this.sweepAndLog());
 
+  /** @internal Created by Nest dependency injection: not part of the API. */
   constructor(
     private readonly store: RetentionStore,
     @Inject(DURABLE_RETENTION_OPTIONS) private readonly options: ResolvedRetentionOptions,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DuplicateRegistrationError } from '../errors/duplicate-registration.error';
 import type { WorkflowMetadata } from '../interfaces/step-options.interface';
-import type { RunContext } from '../engine/run-context';
+import type { RunContext } from './run-context';
 
 /** A workflow class instance as the registry holds it. */
 export interface RegisteredWorkflow {

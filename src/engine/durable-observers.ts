@@ -7,7 +7,7 @@ import type {
   StepInfo,
   StepOutcome,
   WorkerTickInfo,
-} from './durable-observer.interface';
+} from '../interfaces/durable-observer.interface';
 
 type Wrap<T> = (next: () => Promise<T>) => Promise<T>;
 
