@@ -21,6 +21,9 @@ export type RunStop =
   | { kind: 'lease-lost'; error: LeaseLostError }
   | { kind: 'non-determinism'; error: NonDeterminismError };
 
+/** Why the worker's heartbeat stops a run: its lease is gone, or a cancel was requested. */
+export type HeartbeatStop = Extract<RunStop, { kind: 'lease-lost' | 'cancelled' }>;
+
 /** The stops that carry a typed error of their own. */
 type ErrorStop = Extract<RunStop, { error: Error }>;
 

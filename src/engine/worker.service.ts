@@ -14,15 +14,12 @@ import { DurableObservers } from './durable-observers';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import { RunStateStore } from '../store/run-state/run-state.store';
 import { ActiveRun } from './active-run';
-import type { RunStop } from './run-stop';
+import type { HeartbeatStop } from './run-stop';
 import { performance } from 'node:perf_hooks';
 import { crashPoint } from './crash-points';
 import { pausePoint } from './pause-points';
 import { Executor } from './executor.service';
 import type { WakeListener } from '../store/wake-listener';
-
-/** Why the heartbeat stops a run of this worker. */
-type EarlyStop = Extract<RunStop, { kind: 'lease-lost' | 'cancelled' }>;
 
 /**
  * Claims due runs (up to `concurrency` in flight), drives them through the executor, renews their
@@ -39,7 +36,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
    */
   private readonly inFlight = new Map<string, { claim: ClaimedRun; run?: ActiveRun; done: Promise<void> }>();
   /** Claims (by `<run id>:<epoch>`) whose lease was lost or cancel requested while being prepared. */
-  private readonly stopBeforeStart = new Map<string, EarlyStop>();
+  private readonly stopBeforeStart = new Map<string, HeartbeatStop>();
   private draining = false;
   private claiming = false;
   private again = false;
@@ -186,7 +183,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       // Rows come back only for the (id, epoch) pairs still owned: this claim's lease was renewed.
       const state = alive.get(claim.id);
       if (state && run) run.lease.renewed(sentAt);
-      const reason: EarlyStop | null = !state
+      const reason: HeartbeatStop | null = !state
         ? { kind: 'lease-lost', error: new LeaseLostError(claim.id, claim.epoch, 'heartbeat') }
         : state.cancelRequested
           ? { kind: 'cancelled', error: new RunCancelledError(claim.id, claim.cancelReason) }
