@@ -2,9 +2,8 @@ import { CommandFailedError } from '../../errors/command-failed.error';
 import { PayloadTooLargeError } from '../../errors/payload-too-large.error';
 import { SerializationError } from '../../errors/serialization.error';
 import type { CommandMetadata } from '../../interfaces/command.interface';
-import type { RunCursor } from '../../interfaces/run.interface';
 import { storableJson, toStoredJson } from '../../util/json';
-import type { StepEnv } from './step-env';
+import { cursorAt, StepEnv } from './step-env';
 
 /** The command being executed: key, index, name, arguments (JSON) and call fingerprint. */
 export interface Cmd {
@@ -79,13 +78,7 @@ export async function recordOutcome(
   { status, resultJson = null, error = null, event, payload = {}, resolution = null }: Outcome,
 ): Promise<void> {
   const stepName = `command:${meta.name}`;
-  const cursor: RunCursor = {
-    step: cmd.index,
-    name: stepName,
-    status: 'done',
-    attempt: env.attempt,
-    item: null,
-  };
+  const cursor = cursorAt(env, cmd.index, stepName, 'done');
   const seq = env.log.takeSeq();
   try {
     await env.fenced(

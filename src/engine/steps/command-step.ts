@@ -1,6 +1,5 @@
 import { CommandFailedError } from '../../errors/command-failed.error';
 import type { CommandContext, CommandMetadata, LookupResult } from '../../interfaces/command.interface';
-import type { RunCursor } from '../../interfaces/run.interface';
 import { jsonEqual, toStoredJson } from '../../util/json';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
@@ -15,7 +14,7 @@ import {
   replayOutcome,
   toolCallOf,
 } from './command-outcome';
-import { goLive, StepEnv } from './step-env';
+import { cursorAt, goLive, StepEnv } from './step-env';
 
 type Lookup = (command: string, key: string) => Promise<LookupResult>;
 
@@ -165,13 +164,7 @@ async function dispatch(
   cmd: Cmd,
   call: (ctx: CommandContext) => unknown,
 ): Promise<unknown> {
-  const cursor: RunCursor = {
-    step: cmd.index,
-    name: `command:${meta.name}`,
-    status: 'started',
-    attempt: env.attempt,
-    item: null,
-  };
+  const cursor = cursorAt(env, cmd.index, `command:${meta.name}`, 'started');
   const { cancelRequested, reserved } = await env.fenced(
     () => env.store.reserveCommand(env.fence, cursor, cmd, env.log.takePending()),
     'tool.command_reserved',

@@ -1,11 +1,10 @@
-import type { RunCursor } from '../../interfaces/run.interface';
 import type { StepMetadata } from '../../interfaces/step-options.interface';
 import { toStoredJson } from '../../util/json';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
 import { withRetry, withTimeout } from '../retry';
 import { runStorage } from '../run-storage';
-import { goLive, StepEnv } from './step-env';
+import { cursorAt, goLive, StepEnv } from './step-env';
 
 /** Token usage and provider request id of a model step, kept in the checkpoint's meta. */
 function modelMeta(output: unknown): { usage: unknown; requestId: unknown } | null {
@@ -48,14 +47,10 @@ export async function executeStep(
 async function markStarted(env: StepEnv, meta: StepMetadata, index: number): Promise<void> {
   const prior = env.cursor;
   const resumed = prior.step === index && prior.name === meta.name && prior.status === 'started';
-  const started: RunCursor = {
-    step: index,
-    name: meta.name,
-    status: 'started',
-    attempt: env.attempt,
-    item: resumed ? prior.item : null,
-    partial: resumed ? prior.partial : undefined,
-  };
+  const position = resumed
+    ? { item: prior.item, partial: prior.partial }
+    : { item: null, partial: undefined };
+  const started = cursorAt(env, index, meta.name, 'started', position);
   const event = meta.kind === 'model' ? 'model.call_started' : 'step.started';
   const payload = { step: index, name: meta.name };
   await env.fenced(
@@ -92,7 +87,7 @@ async function runStep(
   );
   const usage = meta.kind === 'model' ? modelMeta(output) : null;
   const metaJson = usage && JSON.stringify(usage);
-  const done: RunCursor = { step: index, name: meta.name, status: 'done', attempt: env.attempt, item: null };
+  const done = cursorAt(env, index, meta.name, 'done');
   const seq = env.log.takeSeq();
   const writes = [
     ...env.log.takePending(),

@@ -56,3 +56,17 @@ export interface StepEnv {
 export function goLive(env: StepEnv): Promise<void> | undefined {
   return env.log.replaying ? env.log.replayDone() : undefined;
 }
+
+/**
+ * The run's cursor at step `index` of this claim: `started` (a mark before a call leaves the process,
+ * with the intra-step position when there is one) or `done` (committed).
+ */
+export function cursorAt(
+  env: StepEnv,
+  index: number,
+  name: string,
+  status: RunCursor['status'],
+  position: { item: number | null; partial?: unknown } = { item: null },
+): RunCursor {
+  return { step: index, name, status, attempt: env.attempt, ...position };
+}

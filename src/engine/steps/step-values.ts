@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { DurableUsageError } from '../../errors/durable-usage.error';
-import type { RunCursor } from '../../interfaces/run.interface';
 import { toStoredJson } from '../../util/json';
 import { runStorage } from '../run-storage';
-import type { StepEnv } from './step-env';
+import { cursorAt, StepEnv } from './step-env';
 
 /**
  * `ctx.now()/uuid()/random()`. In the workflow body: recorded at the next index the first time (written
@@ -34,14 +33,7 @@ export async function progress(env: StepEnv, item: number, partial: unknown): Pr
   env.control.checkActive(false);
   // Refused here (once, not retried) rather than by PostgreSQL on every claim.
   toStoredJson(partial, `ctx.progress() partial of step "${step.name}"`, env.options.limits.maxOutputBytes);
-  const cursor: RunCursor = {
-    step: step.index,
-    name: step.name,
-    status: 'started',
-    attempt: env.attempt,
-    item,
-    partial,
-  };
+  const cursor = cursorAt(env, step.index, step.name, 'started', { item, partial });
   await env.fenced(() => env.store.progress(env.fence, cursor), 'progress');
   env.cursor = cursor;
 }
