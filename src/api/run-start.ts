@@ -31,7 +31,7 @@ export class RunStarter {
     kindOrWorkflow: string | WorkflowClass,
     input: unknown,
     opts: StartRunOptions,
-  ): Promise<StartRunResult> {
+  ): Promise<Omit<StartRunResult, 'result'>> {
     const kind = typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow) : kindOrWorkflow;
     const wf = this.registry.getWorkflow(kind);
     if (!wf) {

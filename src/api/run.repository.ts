@@ -88,7 +88,9 @@ export class RunRepository {
     input: unknown,
     opts: StartRunOptions = {},
   ): Promise<StartRunResult> {
-    return this.starter.start(kindOrWorkflow, input, opts);
+    const started = await this.starter.start(kindOrWorkflow, input, opts);
+    const result = (o?: { timeoutMs?: number }) => this.result(started.run.id, o);
+    return Object.defineProperty(started, 'result', { value: result, enumerable: false }) as StartRunResult;
   }
 
   /**

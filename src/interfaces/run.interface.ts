@@ -69,6 +69,12 @@ export interface StartRunOptions {
 export interface StartRunResult<I = unknown, O = unknown> {
   run: RunView<I, O>;
   created: boolean;
+  /**
+   * Waits for this run to end and returns its output, like `RunRepository.result(run.id, opts)`
+   * (through NOTIFY; RunFailedError, ResultTimeoutError). Not enumerable: the result still serialises
+   * as `{ run, created }`.
+   */
+  result(opts?: { timeoutMs?: number }): Promise<O>;
 }
 
 /** A `@DurableWorkflow` class: its `run(input, ctx)` gives a run's input and output types. */

@@ -294,6 +294,21 @@ describe('RunRepository.result() waits through NOTIFY (issue 14, item 5)', () =>
     expect(Date.now() - ended).toBeLessThan(5_000);
   });
 
+  it('the start result is a handle: result() waits for that run, and it still serialises as { run, created }', async () => {
+    const runs = app.get(RunRepository);
+    const started = await runs.start<{ items: string[]; shape: string }>('fan', {
+      items: [],
+      shape: 'undefined',
+    });
+    expect(JSON.parse(JSON.stringify(started))).toEqual({
+      run: expect.objectContaining({ id: started.run.id }),
+      created: true,
+    });
+    const waited = started.result({ timeoutMs: 20_000 });
+    await driveUntil(app, db, started.run.id);
+    await expect(waited).resolves.toEqual({ r: 'was null' });
+  });
+
   it('throws RunFailedError for a failed or cancelled run, ResultTimeoutError when it has not ended', async () => {
     const runs = app.get(RunRepository);
     const failing = await start({ items: [], shape: 'non-retryable' });
