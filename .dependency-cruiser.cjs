@@ -1,3 +1,5 @@
+/* eslint-env node */
+/* global module */
 /**
  * The layering of src/, checked by `npm run lint` (dependency-cruiser). Lower layers never import
  * higher ones; see docs/ARCHITECTURE.md ("Layers"). Type-only imports count too: a layer that needs a
