@@ -59,6 +59,8 @@ function isApiKeyGuard(guard: unknown): boolean {
 export function resolveAdminOptions(o: DurableAdminModuleOptions, built?: AdminMount): ResolvedAdminOptions {
   const problems: string[] = [];
   const guard = o?.guard;
+  // forRootAsync: the mount says whether the sign-in page is there when the factory does not.
+  const login = o?.login ?? built?.login ?? false;
   if (!guard && o?.allowAnonymous !== true) {
     problems.push(
       `${ADMIN} needs a guard (guard: YourAuthGuard or new ApiKeyAdminGuard({...})), or allowAnonymous: true to serve it to anyone who can reach it`,
@@ -76,12 +78,12 @@ export function resolveAdminOptions(o: DurableAdminModuleOptions, built?: AdminM
   if (ttl !== undefined && (!Number.isInteger(ttl) || ttl <= 0)) {
     problems.push(`${ADMIN}: login.sessionTtlMs must be a positive integer (got ${String(ttl)})`);
   }
-  if (o?.login && guard && !isApiKeyGuard(guard)) {
+  if (login && guard && !isApiKeyGuard(guard)) {
     problems.push(
       `${ADMIN}: login works with ApiKeyAdminGuard only (it signs a browser in with an API key); with your own guard, sign users in your own way`,
     );
   }
-  if (o?.login && !guard) problems.push(`${ADMIN}: login needs guard: new ApiKeyAdminGuard({...})`);
+  if (login && !guard) problems.push(`${ADMIN}: login needs guard: new ApiKeyAdminGuard({...})`);
   const schemes = o?.openApi?.securitySchemes;
   if (schemes !== undefined) {
     const entries = schemes && typeof schemes === 'object' ? Object.entries(schemes) : [];
@@ -97,7 +99,7 @@ export function resolveAdminOptions(o: DurableAdminModuleOptions, built?: AdminM
   return {
     ...o,
     path: mount.path,
-    login: o.login ? { sessionTtlMs: ttl ?? TWELVE_HOURS } : false,
+    login: login ? { sessionTtlMs: ttl ?? TWELVE_HOURS } : false,
   };
 }
 
