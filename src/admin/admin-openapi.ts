@@ -57,7 +57,7 @@ function schemesOf(
     'durable-admin-bearer': {
       type: 'http',
       scheme: 'bearer',
-      description: `The same API key, as Authorization: Bearer <key>.`,
+      description: 'The same API key, as Authorization: Bearer <key>.',
     },
   };
   if (o.login) {
@@ -73,8 +73,8 @@ function schemesOf(
 
 /**
  * Declares the admin API's security in the app's OpenAPI document: the schemes its guard reads under
- * `components.securitySchemes` (with ApiKeyAdminGuard: its header as an `apiKey` scheme, `Authorization:
- * Bearer`, and the sign-in cookie when `login` is on; with another guard, a generic bearer scheme or
+ * `components.securitySchemes` (with ApiKeyAdminGuard: its header as an `apiKey` scheme,
+ * `Authorization: Bearer`, and the sign-in cookie when `login` is on; with another guard, a generic bearer scheme or
  * the module's `openApi.securitySchemes`), and a `security` requirement (any one of them) on each admin
  * API operation. A scheme the document already declares under the same name is kept as it is.
  * `@nestjs/swagger` builds the document; this only edits it (swagger reads scheme definitions from the

@@ -52,8 +52,8 @@ export interface DurableAdminOpenApiOptions {
    * `components.securitySchemes` by `addDurableAdminSecurity(app, document)`. Default: with
    * ApiKeyAdminGuard, its header as an `apiKey` scheme and `Authorization: Bearer` as an `http` scheme
    * (plus the sign-in cookie when `login` is on); with any other guard, one generic `http` bearer scheme
-   * named `durable-admin`. Give the schemes your guard really reads (e.g. `{ bearer: { type: 'http',
-   * scheme: 'bearer', bearerFormat: 'JWT' } }`, the name your DocumentBuilder already uses).
+   * named `durable-admin`. Give the schemes your guard really reads, e.g. a JWT under the name your
+   * DocumentBuilder already declares (`bearer`), as an `http` scheme with `scheme: 'bearer'`.
    */
   securitySchemes?: Record<string, DurableSecurityScheme>;
 }
@@ -71,6 +71,7 @@ export interface DurableAdminModuleAsyncOptions extends Pick<ModuleMetadata, 'im
   login?: boolean;
   /** The observability routes (`metrics.path`, `health.path`, on or off); `false` for none at all. */
   observability?: DurableObservabilityRoutes | false;
+  /** Providers passed to `useFactory`, e.g. `[ConfigService]`. */
   inject?: FactoryProvider['inject'];
   /** The rest of the options: `guard` (or `allowAnonymous`), `operator`, `observability` settings, ... */
   useFactory: (...deps: any[]) => DurableAdminModuleOptions | Promise<DurableAdminModuleOptions>;
