@@ -73,7 +73,7 @@ export interface DurableAdminModuleAsyncOptions extends Pick<ModuleMetadata, 'im
   observability?: DurableObservabilityRoutes | false;
   /** Providers passed to `useFactory`, e.g. `[ConfigService]`. */
   inject?: FactoryProvider['inject'];
-  /** The rest of the options: `guard` (or `allowAnonymous`), `operator`, `observability` settings, ... */
+  /** The rest of the options: `guard` (or `allowAnonymous`), `operator`, `observability` settings, and so on. */
   useFactory: (...deps: any[]) => DurableAdminModuleOptions | Promise<DurableAdminModuleOptions>;
 }
 

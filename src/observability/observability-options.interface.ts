@@ -95,6 +95,8 @@ export interface DurableObservabilityRoutes {
  */
 export interface DurableObservabilityAsyncOptions
   extends DurableObservabilityRoutes, Pick<ModuleMetadata, 'imports'> {
+  /** Providers passed to `useFactory`, e.g. `[ConfigService]`. */
   inject?: FactoryProvider['inject'];
+  /** The options; the route options in its result must match the ones above. */
   useFactory: (...deps: any[]) => DurableObservabilityOptions | Promise<DurableObservabilityOptions>;
 }
