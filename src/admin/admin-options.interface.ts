@@ -38,7 +38,10 @@ export interface DurableAdminModuleOptions {
 
 /** Options of the admin sign-in page (`login`). */
 export interface DurableAdminLoginOptions {
-  /** How long a sign-in lasts (cookie `Max-Age`, and the expiry signed into the session). Default 12 h. */
+  /**
+   * How long a sign-in lasts (cookie `Max-Age`, and the expiry signed into the session), at least
+   * 1000 ms. Default 12 h.
+   */
   sessionTtlMs?: number;
 }
 

@@ -75,8 +75,8 @@ export function resolveAdminOptions(o: DurableAdminModuleOptions, built?: AdminM
     problems.push(`${ADMIN}: operator must be a function (request) => string`);
   }
   const ttl = typeof o?.login === 'object' && o.login ? o.login.sessionTtlMs : undefined;
-  if (ttl !== undefined && (!Number.isInteger(ttl) || ttl <= 0)) {
-    problems.push(`${ADMIN}: login.sessionTtlMs must be a positive integer (got ${String(ttl)})`);
+  if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 1000)) {
+    problems.push(`${ADMIN}: login.sessionTtlMs must be an integer of at least 1000 ms (got ${String(ttl)})`);
   }
   if (login && guard && !isApiKeyGuard(guard)) {
     problems.push(

@@ -126,7 +126,7 @@ describe('admin sign-in page (login: true)', () => {
         guard: new ApiKeyAdminGuard({ keys: { [OPS_KEY]: 'alice' } }),
         login: { sessionTtlMs: 0 },
       }),
-    ).toThrow(/login.sessionTtlMs must be a positive integer/);
+    ).toThrow(/login.sessionTtlMs must be an integer of at least 1000 ms/);
   });
 
   it('GET login is a form; a wrong key is a 401 without a cookie; the key sets an HttpOnly, SameSite=Strict cookie on the admin path', async () => {
