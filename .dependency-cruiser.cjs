@@ -1,4 +1,3 @@
-/* eslint-env node */
 /* global module */
 /**
  * The layering of src/, checked by `npm run lint` (dependency-cruiser). Lower layers never import
