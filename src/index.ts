@@ -89,6 +89,7 @@ export {
   InvalidRunStateError,
   LeaseLostError,
   MissingDependencyError,
+  MountMismatchError,
   NonDeterminismError,
   NonRetryableError,
   PayloadTooLargeError,
@@ -125,7 +126,16 @@ export {
 
 // Opt-in: admin API and run inspector.
 export { DurableAdminModule } from './admin/durable-admin.module';
-export type { DurableAdminModuleOptions } from './admin/admin-options.interface';
+export type {
+  DurableAdminLoginOptions,
+  DurableAdminModuleAsyncOptions,
+  DurableAdminModuleOptions,
+  DurableAdminOpenApiOptions,
+  DurableSecurityScheme,
+} from './admin/admin-options.interface';
+export { addDurableAdminSecurity } from './admin/admin-openapi';
+export type { OpenApiDocumentLike } from './admin/admin-openapi';
+export { DURABLE_ADMIN_CSRF_HEADER, DURABLE_ADMIN_SESSION_COOKIE } from './admin/login/admin-session';
 export { ApiKeyAdminGuard } from './admin/api-key-admin.guard';
 export type { ApiKeyAdminGuardOptions, ApiKeyHolder } from './admin/api-key-admin.guard';
 export { isDurableAdminAction } from './admin/admin-access.guard';
@@ -141,7 +151,9 @@ export { DurableObservabilityModule } from './observability/durable-observabilit
 export type {
   DurableHealthOptions,
   DurableMetricsOptions,
+  DurableObservabilityAsyncOptions,
   DurableObservabilityOptions,
+  DurableObservabilityRoutes,
   DurableTracingOptions,
   MetricsRegistryLike,
 } from './observability/observability-options.interface';

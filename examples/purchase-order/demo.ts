@@ -73,7 +73,7 @@ export interface DemoInspector {
   url: string;
   /** The key it asks for (`x-api-key`); null when anonymous. */
   key: string | null;
-  /** What to print: the login link and the API. */
+  /** What to print: the sign-in link and the API. */
   lines: string[];
   /** Stops the inspector, the simulated services and the demo's database. */
   close(): Promise<void>;

@@ -2,15 +2,13 @@ import {
   CanActivate,
   ExecutionContext,
   ForbiddenException,
-  Inject,
   Injectable,
   SetMetadata,
   UnsupportedMediaTypeException,
 } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
-import { isObservable, lastValueFrom } from 'rxjs';
-import { DURABLE_ADMIN_ACTION, DURABLE_ADMIN_OPTIONS, DURABLE_OPERATOR } from './admin.constants';
+import { DURABLE_ADMIN_ACTION, DURABLE_OPERATOR } from './admin.constants';
 import type { ResolvedAdminOptions } from './admin-options.interface';
+import { AdminGuardRef } from './admin-guard.ref';
 import { setAdminResponseHeaders } from '../nest/response-headers';
 
 /** Marks an admin handler that changes a run (guards can treat reads and actions apart). @internal */
@@ -37,21 +35,13 @@ export function operatorOf(request: any, options: Pick<ResolvedAdminOptions, 'op
  */
 @Injectable()
 export class AdminAccessGuard implements CanActivate {
-  private delegate?: Promise<CanActivate | null>;
-
-  constructor(
-    @Inject(DURABLE_ADMIN_OPTIONS) private readonly options: ResolvedAdminOptions,
-    private readonly moduleRef: ModuleRef,
-  ) {}
+  constructor(private readonly guard: AdminGuardRef) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     // First, so that a 401/403 from the app's guard carries them too.
     setAdminResponseHeaders(context.switchToHttp().getResponse());
-    const guard = await (this.delegate ??= this.resolve());
-    if (guard) {
-      const verdict = guard.canActivate(context);
-      const ok = isObservable(verdict) ? await lastValueFrom(verdict) : await verdict;
-      if (!ok) throw new ForbiddenException('The admin guard refused this request.');
+    if (!(await this.guard.allows(context))) {
+      throw new ForbiddenException('The admin guard refused this request.');
     }
     if (isDurableAdminAction(context)) {
       const type = String(context.switchToHttp().getRequest()?.headers?.['content-type'] ?? '');
@@ -62,17 +52,5 @@ export class AdminAccessGuard implements CanActivate {
       }
     }
     return true;
-  }
-
-  /** The guard instance: given, registered in the app, or created with the app's DI. */
-  private async resolve(): Promise<CanActivate | null> {
-    const g = this.options.guard;
-    if (!g) return null;
-    if (typeof g !== 'function') return g;
-    try {
-      return this.moduleRef.get(g, { strict: false });
-    } catch {
-      return this.moduleRef.create(g);
-    }
   }
 }

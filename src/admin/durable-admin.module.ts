@@ -1,43 +1,27 @@
-import { DynamicModule, Module } from '@nestjs/common';
-import { InvalidOptionsError } from '../errors/invalid-options.error';
+import { DynamicModule, Module, Provider, Type } from '@nestjs/common';
 import { observabilityModule } from '../observability/durable-observability.module';
-import { mountController, routePathProblem, trimPath } from '../nest/mount-controller';
+import { DURABLE_OBSERVABILITY_OPTIONS } from '../observability/observability.constants';
+import { mountController } from '../nest/mount-controller';
 import { AdminAccessGuard } from './admin-access.guard';
+import { AdminGuardRef } from './admin-guard.ref';
 import { DURABLE_ADMIN_OPTIONS } from './admin.constants';
-import type { DurableAdminModuleOptions, ResolvedAdminOptions } from './admin-options.interface';
+import type { DurableAdminModuleAsyncOptions, DurableAdminModuleOptions } from './admin-options.interface';
 import { AdminRedactor } from './admin-redactor';
 import { AdminRunsService } from './admin-runs.service';
 import { AdminRunsStore } from '../store/admin-runs.store';
 import { DurableInspectorController } from './controllers/inspector-page.controller';
 import { DurableRunActionsController } from './controllers/run-actions.controller';
 import { DurableRunsApiController } from './controllers/runs-api.controller';
+import { DurableLoginController } from './login/login.controller';
+import {
+  adminMount,
+  AdminMount,
+  adminObservabilityOptions,
+  resolveAdminOptions,
+} from './resolve-admin-options';
 
-/** Checks the options; the admin surface never starts open by accident. @internal */
-export function resolveAdminOptions(o: DurableAdminModuleOptions): ResolvedAdminOptions {
-  const problems: string[] = [];
-  const guard = o?.guard;
-  if (!guard && o?.allowAnonymous !== true) {
-    problems.push(
-      'DurableAdminModule needs a guard (guard: YourAuthGuard or new ApiKeyAdminGuard({...})), or allowAnonymous: true to serve it to anyone who can reach it',
-    );
-  }
-  if (guard && o.allowAnonymous)
-    problems.push('DurableAdminModule: give either guard or allowAnonymous, not both');
-  if (
-    guard &&
-    typeof guard !== 'function' &&
-    typeof (guard as { canActivate?: unknown }).canActivate !== 'function'
-  ) {
-    problems.push('DurableAdminModule: guard must be a CanActivate class or instance');
-  }
-  const pathProblem = routePathProblem('path', o?.path);
-  if (pathProblem) problems.push(`DurableAdminModule: ${pathProblem}`);
-  if (o?.operator !== undefined && typeof o.operator !== 'function') {
-    problems.push('DurableAdminModule: operator must be a function (request) => string');
-  }
-  if (problems.length) throw new InvalidOptionsError(problems);
-  return { ...o, path: trimPath(o.path ?? 'durable') };
-}
+/** Where a forRootAsync factory's result is kept for the admin and observability options. */
+const ADMIN_FACTORY_RESULT = Symbol('durable-execution:admin-factory-result');
 
 /**
  * The operator surface, opt-in: a REST API under `/<path>/api` (list, inspect, cancel, retry, approve,
@@ -53,26 +37,91 @@ export function resolveAdminOptions(o: DurableAdminModuleOptions): ResolvedAdmin
 export class DurableAdminModule {
   static forRoot(options: DurableAdminModuleOptions): DynamicModule {
     const resolved = resolveAdminOptions(options);
-    const path = resolved.path;
-    const api = path ? `${path}/api` : 'api';
-    return {
-      module: DurableAdminModule,
-      imports:
-        resolved.observability === false
-          ? []
-          : [observabilityModule(resolved.observability ?? {}, path ? `${path}/health` : 'health')],
-      providers: [
-        { provide: DURABLE_ADMIN_OPTIONS, useValue: resolved },
-        AdminAccessGuard,
-        AdminRedactor,
-        AdminRunsService,
-        AdminRunsStore,
-      ],
-      controllers: [
-        mountController(DurableRunsApiController, api),
-        mountController(DurableRunActionsController, api),
-        mountController(DurableInspectorController, path),
-      ],
-    };
+    const mount = adminMount(resolved);
+    const observability = adminObservabilityOptions(resolved, mount);
+    return adminModule(
+      mount,
+      { provide: DURABLE_ADMIN_OPTIONS, useValue: resolved },
+      observability === false
+        ? undefined
+        : { provide: DURABLE_OBSERVABILITY_OPTIONS, useValue: observability },
+      [],
+    );
   }
+
+  /**
+   * The same, with options from a factory: the guard, its keys, `operator` and the observability settings
+   * (guards, thresholds) can come from ConfigService. Routes are mounted when the module is built, before
+   * the factory runs: `path`, `login` and the observability routes (`metrics.path`, `health.path`, or
+   * `false`) are given here, next to `useFactory`. The factory may leave them out or repeat them; a
+   * different value fails the bootstrap with `MountMismatchError`, and invalid options with
+   * `InvalidOptionsError`, as `forRoot` does.
+   * @example
+   * ```ts
+   * DurableAdminModule.forRootAsync({
+   *   path: 'ops/durable',
+   *   login: true,
+   *   inject: [ConfigService],
+   *   useFactory: (config: ConfigService) => ({
+   *     guard: new ApiKeyAdminGuard({ keys: { [config.getOrThrow<string>('OPS_KEY')]: 'oncall' } }),
+   *   }),
+   * })
+   * ```
+   */
+  static forRootAsync(options: DurableAdminModuleAsyncOptions): DynamicModule {
+    const mount = adminMount(options);
+    // One module runs the app's factory; the admin and the observability options both read its result.
+    const factoryResult: DynamicModule = {
+      module: class DurableAdminOptionsFactory {},
+      imports: options.imports ?? [],
+      providers: [
+        { provide: ADMIN_FACTORY_RESULT, useFactory: options.useFactory, inject: options.inject ?? [] },
+      ],
+      exports: [ADMIN_FACTORY_RESULT],
+    };
+    return adminModule(
+      mount,
+      {
+        provide: DURABLE_ADMIN_OPTIONS,
+        useFactory: (raw: DurableAdminModuleOptions) => resolveAdminOptions(raw, mount),
+        inject: [ADMIN_FACTORY_RESULT],
+      },
+      mount.observability === false
+        ? undefined
+        : {
+            provide: DURABLE_OBSERVABILITY_OPTIONS,
+            useFactory: (raw: DurableAdminModuleOptions) => adminObservabilityOptions(raw, mount),
+            inject: [ADMIN_FACTORY_RESULT],
+          },
+      [factoryResult],
+    );
+  }
+}
+
+/** The admin module as `mount` says, with its options (and its observability's) from these providers. */
+function adminModule(
+  mount: AdminMount,
+  options: Provider,
+  observability: Provider | undefined,
+  imports: DynamicModule[],
+): DynamicModule {
+  const { path } = mount;
+  const api = path ? `${path}/api` : 'api';
+  const controllers: Type<object>[] = [
+    mountController(DurableRunsApiController, api),
+    mountController(DurableRunActionsController, api),
+    mountController(DurableInspectorController, path),
+  ];
+  if (mount.login) controllers.push(mountController(DurableLoginController, path));
+  return {
+    module: DurableAdminModule,
+    imports: [
+      ...imports,
+      ...(mount.observability === false || !observability
+        ? []
+        : [observabilityModule(mount.observability, observability, imports)]),
+    ],
+    providers: [options, AdminGuardRef, AdminAccessGuard, AdminRedactor, AdminRunsService, AdminRunsStore],
+    controllers,
+  };
 }

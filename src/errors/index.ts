@@ -23,3 +23,4 @@ export * from './schema-conflict.error';
 export * from './durable-usage.error';
 export * from './run-failed.error';
 export * from './result-timeout.error';
+export * from './mount-mismatch.error';

@@ -29,6 +29,7 @@ export class DurableTracing implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
+    if (this.options.tracing === false) return; // a forRootAsync factory switched it off
     this.api = loadOptional<typeof OTel>('@opentelemetry/api', 'DurableObservabilityModule tracing');
     const observer: DurableObserver = {
       runAttemptStarted: (info) => this.runs.set(key(info), this.startRun(info)),

@@ -1,9 +1,14 @@
-import { Get, Header } from '@nestjs/common';
+import { Get, Header, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '../nest/openapi';
 import { DurableMetrics } from './durable-metrics.service';
+import { MetricsAccessGuard } from './route-access.guard';
 
-/** `GET /metrics`: the Prometheus text exposition. Mounted by `DurableObservabilityModule`. */
+/**
+ * `GET /metrics`: the Prometheus text exposition. Mounted by `DurableObservabilityModule`; open unless
+ * `metrics.guard` is set.
+ */
 @ApiExcludeController()
+@UseGuards(MetricsAccessGuard)
 export class DurableMetricsController {
   constructor(private readonly metrics: DurableMetrics) {}
 

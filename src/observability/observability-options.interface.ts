@@ -1,3 +1,5 @@
+import type { CanActivate, FactoryProvider, ModuleMetadata, Type } from '@nestjs/common';
+
 /** The part of a prom-client `Registry` the module uses (so the types need no prom-client import). */
 export interface MetricsRegistryLike {
   registerMetric(metric: any): void;
@@ -19,6 +21,15 @@ export interface DurableMetricsOptions {
   snapshotTtlMs?: number;
   /** Buckets of the step and attempt duration histograms, in seconds. */
   buckets?: number[];
+  /**
+   * Protects the metrics route, like the admin module's `guard`: a Nest `CanActivate` class (resolved
+   * with the app's DI) or an instance, e.g. `new ApiKeyAdminGuard({...})` (Prometheus sends it as
+   * `authorization: { credentials: <key> }`, a Bearer header). Default: none, the route is open, since
+   * most scrapers send no credentials; it shows counts and timings, never run data. Guard it when the
+   * port is reachable from outside the network your scrapers live in (workflow names, backlog and
+   * failure rates are business information), at the cost of configuring every scraper with a secret.
+   */
+  guard?: Type<CanActivate> | CanActivate;
 }
 
 /** OpenTelemetry spans through `@opentelemetry/api` (no-op until the app installs an SDK). */
@@ -45,6 +56,12 @@ export interface DurableHealthOptions {
    * guarded endpoint).
    */
   detailed?: boolean;
+  /**
+   * Protects the health route, like the admin module's `guard` (a `CanActivate` class resolved with the
+   * app's DI, or an instance). Default: none, since Kubernetes probes send no credentials. A guarded
+   * route may then show `detailed` output; `detailed` stays off unless you set it.
+   */
+  guard?: Type<CanActivate> | CanActivate;
 }
 
 /** Options of `DurableObservabilityModule.forRoot()` (or `observability` of the admin module). */
@@ -55,4 +72,31 @@ export interface DurableObservabilityOptions {
   tracing?: DurableTracingOptions | false;
   /** `false` turns the health endpoint off. Default on (needs @nestjs/terminus). */
   health?: DurableHealthOptions | false;
+}
+
+/**
+ * The routes of the observability module, fixed when the module is built (before any factory runs):
+ * whether each one is mounted and where. `tracing: false` leaves the tracing provider out.
+ */
+export interface DurableObservabilityRoutes {
+  /** `false`: no metrics route (and no prom-client needed). Default mounted at `metrics`. */
+  metrics?: { path?: string } | false;
+  /** `false`: no health route (and no @nestjs/terminus needed). Default mounted at `durable/health` (`health` under the admin path). */
+  health?: { path?: string } | false;
+  /** `false`: no tracing at all. Default: tracing when @opentelemetry/api is installed (the factory may still return `tracing: false`). */
+  tracing?: false;
+}
+
+/**
+ * Options of `DurableObservabilityModule.forRootAsync`: the routes here, everything else (guards,
+ * registry, thresholds, `detailed`) from the factory. The factory's result may leave `metrics.path`,
+ * `health.path` and the on/off of `metrics` and `health` out or repeat them; a different value fails the
+ * bootstrap with `MountMismatchError`.
+ */
+export interface DurableObservabilityAsyncOptions
+  extends DurableObservabilityRoutes, Pick<ModuleMetadata, 'imports'> {
+  /** Providers passed to `useFactory`, e.g. `[ConfigService]`. */
+  inject?: FactoryProvider['inject'];
+  /** The options; the route options in its result must match the ones above. */
+  useFactory: (...deps: any[]) => DurableObservabilityOptions | Promise<DurableObservabilityOptions>;
 }

@@ -1,12 +1,11 @@
 import { INestApplication } from '@nestjs/common';
 import { createOrdersApp } from '../../examples/purchase-order/http/orders.app';
 import { demoAdminAccess, describeAccess } from '../../examples/purchase-order/inspector/admin-access';
-import { KEY_COOKIE } from '../../examples/purchase-order/inspector/browser-login';
 import { createInspectorApp } from '../../examples/purchase-order/inspector/inspector-app';
 import { SimulatedServices, startSimulatedServices } from '../../examples/purchase-order/simulated/services';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
-import { InvalidOptionsError } from '../../src';
+import { DURABLE_ADMIN_SESSION_COOKIE, InvalidOptionsError } from '../../src';
 
 const KEY = 'demo-admin-key-0123456789';
 
@@ -143,19 +142,30 @@ describe('purchase-order HTTP app (npm run start:demo)', () => {
       expect(html).toContain('demo-operator'); // the name the event trail records for the demo's key
     });
 
-    it('the login link puts the key in an HttpOnly cookie that opens the inspector in a browser', async () => {
-      const bad = await fetch(`${base}/durable/login?key=not-the-key-0123456789`, { redirect: 'manual' });
+    it("the library's sign-in page puts a session in an HttpOnly cookie that opens the inspector in a browser", async () => {
+      const form = await fetch(`${base}/durable/login`);
+      expect(form.status).toBe(200);
+      expect(await form.text()).toContain('data-testid="login-form"');
+      const signIn = (key: string) =>
+        fetch(`${base}/durable/login`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ key }).toString(),
+        });
+      const bad = await signIn('not-the-key-0123456789');
       expect(bad.status).toBe(401);
       expect(bad.headers.get('set-cookie')).toBeNull();
 
-      const login = await fetch(`${base}/durable/login?key=${KEY}`, { redirect: 'manual' });
+      const login = await signIn(KEY);
       expect(login.status).toBe(303);
       expect(login.headers.get('location')).toBe('/durable');
       const cookie = login.headers.get('set-cookie')!;
-      expect(cookie).toMatch(new RegExp(`^${KEY_COOKIE}=${KEY};`));
+      expect(cookie).toMatch(new RegExp(`^${DURABLE_ADMIN_SESSION_COOKIE}=v1\\.`));
+      expect(cookie).not.toContain(KEY); // a session made from the key, not the key
       expect(cookie).toMatch(/HttpOnly/);
       expect(cookie).toMatch(/SameSite=Strict/);
-      expect(cookie).toMatch(/Path=\/durable/);
+      expect(cookie).toMatch(/Path=\/durable;/);
 
       const jar = { cookie: cookie.split(';')[0] };
       const list = await fetch(`${base}/durable`, { headers: jar });
@@ -164,7 +174,9 @@ describe('purchase-order HTTP app (npm run start:demo)', () => {
       expect(run.status).toBe(200);
       expect(await run.text()).toContain('data-testid="run-status"');
       // A wrong cookie is still refused by the guard.
-      const forged = await fetch(`${base}/durable`, { headers: { cookie: `${KEY_COOKIE}=${KEY}x` } });
+      const forged = await fetch(`${base}/durable`, {
+        headers: { cookie: `${DURABLE_ADMIN_SESSION_COOKIE}=${KEY}` },
+      });
       expect(forged.status).toBe(401);
       // The demo's own routes are not touched.
       expect((await fetch(`${base}/orders/${runId}`)).status).toBe(200);
@@ -177,7 +189,7 @@ describe('purchase-order HTTP app (npm run start:demo)', () => {
       expect(made.options.guard).toBeDefined();
       expect(made.options.allowAnonymous).toBeUndefined();
       expect(describeAccess('http://127.0.0.1:3000', made)[0]).toBe(
-        `run inspector: http://127.0.0.1:3000/durable/login?key=${made.key}   (opens http://127.0.0.1:3000/durable)`,
+        `run inspector: http://127.0.0.1:3000/durable/login#key=${made.key}   (sign in, then http://127.0.0.1:3000/durable)`,
       );
       const given = demoAdminAccess({ DEMO_ADMIN_KEY: KEY });
       expect(given).toMatchObject({ key: KEY, source: 'DEMO_ADMIN_KEY' });

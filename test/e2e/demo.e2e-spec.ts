@@ -82,7 +82,7 @@ describe('purchase-order demo (naive vs durable under a rolling deploy)', () => 
     const inspector = report.inspector!;
     expect(inspector.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/durable$/);
     expect(inspector.key).toMatch(/^[0-9a-f]{24}$/); // made for the process (no DEMO_ADMIN_KEY here)
-    expect(inspector.lines[0]).toContain(`${inspector.url}/login?key=${inspector.key}`);
+    expect(inspector.lines[0]).toContain(`${inspector.url}/login#key=${inspector.key}`);
     expect((await fetch(`${inspector.url}/api/runs/${shots.runId}`)).status).toBe(401);
     const headers = { 'x-api-key': inspector.key! };
     const detail = (await (

@@ -7,7 +7,7 @@
  *   curl -s localhost:3000/orders/<id>
  *
  * The run inspector is at /durable (admin API at /durable/api), behind `ApiKeyAdminGuard`: the key is
- * DEMO_ADMIN_KEY (16+ characters), else one made at start-up and printed with a login link;
+ * DEMO_ADMIN_KEY (16+ characters), else one made at start-up and printed with a sign-in link;
  * DEMO_ADMIN_ANONYMOUS=1 serves it without a key (a local demo only).
  */
 import 'reflect-metadata';

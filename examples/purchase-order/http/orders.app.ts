@@ -11,7 +11,6 @@ import type { ValidationError } from 'class-validator';
 import { DurableExecutionModule } from '../../../src'; // in an app: 'nestjs-durable-execution'
 import type { ServiceSettings } from '../config';
 import { demoAdminAccess, type DemoAdminAccess } from '../inspector/admin-access';
-import { installBrowserLogin } from '../inspector/browser-login';
 import { demoAdminModule } from '../inspector/inspector-app';
 import { durableOptions, PurchaseOrderModule } from '../purchase-order.module';
 import { OrdersController } from './orders.controller';
@@ -61,7 +60,6 @@ export async function createOrdersApp(opts: OrdersAppOptions): Promise<INestAppl
 
   const app = await NestFactory.create(OrdersAppModule, { logger: ['error', 'warn'] });
   app.useGlobalPipes(validationPipe());
-  installBrowserLogin(app, admin);
   await app.init();
   return app;
 }

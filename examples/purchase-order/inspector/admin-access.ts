@@ -6,8 +6,10 @@
  * - `DEMO_ADMIN_ANONYMOUS=1`: `allowAnonymous: true`, for a local demo on 127.0.0.1 only, said explicitly;
  * - neither: `ApiKeyAdminGuard` with a random key made at start-up and printed once (as Jupyter does).
  *
- * A browser cannot send an `x-api-key` header by itself, so `browser-login.ts` adds a login link that
- * keeps the key in an HttpOnly cookie and hands it to the guard as that header.
+ * A browser cannot send an `x-api-key` header by itself, so the demo turns on the admin module's sign-in
+ * page (`login: true`, see inspector-app.ts): `/durable/login` takes the key and keeps a session in an
+ * HttpOnly cookie. The link printed at start-up carries the key in its `#fragment`, which fills the form
+ * in the browser and never reaches the server.
  */
 import { randomBytes } from 'node:crypto';
 import { ApiKeyAdminGuard, type DurableAdminModuleOptions } from '../../../src'; // in an app: 'nestjs-durable-execution'
@@ -41,7 +43,10 @@ export function demoAdminAccess(env: NodeJS.ProcessEnv = process.env): DemoAdmin
   return { options: { guard }, key, source: given ? 'DEMO_ADMIN_KEY' : 'generated' };
 }
 
-/** Lines to print at start-up: where the inspector is and how to get in. `origin` is `http://host:port`. */
+/**
+ * Lines to print at start-up: where the inspector is and how to get in (the sign-in link, its key in the
+ * fragment for a key made here). `origin` is `http://host:port`.
+ */
 export function describeAccess(origin: string, access: DemoAdminAccess): string[] {
   const page = `${origin}/${ADMIN_PATH}`;
   if (!access.key) {
@@ -52,7 +57,9 @@ export function describeAccess(origin: string, access: DemoAdminAccess): string[
   }
   const shown = access.source === 'generated' ? access.key : '$DEMO_ADMIN_KEY';
   return [
-    `run inspector: ${page}/login?key=${shown}   (opens ${page})`,
+    access.source === 'generated'
+      ? `run inspector: ${page}/login#key=${shown}   (sign in, then ${page})`
+      : `run inspector: ${page}/login   (sign in with $DEMO_ADMIN_KEY, then ${page})`,
     `  API: curl -H 'x-api-key: ${shown}' ${page}/api/runs`,
     access.source === 'generated'
       ? '  (a key made for this process; set DEMO_ADMIN_KEY, 16+ characters, to choose it, or DEMO_ADMIN_ANONYMOUS=1 for none)'

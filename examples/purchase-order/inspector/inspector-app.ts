@@ -7,11 +7,13 @@ import { DynamicModule, INestApplication, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DurableAdminModule, DurableExecutionModule } from '../../../src'; // in an app: 'nestjs-durable-execution'
 import { ADMIN_PATH, type DemoAdminAccess } from './admin-access';
-import { installBrowserLogin } from './browser-login';
 
-/** `DurableAdminModule` as the demo mounts it: at `/durable`, guarded as `access` says. */
+/**
+ * `DurableAdminModule` as the demo mounts it: at `/durable`, guarded as `access` says, with the library's
+ * sign-in page (`/durable/login`) when there is a key, since a browser cannot send `x-api-key` by itself.
+ */
 export function demoAdminModule(access: DemoAdminAccess): DynamicModule {
-  return DurableAdminModule.forRoot({ path: ADMIN_PATH, ...access.options });
+  return DurableAdminModule.forRoot({ path: ADMIN_PATH, ...access.options, login: access.key !== null });
 }
 
 export async function createInspectorApp(opts: {
@@ -31,7 +33,6 @@ export async function createInspectorApp(opts: {
   class DemoInspectorModule {}
 
   const app = await NestFactory.create(DemoInspectorModule, { logger: ['error', 'warn'] });
-  installBrowserLogin(app, opts.access);
   await app.init();
   return app;
 }

@@ -1,11 +1,11 @@
 import { Get, Header, Inject, Param, Query, Req, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { AdminAccessGuard, operatorOf } from '../admin-access.guard';
-import { AdminErrorFilter } from '../admin-error.filter';
 import { AdminRunsService } from '../admin-runs.service';
 import { adminValidationPipe } from '../admin-validation.pipe';
 import { DURABLE_ADMIN_OPTIONS } from '../admin.constants';
 import type { ResolvedAdminOptions } from '../admin-options.interface';
 import { ListRunsQueryDto } from '../dto/list-runs-query.dto';
+import { InspectorErrorFilter } from '../login/inspector-error.filter';
 import { ApiExcludeController } from '../../nest/openapi';
 import { INSPECTOR_CSP } from '../page/content-security-policy';
 import { renderRunPage } from '../page/run-page';
@@ -18,11 +18,14 @@ function pathOf(req: any): string {
   return url.split('?')[0].replace(/\/+$/, '');
 }
 
-/** The run inspector: server-rendered HTML, one inline script, nothing loaded from elsewhere. */
+/**
+ * The run inspector: server-rendered HTML, one inline script, nothing loaded from elsewhere. With
+ * `login` on, a browser that is not signed in gets the sign-in form (a 401).
+ */
 @ApiExcludeController()
 @UseGuards(AdminAccessGuard)
 @UsePipes(adminValidationPipe())
-@UseFilters(AdminErrorFilter)
+@UseFilters(InspectorErrorFilter)
 export class DurableInspectorController {
   constructor(
     private readonly admin: AdminRunsService,
@@ -36,7 +39,14 @@ export class DurableInspectorController {
   @Header('Content-Security-Policy', INSPECTOR_CSP)
   async runs(@Query() query: ListRunsQueryDto, @Req() req: unknown): Promise<string> {
     const [page, stats] = await Promise.all([this.admin.list(query), this.admin.stats()]);
-    return renderRunsPage(pathOf(req), operatorOf(req, this.options), query, page, stats);
+    return renderRunsPage(
+      pathOf(req),
+      operatorOf(req, this.options),
+      query,
+      page,
+      stats,
+      !!this.options.login,
+    );
   }
 
   @Get('runs/:id')
@@ -47,6 +57,6 @@ export class DurableInspectorController {
   async run(@Param('id', runIdPipe()) id: string, @Req() req: unknown): Promise<string> {
     const detail = await this.admin.detail(id);
     const base = pathOf(req).replace(/\/runs\/[^/]+$/, '');
-    return renderRunPage(base, operatorOf(req, this.options), detail);
+    return renderRunPage(base, operatorOf(req, this.options), detail, !!this.options.login);
   }
 }

@@ -55,7 +55,8 @@ export function dur(ms: number | null | undefined): string {
 export const badge = (status: string, testId?: string) =>
   html`<span class="badge s-${status}" ${testId ? raw(`data-testid="${esc(testId)}"`) : ''}>${status}</span>`;
 
-const CSS = `
+/** The pages' one stylesheet (inline: the CSP allows inline styles, nothing from elsewhere). */
+export const CSS = `
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2330;background:#f5f6f8}
 header{background:#1f2330;color:#fff;padding:10px 24px;display:flex;gap:16px;align-items:center}
 header a{color:#fff;text-decoration:none;font-weight:600}header .who{margin-left:auto;opacity:.8;font-size:13px}
@@ -81,22 +82,30 @@ button.primary{background:#1d4fb8;border-color:#1d4fb8;color:#fff}button.danger{
 button:disabled{opacity:.5;cursor:default}input,select{font:inherit;padding:3px 6px;border:1px solid #b9c0cf;border-radius:6px}
 form.inline{display:inline-flex;gap:6px;align-items:center;margin:2px 0}
 #flash{display:none;padding:8px 12px;border-radius:8px;margin-bottom:12px}#flash.ok{display:block;background:#dcf5e3}
-#flash.err{display:block;background:#fde0e0}.muted{color:#7b8294}.filters{display:flex;gap:8px;align-items:center;flex-wrap:wrap}
+#flash.err{display:block;background:#fde0e0}header form{margin:0}header button{color:#fff;background:none;border-color:#5b6275}.muted{color:#7b8294}.filters{display:flex;gap:8px;align-items:center;flex-wrap:wrap}
 `;
 
-/** The page shell: header, flash area, content and the inline script (no external resources at all). */
+/**
+ * The page shell: header, flash area, content and the inline script (no external resources at all).
+ * `signOut` adds a sign-out button (the admin module's `login`).
+ */
 export function layout(
   title: string,
   base: string,
   operator: string,
   body: Raw,
   data: Record<string, string> = {},
+  signOut = false,
 ): string {
   const attrs = Object.entries(data)
     .map(([k, v]) => ` data-${k}="${esc(v)}"`)
     .join('');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(title)}</title><style>${CSS}</style></head><body${attrs}>
-<header><a href="${esc(base)}">Durable runs</a><span class="who">operator: <b>${esc(operator)}</b></span></header>
+<header><a href="${esc(base)}">Durable runs</a><span class="who">operator: <b>${esc(operator)}</b></span>${
+    signOut
+      ? `<form method="post" action="${esc(base)}/logout"><button type="submit">Sign out</button></form>`
+      : ''
+  }</header>
 <main><div id="flash"></div>${body.value}</main><script>${PAGE_SCRIPT}</script></body></html>`;
 }

@@ -1,6 +1,7 @@
 /**
  * The inspector's only script, inlined in every page. A button with `data-action` POSTs JSON to
- * `<data-api>/<action>` with its `data-body` merged with the fields of its form (fields marked
+ * `<data-api>/<action>` (with `X-Durable-Admin: 1`, which an action signed in by cookie needs) with its
+ * `data-body` merged with the fields of its form (fields marked
  * `data-json` are parsed as JSON), then reloads and shows what was recorded. A live run's page reloads
  * when the run changes (every 1.5 s it asks the API), so a resumed run is seen finishing.
  */
@@ -28,7 +29,7 @@ export const PAGE_SCRIPT = `(function () {
     btn.disabled = true;
     fetch(body.getAttribute('data-api') + '/' + btn.getAttribute('data-action'), {
       method: 'POST', credentials: 'same-origin',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'x-durable-admin': '1' },
       body: JSON.stringify(payload)
     }).then(function (res) {
       return res.json().catch(function () { return {}; }).then(function (data) {

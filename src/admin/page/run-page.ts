@@ -61,7 +61,7 @@ function runActions(d: AdminRunDetail): Raw {
 }
 
 /** One run: summary, actions, commands, steps with durations and the epoch-by-epoch timeline. */
-export function renderRunPage(base: string, operator: string, d: AdminRunDetail): string {
+export function renderRunPage(base: string, operator: string, d: AdminRunDetail, signOut = false): string {
   const r = d.run;
   const t = d.timeline;
   const took =
@@ -151,9 +151,16 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail)
           : raw('')
       }
     </div>`;
-  return layout(`${r.kind} ${r.id.slice(0, 8)} · ${r.status}`, base, operator, body, {
-    api: `${base}/api/runs/${r.id}`,
-    live: String(!TERMINAL_STATUSES.includes(r.status)),
-    updated: new Date(r.updatedAt).toISOString(),
-  });
+  return layout(
+    `${r.kind} ${r.id.slice(0, 8)} · ${r.status}`,
+    base,
+    operator,
+    body,
+    {
+      api: `${base}/api/runs/${r.id}`,
+      live: String(!TERMINAL_STATUSES.includes(r.status)),
+      updated: new Date(r.updatedAt).toISOString(),
+    },
+    signOut,
+  );
 }

@@ -37,6 +37,7 @@ export function renderRunsPage(
   q: ListRunsQueryDto,
   page: AdminRunPage,
   stats: RunStats,
+  signOut = false,
 ): string {
   const total = Object.values(stats.byStatus).reduce((a, b) => a + b, 0);
   const counts = RUN_STATUSES.map(
@@ -115,5 +116,5 @@ export function renderRunsPage(
       </tbody>
     </table>
     ${page.next ? html`<p><a href="${base}${query(q, { after: page.next })}" data-testid="next-page">Next page →</a></p>` : ''}`;
-  return layout('Durable runs', base, operator, body, { api: `${base}/api` });
+  return layout('Durable runs', base, operator, body, { api: `${base}/api` }, signOut);
 }
