@@ -6,7 +6,8 @@
 # on throw-away databases, in both migration modes (MIGRATIONS=module: the module applies its
 # migrations; MIGRATIONS=app: the app's DataSource lists DURABLE_EXECUTION_MIGRATIONS with
 # migrationsRun: true, and the module has database.migrationsRun: false):
-#   - an API process (worker.enabled false, the workflow not registered) starts a run over HTTP;
+#   - an API process (worker.enabled false, the workflow not registered) starts a typed run over HTTP
+#     (runs.start(GreetingWorkflow, input)), and DurableExceptionFilter maps every request-time code;
 #   - a worker process (the workflow registered) finishes it: the run is polled to 'succeeded';
 #   - in both processes the app's interval ticks about once per 100 ms (7-13 ticks in 1 s, not twice);
 #   - on the app-migrated database, a boot with the module's migrationsRun left true fails fast with
@@ -92,6 +93,19 @@ scenario() { # app-dir label migrations-mode
   local api_ticks
   api_ticks="$(node -e 'fetch(process.argv[1]).then((r) => r.json()).then((b) => console.log(b.ticks))' "http://127.0.0.1:$port/ticks")"
   ticks_ok "$api_ticks" "$label/$mode API process"
+  # DurableExceptionFilter maps each code a request can raise to its HTTP status.
+  node -e '
+    const expected = { DURABLE_RUN_NOT_FOUND: 404, DURABLE_COMMAND_NOT_FOUND: 404, DURABLE_INVALID_RUN_STATE: 409,
+      DURABLE_INVALID_COMMAND_STATE: 409, DURABLE_IDEMPOTENCY_CONFLICT: 409, DURABLE_INVALID_ARGUMENT: 400,
+      DURABLE_NOT_SERIALIZABLE: 400, DURABLE_PAYLOAD_TOO_LARGE: 413 };
+    (async () => {
+      for (const [code, status] of Object.entries(expected)) {
+        const r = await fetch(process.argv[1] + code, { method: "POST" });
+        const b = await r.json();
+        if (r.status !== status || b.code !== code) throw new Error(code + ": " + r.status + " " + JSON.stringify(b));
+      }
+    })().catch((e) => { console.error(e.message); process.exit(1); })' "http://127.0.0.1:$port/errors/" ||
+    { cat "$proc_log" >&2; fail "$label/$mode: DurableExceptionFilter did not map a code to its status"; }
   [ "$(sql "$url" "select status from ai_runs where id = '$id'")" = pending ] ||
     fail "$label/$mode: the run is not pending after the API process started it"
   stop "$api"
@@ -127,7 +141,7 @@ scenario() { # app-dir label migrations-mode
       { cat "$proc_log" >&2; fail "$label/app: a boot with the module's migrationsRun true did not fail with DURABLE_SCHEMA_CONFLICT (exit $code): $proc_line"; }
   fi
   sql "$admin_url" "drop database \"$db\" with (force)"
-  echo "fresh apps: $label, migrations by the $mode: run $id started by the API process, succeeded in the worker; ticks in 1 s: API $api_ticks, worker $worker_ticks$([ "$mode" = app ] && echo '; module migrationsRun true fails with DURABLE_SCHEMA_CONFLICT') ($((SECONDS - t0)) s)"
+  echo "fresh apps: $label, migrations by the $mode: run $id started by the API process (typed; 8 error codes mapped by the filter), succeeded in the worker; ticks in 1 s: API $api_ticks, worker $worker_ticks$([ "$mode" = app ] && echo '; module migrationsRun true fails with DURABLE_SCHEMA_CONFLICT') ($((SECONDS - t0)) s)"
 }
 
 for app in app-typeorm03 app-typeorm1; do

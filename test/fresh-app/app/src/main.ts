@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { DurableExceptionFilter } from 'nestjs-durable-execution';
 import { AppModule } from './app.module';
 import { TicksService } from './ticks.service';
 
@@ -16,6 +17,7 @@ async function bootstrap(): Promise<void> {
   }
   const api = await NestFactory.create(AppModule.forRole('api'), { abortOnError: false });
   api.enableShutdownHooks();
+  api.useGlobalFilters(new DurableExceptionFilter());
   await api.listen(Number(process.env.PORT ?? 0), '127.0.0.1');
   const address = api.getHttpServer().address() as { port: number };
   console.log(`READY api port=${address.port}`);
