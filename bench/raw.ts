@@ -1,11 +1,18 @@
 import { Pool, PoolClient } from 'pg';
 import { WAKE_CHANNEL } from '../src/durable-execution.constants';
-import { CLAIM_RUNS_SQL } from '../src/store/run-state/claim-runs';
-import { STEP_WRITE_SQL } from '../src/store/run-state/step-write';
-import { FINISH_RUN_SQL } from '../src/store/run-state/finish-run';
-import { START_RUN_SQL } from '../src/store/run-control.store';
+import { DEFAULT_NAMES } from '../src/store/durable-names';
+import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-runs';
+import { STEP_WRITE_SQL as stepWriteSql } from '../src/store/run-state/step-write';
+import { FINISH_RUN_SQL as finishRunSql } from '../src/store/run-state/finish-run';
+import { START_RUN_SQL as startRunSql } from '../src/store/run-control.store';
 import { BenchDatabase, WalWindow } from './database';
 import { SteadyMeter } from './stats';
+
+// The engine's statements as it sends them in the default schema (names unqualified).
+const CLAIM_RUNS_SQL = claimRunsSql(DEFAULT_NAMES);
+const STEP_WRITE_SQL = stepWriteSql(DEFAULT_NAMES);
+const FINISH_RUN_SQL = finishRunSql(DEFAULT_NAMES);
+const START_RUN_SQL = startRunSql(DEFAULT_NAMES);
 
 /**
  * The raw limit: the statements the engine sends, written by hand on node-postgres, each worker

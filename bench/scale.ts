@@ -3,10 +3,14 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { CLAIM_RUNS_SQL } from '../src/store/run-state/claim-runs';
+import { DEFAULT_NAMES } from '../src/store/durable-names';
+import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-runs';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { BenchDatabase, dropDatabase } from './database';
 import { latency, spread, Spread } from './stats';
+
+/** The engine's claim statement as it sends it in the default schema. */
+const CLAIM_RUNS_SQL = claimRunsSql(DEFAULT_NAMES);
 
 /**
  * `npm run bench:scale [-- --quick] [-- --repeat N] [-- --out FILE]`

@@ -25,8 +25,12 @@ import { NestFactory } from '@nestjs/core';
 import { Client, Pool, PoolClient } from 'pg';
 import { DurableExecutionModule, DurableStep, DurableWorkflow, RunContext, RunRepository } from '../src';
 import { DurableDatabase } from '../src/store/durable-database';
-import { CLAIM_RUNS_SQL } from '../src/store/run-state/claim-runs';
+import { DEFAULT_NAMES } from '../src/store/durable-names';
+import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-runs';
 import { rawFinish, RawStepWriter } from './raw';
+
+/** The engine's claim statement as it sends it in the default schema. */
+const CLAIM_RUNS_SQL = claimRunsSql(DEFAULT_NAMES);
 
 /** 1-step workflow of the pickup figures: the step marks when its body began. */
 export const PICKUP_KIND = 'bench.pickup';

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { durableNames } from '../src/store/durable-names';
 
 /**
  * Lease renewal without index writes. Every step commit and heartbeat moves `lease_expires_at`; while
@@ -9,15 +10,19 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export class HotLeaseRenewal1764600000000 implements MigrationInterface {
   name = 'HotLeaseRenewal1764600000000';
+  /** The PostgreSQL schema of the tables (see `durableExecutionMigrations`); unset: unqualified names. */
+  schema?: string;
 
   public async up(q: QueryRunner): Promise<void> {
-    await q.query(`drop index if exists ai_runs_lease_idx`);
+    const t = durableNames(this.schema);
+    await q.query(`drop index if exists ${t.prefix}ai_runs_lease_idx`);
     // Room on each page for the new row version, so the update can stay on the page (HOT).
-    await q.query(`alter table ai_runs set (fillfactor = 80)`);
+    await q.query(`alter table ${t.runs} set (fillfactor = 80)`);
   }
 
   public async down(q: QueryRunner): Promise<void> {
-    await q.query(`alter table ai_runs reset (fillfactor)`);
-    await q.query(`create index ai_runs_lease_idx on ai_runs (lease_expires_at) where status = 'running'`);
+    const t = durableNames(this.schema);
+    await q.query(`alter table ${t.runs} reset (fillfactor)`);
+    await q.query(`create index ai_runs_lease_idx on ${t.runs} (lease_expires_at) where status = 'running'`);
   }
 }

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { durableNames } from '../src/store/durable-names';
 
 /**
  * Deterministic replay of fan-out. `seq` is the order in which a result was delivered to the workflow
@@ -11,12 +12,16 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export class ReplayOrder1764700000000 implements MigrationInterface {
   name = 'ReplayOrder1764700000000';
+  /** The PostgreSQL schema of the tables (see `durableExecutionMigrations`); unset: unqualified names. */
+  schema?: string;
 
   public async up(q: QueryRunner): Promise<void> {
-    await q.query(`alter table ai_checkpoints add column seq integer, add column fingerprint text`);
+    const t = durableNames(this.schema);
+    await q.query(`alter table ${t.checkpoints} add column seq integer, add column fingerprint text`);
   }
 
   public async down(q: QueryRunner): Promise<void> {
-    await q.query(`alter table ai_checkpoints drop column seq, drop column fingerprint`);
+    const t = durableNames(this.schema);
+    await q.query(`alter table ${t.checkpoints} drop column seq, drop column fingerprint`);
   }
 }

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { durableNames } from '../src/store/durable-names';
 
 /**
  * `RunRepository.result(id)` waits for a run through NOTIFY, not by polling. A run is announced on
@@ -8,12 +9,16 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export class RunResultNotify1764800000000 implements MigrationInterface {
   name = 'RunResultNotify1764800000000';
+  /** The PostgreSQL schema of the tables (see `durableExecutionMigrations`); unset: unqualified names. */
+  schema?: string;
 
   public async up(q: QueryRunner): Promise<void> {
-    await q.query(`alter table ai_runs add column notify_on_finish boolean not null default false`);
+    const t = durableNames(this.schema);
+    await q.query(`alter table ${t.runs} add column notify_on_finish boolean not null default false`);
   }
 
   public async down(q: QueryRunner): Promise<void> {
-    await q.query(`alter table ai_runs drop column notify_on_finish`);
+    const t = durableNames(this.schema);
+    await q.query(`alter table ${t.runs} drop column notify_on_finish`);
   }
 }

@@ -1,3 +1,5 @@
+import type { MigrationInterface } from 'typeorm';
+import { durableNames } from '../src/store/durable-names';
 import { CreateDurableExecutionSchema1764400000000 } from './1764400000000-create-durable-execution-schema';
 import { CommandApprovalStates1764500000000 } from './1764500000000-command-approval-states';
 import { HotLeaseRenewal1764600000000 } from './1764600000000-hot-lease-renewal';
@@ -14,7 +16,9 @@ export {
 
 /**
  * The module's migrations in order. List them in your own DataSource's `migrations` if you run
- * migrations yourself (then set `database.migrationsRun: false`).
+ * migrations yourself (then set `database.migrationsRun: false`). They create the tables unqualified
+ * (the connection's `search_path`, normally `public`); for another schema use
+ * `durableExecutionMigrations({ schema })`.
  */
 export const DURABLE_EXECUTION_MIGRATIONS = [
   CreateDurableExecutionSchema1764400000000,
@@ -23,3 +27,44 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
 ];
+
+/** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */
+export type DurableMigrationClass = new () => MigrationInterface & { name: string; schema?: string };
+
+/** Options of `durableExecutionMigrations` and of the functions that apply, list and revert them. */
+export interface DurableMigrationOptions {
+  /**
+   * The PostgreSQL schema of the module's tables, as `database.schema` in the module's options: a plain
+   * lowercase identifier, created by the first migration when missing. Default `'public'` (unqualified).
+   */
+  schema?: string;
+}
+
+/**
+ * The module's migrations for `schema` (the module's `database.schema`), to list in your own
+ * DataSource's `migrations` when your migrations create the module's tables. Without a schema, or with
+ * `'public'`, it is `DURABLE_EXECUTION_MIGRATIONS` itself. For another schema each class creates and
+ * alters the tables there (the first one creates the schema when missing), and its name is prefixed
+ * with the schema (`durable.CreateDurableExecutionSchema1764400000000`): your migrations table can
+ * record the migrations of two schemas side by side. Throws `InvalidArgumentError` (field `schema`)
+ * for a name that is not a plain identifier.
+ * @example
+ * ```ts
+ * new DataSource({ type: 'postgres', url, migrations: [...durableExecutionMigrations({ schema: 'durable' })] })
+ * ```
+ */
+export function durableExecutionMigrations(options: DurableMigrationOptions = {}): DurableMigrationClass[] {
+  const schema = durableNames(options.schema).schema;
+  if (schema === undefined) return [...DURABLE_EXECUTION_MIGRATIONS];
+  return DURABLE_EXECUTION_MIGRATIONS.map((base: DurableMigrationClass) => {
+    const bound = class extends base {
+      constructor() {
+        super();
+        this.schema = schema;
+        this.name = `${schema}.${this.name}`;
+      }
+    };
+    Object.defineProperty(bound, 'name', { value: new bound().name });
+    return bound;
+  });
+}

@@ -117,12 +117,14 @@ export {
 export type { DurableMigrationStatus, MigrationSource } from './store/run-migrations';
 export {
   DURABLE_EXECUTION_MIGRATIONS,
+  durableExecutionMigrations,
   CreateDurableExecutionSchema1764400000000,
   CommandApprovalStates1764500000000,
   HotLeaseRenewal1764600000000,
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
 } from '../migrations';
+export type { DurableMigrationClass, DurableMigrationOptions } from '../migrations';
 
 // Opt-in: admin API and run inspector.
 export { DurableAdminModule } from './admin/durable-admin.module';

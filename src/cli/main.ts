@@ -1,18 +1,21 @@
 #!/usr/bin/env node
 /*
- * The package's bin: `npx nestjs-durable-execution migrate | status | revert [--url URL]`, on the
- * database in `--url` or else `DATABASE_URL`. Exit codes: 0 done, 1 failed (one line on stderr),
+ * The package's bin: `npx nestjs-durable-execution migrate | status | revert [--url URL] [--schema NAME]`,
+ * on the database in `--url` or else `DATABASE_URL`, in the schema `--schema` or else
+ * `DURABLE_EXECUTION_SCHEMA` (default public). Exit codes: 0 done, 1 failed (one line on stderr),
  * 2 bad usage (the usage on stderr).
  */
 import 'reflect-metadata';
+import { schemaNameProblem } from '../options/schema-name';
 import {
   durableMigrationStatus,
   DURABLE_MIGRATIONS_TABLE,
   revertDurableMigrations,
   runDurableMigrations,
 } from '../store/run-migrations';
+import { durableNames } from '../store/durable-names';
 
-export const USAGE = `Usage: nestjs-durable-execution <command> [--url postgres://...]
+export const USAGE = `Usage: nestjs-durable-execution <command> [--url postgres://...] [--schema NAME]
 
 Commands:
   migrate        apply the module's pending migrations (under an advisory lock)
@@ -20,7 +23,9 @@ Commands:
   revert         revert the last applied migration (--all: every one, newest first)
 
 The database is --url, else the DATABASE_URL environment variable.
-Migrations are recorded in ${DURABLE_MIGRATIONS_TABLE}, apart from your app's own migrations table.`;
+The schema of the module's tables is --schema, else DURABLE_EXECUTION_SCHEMA, else public: the same as
+database.schema in the module's options (migrate creates it when missing).
+Migrations are recorded in ${DURABLE_MIGRATIONS_TABLE} in that schema, apart from your app's own migrations table.`;
 
 /** Bad command line: the caller prints the usage and exits 2. */
 class UsageError extends Error {}
@@ -28,12 +33,24 @@ class UsageError extends Error {}
 interface Parsed {
   command: 'migrate' | 'status' | 'revert' | 'help';
   url?: string;
+  schema?: string;
   all: boolean;
 }
 
-function parse(argv: string[]): Parsed {
+/** The schema from `--schema`, else `DURABLE_EXECUTION_SCHEMA`; a usage error naming where a bad one came from. */
+function schemaOf(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
+  const [from, schema] =
+    flag !== undefined ? ['--schema', flag] : ['DURABLE_EXECUTION_SCHEMA', env.DURABLE_EXECUTION_SCHEMA];
+  if (schema === undefined || schema === '') return undefined;
+  const problem = schemaNameProblem(schema);
+  if (problem) throw new UsageError(`${from}: ${problem}`);
+  return schema;
+}
+
+function parse(argv: string[], env: NodeJS.ProcessEnv): Parsed {
   const positional: string[] = [];
   let url: string | undefined;
+  let schema: string | undefined;
   let all = false;
   let help = false;
   for (let i = 0; i < argv.length; i++) {
@@ -42,12 +59,17 @@ function parse(argv: string[]): Parsed {
       url = argv[++i];
       if (!url) throw new UsageError('--url needs a value');
     } else if (arg.startsWith('--url=')) url = arg.slice('--url='.length);
+    else if (arg === '--schema') {
+      schema = argv[++i];
+      if (!schema) throw new UsageError('--schema needs a value');
+    } else if (arg.startsWith('--schema=')) schema = arg.slice('--schema='.length);
     else if (arg === '--all') all = true;
     else if (arg === '--help' || arg === '-h') help = true;
     else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
     else positional.push(arg);
   }
   if (help || positional[0] === 'help') return { command: 'help', url, all };
+  schema = schemaOf(schema, env);
   if (positional.length !== 1) {
     throw new UsageError(
       positional.length ? `one command expected, got ${positional.join(' ')}` : 'no command given',
@@ -58,7 +80,7 @@ function parse(argv: string[]): Parsed {
     throw new UsageError(`unknown command "${command}"`);
   }
   if (all && command !== 'revert') throw new UsageError('--all applies to revert only');
-  return { command, url, all };
+  return { command, url, schema, all };
 }
 
 /** The message of `err` on one line; pg's connection failures can be an AggregateError with none. */
@@ -79,7 +101,7 @@ export async function cli(
 ): Promise<number> {
   let parsed: Parsed;
   try {
-    parsed = parse(argv);
+    parsed = parse(argv, env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     err(`nestjs-durable-execution: ${e.message}\n\n${USAGE}`);
@@ -97,22 +119,23 @@ export async function cli(
       );
     }
     const options = { type: 'postgres' as const, url };
+    const schema = { schema: parsed.schema };
     if (parsed.command === 'migrate') {
-      const ran = await runDurableMigrations(options);
+      const ran = await runDurableMigrations(options, schema);
       out(
         ran.length ? `durable-execution: applied ${ran.join(', ')}` : 'durable-execution: schema up to date',
       );
     } else if (parsed.command === 'status') {
-      const { migrations, unrecordedTables } = await durableMigrationStatus(options);
+      const { migrations, unrecordedTables } = await durableMigrationStatus(options, schema);
       for (const m of migrations) out(`${m.applied ? 'applied' : 'pending'}  ${m.name}`);
       if (unrecordedTables.length) {
         out(
-          `note: ${unrecordedTables.join(', ')} exist with no record in ${DURABLE_MIGRATIONS_TABLE}: ` +
+          `note: ${unrecordedTables.join(', ')} exist with no record in ${durableNames(parsed.schema).label(DURABLE_MIGRATIONS_TABLE)}: ` +
             "your app's own migrations manage the schema; its migrations table says which ran",
         );
       }
     } else {
-      const reverted = await revertDurableMigrations(options, parsed.all ? Infinity : 1);
+      const reverted = await revertDurableMigrations(options, parsed.all ? Infinity : 1, schema);
       out(
         reverted.length
           ? `durable-execution: reverted ${reverted.join(', ')}`

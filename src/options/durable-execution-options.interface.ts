@@ -45,6 +45,15 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** Apply the module's migrations at start-up, under an advisory lock. Default true. */
   migrationsRun?: boolean;
+  /**
+   * The PostgreSQL schema the module's tables (and its `ai_migrations`) live in; created by the migration
+   * when missing. A plain lowercase identifier. Default `'public'`: names stay unqualified, resolved by
+   * the connection's `search_path` as they always were. Any other schema qualifies every statement
+   * (nothing sets `search_path`, so an app's shared DataSource is untouched) and gets its own NOTIFY
+   * channels, prepared-statement names and migration lock, so modules on two schemas of one database
+   * never see each other's runs.
+   */
+  schema?: string;
 }
 
 /** Worker options: how this process claims and drives runs. */
@@ -122,7 +131,7 @@ export interface DurableExecutionModuleOptions {
 
 /** Options after validation with every default filled in. Services inject these. */
 export interface ResolvedDurableOptions {
-  database: Required<Pick<DatabaseOptions, 'poolSize' | 'migrationsRun'>> &
+  database: Required<Pick<DatabaseOptions, 'poolSize' | 'migrationsRun' | 'schema'>> &
     Pick<DatabaseOptions, 'url' | 'dataSourceName' | 'dataSource'>;
   worker: Required<WorkerOptions>;
   reconciler: Required<ReconcilerOptions>;

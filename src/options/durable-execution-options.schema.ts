@@ -13,6 +13,7 @@ import {
 } from 'class-validator';
 
 import { IsFunctionValue } from './is-function.validator';
+import { IsSchemaName } from './schema-name';
 
 // Validation shapes of the module options. Only class-validator sees these; services receive
 // ResolvedDurableOptions with every default merged.
@@ -31,6 +32,7 @@ export class DatabaseOptionsSchema {
   @IsOptional() @IsObject() dataSource?: object;
   @IsOptional() @IsInt() @Min(1) @Max(1000) poolSize?: number;
   @IsOptional() @IsBoolean() migrationsRun?: boolean;
+  @IsOptional() @IsSchemaName() schema?: string;
 }
 
 export class WorkerOptionsSchema {

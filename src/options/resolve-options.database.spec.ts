@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { failure, URL } from '../../test/helpers/options';
+import { resolveOptions } from './resolve-options';
 
 /** resolveOptions refuses a bad `database` group: none, two sources, an empty one, a foreign DataSource. */
 describe('resolveOptions', () => {
@@ -75,6 +76,40 @@ describe('resolveOptions', () => {
       expect(failure({ database: { dataSource } }).problems).toEqual([
         "database.dataSource: must be a PostgreSQL DataSource (options.type 'postgres'); got 'mysql'",
       ]);
+    });
+
+    it.each([
+      ['uppercase', 'Durable'],
+      ['a dash', 'durable-exec'],
+      ['a dot (a qualified name)', 'app.durable'],
+      ['a quote', 'a"b'],
+      ['a leading digit', '1durable'],
+      ['the reserved pg_ prefix', 'pg_durable'],
+      ['64 characters', 'd'.repeat(64)],
+      ['empty', ''],
+    ])('refuses a schema that is not a plain identifier (%s), naming database.schema', (_label, schema) => {
+      expect(failure({ database: { url: URL, schema } }).problems).toEqual([
+        `database.schema: must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_; got '${schema}'`,
+      ]);
+    });
+
+    it('refuses a schema that is not a string', () => {
+      expect(failure({ database: { url: URL, schema: 7 } }).problems).toEqual([
+        'database.schema: must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_; got number',
+      ]);
+    });
+  });
+
+  describe('schema', () => {
+    it.each(['durable', '_x', 'a1_b2', 'public', 'd'.repeat(63)])('accepts %s', (schema) => {
+      expect(resolveOptions({ database: { url: URL, schema } }).database.schema).toBe(schema);
+    });
+
+    it('defaults to public, also for null', () => {
+      expect(resolveOptions({ database: { url: URL } }).database.schema).toBe('public');
+      expect(resolveOptions({ database: { url: URL, schema: null as never } }).database.schema).toBe(
+        'public',
+      );
     });
   });
 });

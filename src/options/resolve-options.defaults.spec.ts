@@ -11,7 +11,7 @@ describe('resolveOptions', () => {
     it('fills every default from { database: { url } } alone', () => {
       const resolved = resolveOptions({ database: { url: URL } });
       expect(resolved).toEqual({
-        database: { url: URL, poolSize: 10, migrationsRun: true, dataSource: undefined },
+        database: { url: URL, poolSize: 10, migrationsRun: true, schema: 'public', dataSource: undefined },
         worker: {
           enabled: true,
           concurrency: 10,
@@ -60,6 +60,7 @@ describe('resolveOptions', () => {
         url: URL,
         poolSize: 3,
         migrationsRun: false,
+        schema: 'public',
         dataSource: undefined,
       });
       expect(resolved.worker).toEqual({
@@ -93,7 +94,7 @@ describe('resolveOptions', () => {
         defaultRetry: { maxAttempts: undefined },
         redact: null,
       } as unknown as DurableExecutionModuleOptions);
-      expect(resolved.database).toMatchObject({ poolSize: 10, migrationsRun: true });
+      expect(resolved.database).toMatchObject({ poolSize: 10, migrationsRun: true, schema: 'public' });
       expect(resolved.worker.concurrency).toBe(10);
       expect(resolved.worker.leaseTtlMs).toBe(30_000);
       expect(resolved.worker.workerId).toMatch(/:[0-9a-f]{6}$/);
@@ -119,6 +120,7 @@ describe('resolveOptions', () => {
         dataSourceName: 'default',
         poolSize: 10,
         migrationsRun: true,
+        schema: 'public',
         dataSource: undefined,
       });
     });

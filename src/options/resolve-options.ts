@@ -8,6 +8,7 @@ import type {
   ResolvedDurableOptions,
 } from './durable-execution-options.interface';
 import { DurableExecutionOptionsSchema } from './durable-execution-options.schema';
+import { DEFAULT_SCHEMA } from './schema-name';
 
 /** A fresh worker identity: host, pid and a random suffix (two processes never share one). */
 export function defaultWorkerId(): string {
@@ -143,6 +144,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     database: {
       poolSize: 10,
       migrationsRun: true,
+      schema: DEFAULT_SCHEMA,
       ...stripUnset(database),
       dataSource: dataSource ?? undefined,
     },

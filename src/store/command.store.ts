@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { WAKE_CHANNEL } from '../durable-execution.constants';
 import type { CommandView } from '../interfaces/command.interface';
 import { DurableDatabase } from './durable-database';
+import type { SqlText } from './durable-names';
 
 /** The commands of one run in step order, optionally of one status. $1 run id, $2 status (null: any) */
-export const LIST_COMMANDS_SQL = `select * from ai_commands where run_id = $1 and ($2::text is null or status = $2) order by step_index, created_at`;
+export const LIST_COMMANDS_SQL: SqlText = (t) =>
+  `select * from ${t.commands} where run_id = $1 and ($2::text is null or status = $2) order by step_index, created_at`;
 
 /**
  * An operator decision on one command (approve, reject, resolve), in one statement: the row moves only
@@ -15,34 +16,34 @@ export const LIST_COMMANDS_SQL = `select * from ai_commands where run_id = $1 an
  * $1 run id (null: any run), $2 key, $3 allowed statuses, $4 new status, $5 result, $6 error,
  * $7 resolution, $8 by, $9 note, $10 event type, $11 event payload, $12 channel
  */
-export const DECIDE_COMMAND_SQL = `
+export const DECIDE_COMMAND_SQL: SqlText = (t) => `
 with run_lock as (
-  select r.id, r.epoch from ai_runs r
-   where r.id = (select run_id from ai_commands where idempotency_key = $2)
+  select r.id, r.epoch from ${t.runs} r
+   where r.id = (select run_id from ${t.commands} where idempotency_key = $2)
    for update
 ), cmd as (
   -- Joining run_lock makes it run first (an unreferenced CTE never runs, and one first read after
   -- \`wake\` changed the row would find nothing): run row, then command row, as fenced writes lock.
-  select c.idempotency_key, c.run_id, c.status, run_lock.epoch from ai_commands c
+  select c.idempotency_key, c.run_id, c.status, run_lock.epoch from ${t.commands} c
     join run_lock on run_lock.id = c.run_id
    where c.idempotency_key = $2 and ($1::uuid is null or c.run_id = $1::uuid)
    for update of c
 ), upd as (
-  update ai_commands c
+  update ${t.commands} c
      set status = $4, result = coalesce($5::jsonb, c.result), error = coalesce($6::jsonb, c.error),
          resolution = $7, approved_by = $8, decision_note = $9, updated_at = now()
     from cmd
    where c.idempotency_key = cmd.idempotency_key and cmd.status = any($3::text[])
   returning c.run_id
 ), wake as (
-  update ai_runs r
+  update ${t.runs} r
      set available_at = case when r.status = 'waiting' then now() else r.available_at end,
          parked_reason = case when r.status = 'waiting' then null else r.parked_reason end,
          updated_at = now()
     from upd where r.id = upd.run_id and r.status in ('waiting', 'running')
   returning r.kind, r.status
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   -- The epoch of the run row's newest version (run_lock locked it), not the snapshot's: a claim
   -- that committed meanwhile must not see this event filed under the epoch before it.
   select upd.run_id, $10, cmd.epoch, $11::jsonb from upd join cmd on cmd.run_id = upd.run_id
@@ -113,7 +114,7 @@ export class CommandStore {
       d.note,
       d.eventType,
       d.eventPayload,
-      WAKE_CHANNEL,
+      this.db.names.wakeChannel,
     ]);
     return rows[0] && { previousStatus: rows[0].previous_status, updated: rows[0].updated > 0 };
   }

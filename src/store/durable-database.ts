@@ -10,6 +10,7 @@ import type {
 } from '../options/durable-execution-options.interface';
 import { durableSchemaIsCurrent, runDurableMigrations } from './run-migrations';
 import { DurableUsageError } from '../errors/durable-usage.error';
+import { durableNames, DurableNames, SqlText } from './durable-names';
 
 type DataSourceToken = string | symbol | (abstract new (...args: never[]) => unknown);
 
@@ -53,11 +54,17 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
   private ds?: DurableDataSource;
   private owned = false;
+  /** The texts of the statements built for this schema, once each. */
+  private readonly texts = new Map<SqlText, string>();
+  /** The tables, channels and statement names of the configured `database.schema`. */
+  readonly names: DurableNames;
 
   constructor(
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly moduleRef: ModuleRef,
-  ) {}
+  ) {
+    this.names = durableNames(options.database.schema);
+  }
 
   /**
    * Resolves or creates the DataSource and applies migrations. Runs before any worker starts. If any of
@@ -83,7 +90,9 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
       if (!this.ds.isInitialized) await this.connectWithRetry(this.ds);
       this.pool.on('error', (err) => this.logger.warn(`idle PostgreSQL connection failed: ${err.message}`));
       // Up to date (every boot but the first after an upgrade): no migration DataSource, no lock.
-      if (db.migrationsRun && !(await durableSchemaIsCurrent(this.ds))) await runDurableMigrations(this.ds);
+      if (db.migrationsRun && !(await durableSchemaIsCurrent(this.ds, this.names))) {
+        await runDurableMigrations(this.ds, { schema: this.names.schema });
+      }
     } catch (err) {
       if (this.owned && this.ds?.isInitialized) await this.ds.destroy().catch(() => undefined);
       throw err;
@@ -124,14 +133,28 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
     return (this.dataSource.driver as unknown as { master: Pool }).master;
   }
 
-  /** One statement, one round trip. `name` makes it a prepared statement reused per connection. */
+  /**
+   * One statement, one round trip. `sql` is its text, or the function that writes it for a schema (built
+   * once, for `database.schema`). `name` makes it a prepared statement reused per connection; it is
+   * scoped to the schema too, since pg refuses one name for two texts on a connection, and two modules
+   * on two schemas may share a pool.
+   */
   async query<R extends QueryResultRow = QueryResultRow>(
-    text: string,
+    sql: string | SqlText,
     values: unknown[] = [],
     name?: string,
   ): Promise<{ rows: R[]; rowCount: number }> {
-    const res = await this.pool.query<R>(name ? { name, text, values } : { text, values });
+    const text = typeof sql === 'string' ? sql : this.textOf(sql);
+    const res = await this.pool.query<R>(
+      name ? { name: this.names.statement(name), text, values } : { text, values },
+    );
     return { rows: res.rows, rowCount: res.rowCount ?? 0 };
+  }
+
+  private textOf(sql: SqlText): string {
+    let text = this.texts.get(sql);
+    if (text === undefined) this.texts.set(sql, (text = sql(this.names)));
+    return text;
   }
 
   /** Runs `fn` inside one transaction on one connection; rolls back on any error. */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
+import type { SqlText } from './durable-names';
 
 /**
  * Return runs whose lease expired to the queue, in batches. Running rows are found through the partial
@@ -11,15 +12,15 @@ import { DurableDatabase } from './durable-database';
  * `in_doubt`. One `run.reconciled` event per run says why and lists them.
  * $1 batch size, $2 backoff base ms, $3 backoff max ms
  */
-export const RECLAIM_EXPIRED_SQL = `
+export const RECLAIM_EXPIRED_SQL: SqlText = (t) => `
 with expired as (
-  select id, worker_id from ai_runs
+  select id, worker_id from ${t.runs}
    where status = 'running' and lease_expires_at < now()
    order by lease_expires_at
    limit $1
    for update skip locked
 ), upd as (
-  update ai_runs r
+  update ${t.runs} r
      set status = case when r.attempts >= r.max_attempts then 'dead_lettered' else 'waiting' end,
          worker_id = null, lease_expires_at = null,
          available_at = now() + least($3::float8, $2::float8 * 2 ^ (greatest(r.attempts, 1) - 1))
@@ -35,11 +36,11 @@ with expired as (
 ), doubt as (
   -- A command reserved under the dead lease has no recorded outcome: it is in doubt, and the resumed
   -- run settles it by its policy (lookup / retry-with-key / manual) before anything else.
-  update ai_commands c set status = 'in_doubt', updated_at = now()
+  update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from upd where c.run_id = upd.id and c.status = 'pending'
   returning c.run_id, c.idempotency_key
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.reconciled', epoch,
          jsonb_build_object('reason', 'lease_expired', 'previousWorker', previous_worker,
                             'outcome', status, 'attempts', attempts, 'availableAt', available_at,
@@ -47,7 +48,7 @@ with expired as (
     from upd
 )
 select id, status,
-       (select count(pg_notify('durable_execution_done', u.id::text)) from upd u
+       (select count(pg_notify('${t.doneChannel}', u.id::text)) from upd u
          where u.id = upd.id and u.notify_on_finish and u.status = 'dead_lettered') as announced
   from upd`;
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
 import { cursorValues } from './run-keyset';
+import type { SqlText } from './durable-names';
 
 /**
  * Retention, one batch in one statement: the checkpoints, events and signals of up to $5 finished runs
@@ -12,38 +13,38 @@ import { cursorValues } from './run-keyset';
  * (created_at, id) through ai_runs_list_idx, so one sweep reads each old row once.
  * $1 statuses, $2 age in ms, $3/$4 cursor (created_at text, id), $5 batch size
  */
-export const RETENTION_PRUNE_SQL = `
+export const RETENTION_PRUNE_SQL: SqlText = (t) => `
 with h as (
   select now() - $2::float8 * interval '1 millisecond' as before
 ), victims as (
-  select r.id, r.epoch, r.created_at from ai_runs r, h
+  select r.id, r.epoch, r.created_at from ${t.runs} r, h
    where r.status = any($1::text[])
      and r.created_at < h.before and r.finished_at < h.before
      and not (r.state ? 'retention')
      and ($3::timestamptz is null or (r.created_at, r.id) > ($3::timestamptz, $4::uuid))
-     and not exists (select 1 from ai_commands c where c.run_id = r.id
+     and not exists (select 1 from ${t.commands} c where c.run_id = r.id
                       and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))
    order by r.created_at, r.id
    limit $5
    for update skip locked
 ), cp as (
-  delete from ai_checkpoints c using victims v where c.run_id = v.id returning c.run_id
+  delete from ${t.checkpoints} c using victims v where c.run_id = v.id returning c.run_id
 ), ev as (
-  delete from ai_events e using victims v where e.run_id = v.id returning e.run_id
+  delete from ${t.events} e using victims v where e.run_id = v.id returning e.run_id
 ), sig as (
-  delete from ai_signals s using victims v where s.run_id = v.id returning s.run_id
+  delete from ${t.signals} s using victims v where s.run_id = v.id returning s.run_id
 ), n as (
   select v.id, v.epoch,
          coalesce((select count(*) from cp where cp.run_id = v.id), 0) as checkpoints,
          coalesce((select count(*) from ev where ev.run_id = v.id), 0) as events
     from victims v
 ), mark as (
-  update ai_runs r
+  update ${t.runs} r
      set state = r.state || jsonb_build_object('retention', jsonb_build_object(
            'prunedAt', now(), 'checkpoints', n.checkpoints, 'events', n.events))
     from n where r.id = n.id
 ), note as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select n.id, 'run.pruned', n.epoch,
          jsonb_build_object('by', 'retention', 'checkpoints', n.checkpoints, 'events', n.events,
                             'finishedBefore', h.before)
@@ -64,20 +65,20 @@ select (select count(*) from victims)::int as runs,
  * SKIP LOCKED: a concurrent retry or cancel is never waited on; that row is left for the next sweep.
  * $1 age in ms, $2 batch size
  */
-export const RETENTION_DELETE_RUNS_SQL = `
+export const RETENTION_DELETE_RUNS_SQL: SqlText = (t) => `
 with h as (
   select now() - $1::float8 * interval '1 millisecond' as before
 ), victims as (
-  select r.id from ai_runs r, h
+  select r.id from ${t.runs} r, h
    where r.status in ('succeeded', 'failed', 'cancelled', 'dead_lettered')
      and r.created_at < h.before and r.finished_at < h.before
-     and not exists (select 1 from ai_commands c where c.run_id = r.id
+     and not exists (select 1 from ${t.commands} c where c.run_id = r.id
                       and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))
    order by r.created_at, r.id
    limit $2
    for update skip locked
 ), del as (
-  delete from ai_runs r using victims v where r.id = v.id returning r.id
+  delete from ${t.runs} r using victims v where r.id = v.id returning r.id
 )
 select count(*)::int as runs from del`;
 

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { WAKE_CHANNEL } from '../durable-execution.constants';
 import type { RunStatus, RunView } from '../interfaces/run.interface';
 import { DurableDatabase } from './durable-database';
 import { toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL } from './sql/signal.sql';
+import type { SqlText } from './durable-names';
 
 /**
  * Insert a run and its `run.created` event in one statement. ON CONFLICT on the unique
@@ -11,14 +11,14 @@ import { SEND_SIGNAL_SQL } from './sql/signal.sql';
  * the caller reads the winner back. pg_notify is delivered at commit and wakes idle workers.
  * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload, $8 channel
  */
-export const START_RUN_SQL = `
+export const START_RUN_SQL: SqlText = (t) => `
 with ins as (
-  insert into ai_runs (kind, input, idempotency_key, max_attempts, available_at, priority)
+  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority)
   values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6)
   on conflict (idempotency_key) do nothing
   returning *
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.created', 0, $7::jsonb from ins
 )
 select ins.*, (select count(pg_notify($8, ins.kind)) from ins where ins.available_at <= now()) as notified
@@ -29,7 +29,8 @@ from ins`;
  * equals this start's (jsonb equality: key order and number spelling do not matter).
  * $1 idempotency key, $2 input
  */
-export const RUN_BY_KEY_SQL = `select *, input = $2::jsonb as same_input from ai_runs where idempotency_key = $1`;
+export const RUN_BY_KEY_SQL: SqlText = (t) =>
+  `select *, input = $2::jsonb as same_input from ${t.runs} where idempotency_key = $1`;
 
 /**
  * Cancel as a recorded request. A run nobody drives (pending/waiting) is cancelled at once; a running
@@ -37,13 +38,13 @@ export const RUN_BY_KEY_SQL = `select *, input = $2::jsonb as same_input from ai
  * The row lock (FOR UPDATE) orders this against a concurrent claim. One event either way.
  * $1 run id, $2 reason, $3 event payload
  */
-export const CANCEL_RUN_SQL = `
+export const CANCEL_RUN_SQL: SqlText = (t) => `
 with cur as (
-  select id, status, epoch from ai_runs where id = $1 for update
+  select id, status, epoch from ${t.runs} where id = $1 for update
 ), upd as (
   -- Decided on the row's newest version (r), never on cur's: a claim that committed in between must
   -- not see its running row turned 'cancelled' with an owner (the status/owner check would fail).
-  update ai_runs r
+  update ${t.runs} r
      set status = case when r.status in ('pending', 'waiting') then 'cancelled' else r.status end,
          finished_at = case when r.status in ('pending', 'waiting') then now() else r.finished_at end,
          cancel_requested_at = coalesce(r.cancel_requested_at, now()),
@@ -53,15 +54,15 @@ with cur as (
    where r.id = cur.id and r.status in ('pending', 'waiting', 'running')
   returning r.id, r.status, r.epoch, r.notify_on_finish
 ), doubt as (
-  update ai_commands c set status = 'in_doubt', updated_at = now()
+  update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from upd where c.run_id = upd.id and upd.status = 'cancelled' and c.status = 'pending'
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, case when status = 'cancelled' then 'run.cancelled' else 'run.cancel_requested' end, epoch, $3::jsonb
     from upd
 )
 select cur.status as previous_status, upd.status as status,
-       (select count(pg_notify('durable_execution_done', u.id::text)) from upd u
+       (select count(pg_notify('${t.doneChannel}', u.id::text)) from upd u
          where u.notify_on_finish and u.status = 'cancelled') as announced
   from cur left join upd on upd.id = cur.id`;
 
@@ -70,18 +71,18 @@ select cur.status as previous_status, upd.status as status,
  * reset, error kept in the event. Checkpoints are untouched, so replay skips every committed step.
  * $1 run id, $2 event payload, $3 channel
  */
-export const RETRY_RUN_SQL = `
+export const RETRY_RUN_SQL: SqlText = (t) => `
 with cur as (
-  select id, status from ai_runs where id = $1 for update
+  select id, status from ${t.runs} where id = $1 for update
 ), upd as (
-  update ai_runs r
+  update ${t.runs} r
      set status = 'waiting', attempts = 0, available_at = now(), error = null, finished_at = null,
          parked_reason = null, updated_at = now()
     from cur
    where r.id = cur.id and cur.status in ('dead_lettered', 'failed')
   returning r.id, r.epoch, r.kind
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.retried', epoch, $2::jsonb from upd
 )
 select cur.status as previous_status, (select count(pg_notify($3, upd.kind)) from upd) as woke
@@ -108,7 +109,7 @@ export interface KeyHolder {
 
 /**
  * The run API's writes to a run from outside it (start, cancel, retry, signal), one statement each;
- * every one that may make a run due wakes idle workers on WAKE_CHANNEL. @internal
+ * every one that may make a run due wakes idle workers on the schema's wake channel. @internal
  */
 @Injectable()
 export class RunControlStore {
@@ -126,7 +127,7 @@ export class RunControlStore {
         run.runAt,
         run.priority,
         run.event,
-        WAKE_CHANNEL,
+        this.db.names.wakeChannel,
       ],
       'dx_start',
     );
@@ -154,7 +155,7 @@ export class RunControlStore {
 
   /** Re-drives a dead-lettered or failed run; its status before (any other: nothing changed), or undefined for an unknown run. */
   async retry(id: string, event: string): Promise<{ previousStatus: RunStatus } | undefined> {
-    const { rows } = await this.db.query(RETRY_RUN_SQL, [id, event, WAKE_CHANNEL]);
+    const { rows } = await this.db.query(RETRY_RUN_SQL, [id, event, this.db.names.wakeChannel]);
     return rows[0] && { previousStatus: rows[0].previous_status };
   }
 
@@ -168,7 +169,13 @@ export class RunControlStore {
     payloadJson: string,
     by: string | null,
   ): Promise<{ status: RunStatus; stored: boolean } | undefined> {
-    const { rows } = await this.db.query(SEND_SIGNAL_SQL, [id, name, payloadJson, WAKE_CHANNEL, by]);
+    const { rows } = await this.db.query(SEND_SIGNAL_SQL, [
+      id,
+      name,
+      payloadJson,
+      this.db.names.wakeChannel,
+      by,
+    ]);
     return rows[0] && { status: rows[0].status, stored: rows[0].stored > 0 };
   }
 }

@@ -1,12 +1,11 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { DONE_CHANNEL } from '../durable-execution.constants';
 import { DurableDatabase } from './durable-database';
 import { WakeListener } from './wake-listener';
 
 /**
- * The process's LISTEN connection on `durable_execution_done` (runs marked by `RunReadStore.awaitOutcome`
- * are announced there when they end), quiet about lost connections: it reconnects by itself, closed at
- * shutdown. @internal
+ * The process's LISTEN connection on `durable_execution_done`, or the schema's own done channel (runs
+ * marked by `RunReadStore.awaitOutcome` are announced there when they end), quiet about lost
+ * connections: it reconnects by itself, closed at shutdown. @internal
  */
 @Injectable()
 export class RunEndListener implements OnApplicationShutdown {
@@ -24,7 +23,7 @@ export class RunEndListener implements OnApplicationShutdown {
     this.ready ??= new Promise<void>((resolve) => {
       this.listener = new WakeListener(
         this.db.pool.options,
-        DONE_CHANNEL,
+        this.db.names.doneChannel,
         (runId) => {
           resolve();
           onEnd(runId);

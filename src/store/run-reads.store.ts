@@ -4,16 +4,17 @@ import type { KeyedRun, RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
 import { CURSOR_KEY_SQL, cursorValues, keyedRuns } from './run-keyset';
 import { toEvent, toRunView } from './run-row.mapper';
+import type { SqlText } from './durable-names';
 
 /** One run by id. $1 run id */
-export const GET_RUN_SQL = `select * from ai_runs where id = $1`;
+export const GET_RUN_SQL: SqlText = (t) => `select * from ${t.runs} where id = $1`;
 
 /**
  * The run API's list: newest first, keyset pagination on (created_at, id) through ai_runs_list_idx.
  * $1 statuses (null: any), $2 kind (null: any), $3/$4 cursor (created_at, id), $5 limit
  */
-export const LIST_RUNS_SQL = `select *, ${CURSOR_KEY_SQL} as created_key
-         from ai_runs
+export const LIST_RUNS_SQL: SqlText = (t) => `select *, ${CURSOR_KEY_SQL} as created_key
+         from ${t.runs}
         where ($1::text[] is null or status = any($1))
           and ($2::text is null or kind = $2)
           and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
@@ -21,17 +22,17 @@ export const LIST_RUNS_SQL = `select *, ${CURSOR_KEY_SQL} as created_key
         limit $5`;
 
 /** A run's event trail, oldest first. $1 run id */
-export const RUN_EVENTS_SQL = `select * from ai_events where run_id = $1 order by id`;
+export const RUN_EVENTS_SQL: SqlText = (t) => `select * from ${t.events} where run_id = $1 order by id`;
 
 /**
  * Marks a live run to be announced on `durable_execution_done` when it ends (once: the flag is only set
  * while unset, so a waiter polling it costs no write). $1 run id
  */
-export const AWAIT_RUN_SQL = `update ai_runs set notify_on_finish = true
+export const AWAIT_RUN_SQL: SqlText = (t) => `update ${t.runs} set notify_on_finish = true
         where id = $1 and not notify_on_finish and status in ('pending', 'running', 'waiting')`;
 
 /** What a waiter reads after AWAIT_RUN_SQL, in a snapshot of its own. $1 run id */
-export const RUN_OUTCOME_SQL = `select status, output, error from ai_runs where id = $1`;
+export const RUN_OUTCOME_SQL: SqlText = (t) => `select status, output, error from ${t.runs} where id = $1`;
 
 /** Where a run stands for someone waiting on its result. */
 export interface RunOutcome {

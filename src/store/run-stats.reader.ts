@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
+import type { SqlText } from './durable-names';
 
 /**
  * The operator's numbers in one round trip, read at scrape or page time, never on the hot path: runs by
@@ -7,14 +8,14 @@ import { DurableDatabase } from './durable-database';
  * (served by the partial index ai_commands_unsettled_idx), and the due backlog, read through the claim
  * index ai_runs_claim_idx with the claim query's own conditions, so "due" means what a worker would claim.
  */
-export const RUN_STATS_SQL = `
+export const RUN_STATS_SQL: SqlText = (t) => `
 select (select coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
-          from (select status, count(*) as n from ai_runs group by status) s) as by_status,
-       (select count(*) from ai_commands where status = 'in_doubt')::int as in_doubt,
+          from (select status, count(*) as n from ${t.runs} group by status) s) as by_status,
+       (select count(*) from ${t.commands} where status = 'in_doubt')::int as in_doubt,
        q.depth, q.oldest_due_ms
   from (select count(*)::int as depth,
                coalesce(extract(epoch from now() - min(available_at)) * 1000, 0)::float8 as oldest_due_ms
-          from ai_runs
+          from ${t.runs}
          where status in ('pending', 'waiting') and available_at <= now() and attempts < max_attempts) q`;
 
 /**
@@ -22,10 +23,10 @@ select (select coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
  * clock. Same conditions as the claim query and read through its partial index (ai_runs_claim_idx), so a
  * probe every few seconds stays cheap however much terminal history the table holds.
  */
-export const BACKLOG_SQL = `
+export const BACKLOG_SQL: SqlText = (t) => `
 select count(*)::int as depth,
        coalesce(extract(epoch from now() - min(available_at)) * 1000, 0)::float8 as oldest_due_ms
-  from ai_runs
+  from ${t.runs}
  where status in ('pending', 'waiting') and available_at <= now() and attempts < max_attempts`;
 
 /** The health check's "the database answers". */

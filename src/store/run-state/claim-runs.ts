@@ -1,5 +1,6 @@
 import type { RunCursor } from '../../interfaces/run.interface';
 import type { StoreContext } from './fence';
+import type { SqlText } from '../durable-names';
 
 /**
  * Claim up to $3 due runs of the kinds this worker knows, in one statement. SKIP LOCKED lets many
@@ -10,9 +11,9 @@ import type { StoreContext } from './fence';
  * database outage longer than the lease, a retry() while a call hangs) must end first.
  * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process
  */
-export const CLAIM_RUNS_SQL = `
+export const CLAIM_RUNS_SQL: SqlText = (t) => `
 with c as (
-  select id from ai_runs
+  select id from ${t.runs}
    where status in ('pending', 'waiting')
      and available_at <= now()
      and attempts < max_attempts
@@ -22,7 +23,7 @@ with c as (
    limit $3
    for update skip locked
 ), r as (
-  update ai_runs r
+  update ${t.runs} r
      set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,
          lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
     from c
@@ -30,7 +31,7 @@ with c as (
   returning r.id, r.kind, r.input, r.epoch, r.cursor, r.attempts, r.max_attempts,
             r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.claimed', epoch, jsonb_build_object('workerId', $1::text, 'attempt', attempts) from r
 )
 select * from r`;

@@ -1,6 +1,7 @@
 import { LeaseLostError } from '../../errors/lease-lost.error';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
 import type { DurableDatabase } from '../durable-database';
+import type { DurableNames, SqlText } from '../durable-names';
 
 /** The (run, worker, epoch) triple every fenced write carries. */
 export interface Fence {
@@ -36,11 +37,12 @@ export const FENCE = `id = $1 and worker_id = $2 and epoch = $3 and status = 'ru
 
 /** The fenced UPDATE of the run row as the statement's first CTE, `run`: every other CTE reads it. */
 export function fencedRun(
+  t: DurableNames,
   set: string,
   returning = 'id, epoch, cancel_requested_at is not null as cancel_requested',
 ): string {
   return `with run as (
-  update ai_runs
+  update ${t.runs}
      set ${set}
    where ${FENCE}
   returning ${returning}
@@ -56,8 +58,8 @@ export const extendLeaseBy = (ttlParam: string): string =>
  * A recorded value rides on every write until one that carries it commits, so an index may already
  * be there: `do nothing`.
  */
-export function insertRecords(param: string, attempt = '0'): string {
-  return `insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
+export function insertRecords(t: DurableNames, param: string, attempt = '0'): string {
+  return `insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
   select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), ${attempt}, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset(${param}::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
   on conflict (run_id, step_index) do nothing`;
@@ -86,7 +88,7 @@ export async function runFenced<R extends Record<string, unknown>>(
   s: StoreContext,
   f: Fence,
   during: string,
-  sql: string,
+  sql: SqlText,
   params: unknown[],
   name: string,
 ): Promise<R> {

@@ -1,4 +1,3 @@
-import { WAKE_CHANNEL } from '../../durable-execution.constants';
 import type { RunStatus } from '../../interfaces/run.interface';
 import { eventPayload } from '../event-payload';
 import {
@@ -10,6 +9,7 @@ import {
   runFenced,
   StoreContext,
 } from './fence';
+import type { SqlText } from '../durable-names';
 
 /**
  * Leave `running` for good or for a while, fenced: terminal (succeeded/failed/cancelled/dead_lettered)
@@ -18,8 +18,9 @@ import {
  * $1 id, $2 worker, $3 epoch, $4 status, $5 output, $6 error, $7 delay ms (waiting), $8 attempts delta,
  * $9 recorded values, $10 event type, $11 event payload, $12 parked reason, $13 channel
  */
-export const FINISH_RUN_SQL = `
+export const FINISH_RUN_SQL: SqlText = (t) => `
 ${fencedRun(
+  t,
   `status = $4, output = coalesce($5::jsonb, output), error = $6::jsonb,
          worker_id = null, lease_expires_at = null,
          available_at = case when $4 = 'waiting' then now() + $7 * interval '1 millisecond' else available_at end,
@@ -29,17 +30,17 @@ ${fencedRun(
          updated_at = now()`,
   'id, epoch, kind, available_at, notify_on_finish',
 )}, cp as (
-  ${insertRecords('$9')}
+  ${insertRecords(t, '$9')}
 ), doubt as (
   -- A cancelled run may leave a reserved command with no outcome: list it as in doubt on the run.
-  update ai_commands c set status = 'in_doubt', updated_at = now()
+  update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from run where c.run_id = run.id and c.status = 'pending' and $4 = 'cancelled'
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, $10, run.epoch, $11::jsonb from run
 )
 select id, (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting' and $7 = 0) as woke,
-       (select count(pg_notify('durable_execution_done', run.id::text)) from run
+       (select count(pg_notify('${t.doneChannel}', run.id::text)) from run
          where run.notify_on_finish and $4 <> 'waiting') as announced
   from run`;
 
@@ -73,7 +74,7 @@ export async function finishRun(s: StoreContext, fence: Fence, w: FinishWrite): 
       w.event,
       eventPayload(s.options, w.event, w.payload),
       w.parkedReason ?? null,
-      WAKE_CHANNEL,
+      s.db.names.wakeChannel,
     ],
     'dx_finish',
   );

@@ -1,6 +1,7 @@
 import type { CheckpointView } from '../../interfaces/run.interface';
 import { toCheckpoint } from '../run-row.mapper';
 import type { StoreContext } from './fence';
+import type { SqlText } from '../durable-names';
 
 /**
  * Everything replay needs, in one round trip per claim: the run's checkpoints (with their delivery
@@ -8,16 +9,17 @@ import type { StoreContext } from './fence';
  * then reads memory, never one query per step. A first claim (epoch 1) skips this entirely: nothing
  * can have been recorded before it. $1 run id
  */
-export const LOAD_REPLAY_SQL = `
+export const LOAD_REPLAY_SQL: SqlText = (t) => `
 select 'checkpoint' as source, step_index, step_name as name, output, null::text as status,
        null::jsonb as error, null::text as resolution, seq, fingerprint, null::jsonb as payload
-  from ai_checkpoints where run_id = $1
+  from ${t.checkpoints} where run_id = $1
 union all
 select 'command', step_index, idempotency_key, result, status, error, resolution, null, null, payload
-  from ai_commands where run_id = $1`;
+  from ${t.commands} where run_id = $1`;
 
 /** Every checkpoint of a run with its metadata, in step order. $1 run id */
-export const LIST_CHECKPOINTS_SQL = `select * from ai_checkpoints where run_id = $1 order by step_index`;
+export const LIST_CHECKPOINTS_SQL: SqlText = (t) =>
+  `select * from ${t.checkpoints} where run_id = $1 order by step_index`;
 
 /** A checkpoint as loaded for replay. */
 export interface RecordedStep {

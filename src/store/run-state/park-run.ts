@@ -9,6 +9,7 @@ import {
   runFenced,
   StoreContext,
 } from './fence';
+import type { SqlText } from '../durable-names';
 
 /**
  * Park the run, fenced: back to `waiting` with owner and lease cleared until `available_at` (an
@@ -25,15 +26,15 @@ import {
  * $9 event payload, $10 command key, $11 command status, $12 step index, $13 command name, $14 payload,
  * $15 record index, $16 record name, $17 recorded values, $18 record seq
  */
-export const PARK_RUN_SQL = `
+export const PARK_RUN_SQL: SqlText = (t) => `
 with snap as (
-  select xmin::text as x from ai_runs where id = $1
+  select xmin::text as x from ${t.runs} where id = $1
 ), lock as (
-  select id, epoch, xmin::text as x from ai_runs
+  select id, epoch, xmin::text as x from ${t.runs}
    where ${FENCE}
    for update
 ), cmd as (
-  insert into ai_commands (idempotency_key, run_id, step_index, command_name, payload, status, epoch)
+  insert into ${t.commands} (idempotency_key, run_id, step_index, command_name, payload, status, epoch)
   select $10, lock.id, $12, $13, $14::jsonb, $11, lock.epoch from lock where $10::text is not null
   on conflict (idempotency_key) do update set status = excluded.status, epoch = excluded.epoch, updated_at = now()
    where ai_commands.status = excluded.status
@@ -41,7 +42,7 @@ with snap as (
           and ai_commands.resolution is distinct from 'retry')
   returning idempotency_key
 ), run as (
-  update ai_runs r
+  update ${t.runs} r
      set status = 'waiting', worker_id = null, lease_expires_at = null,
          available_at = case
            when lock.x <> (select x from snap) or r.cancel_requested_at is not null
@@ -53,12 +54,12 @@ with snap as (
   returning r.id, r.epoch, r.available_at,
             coalesce($4::timestamptz, now() + $5 * interval '1 millisecond', 'infinity') as due
 ), rec as (
-  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, seq)
+  insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, seq)
   select run.id, $15, $16, to_jsonb(run.due), 0, run.epoch, $18 from run where $15::int is not null
 ), cp as (
-  ${insertRecords('$17')}
+  ${insertRecords(t, '$17')}
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, $8, run.epoch, $9::jsonb || jsonb_build_object('availableAt', run.available_at) from run
 )
 select available_at, due from run`;

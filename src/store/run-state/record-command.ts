@@ -1,6 +1,7 @@
 import type { RunCursor } from '../../interfaces/run.interface';
 import { eventPayload } from '../event-payload';
 import { extendLeaseBy, Fence, fencedRun, runFenced, StoreContext } from './fence';
+import type { SqlText } from '../durable-names';
 
 /**
  * Record a command's outcome with its checkpoint, fenced, in one statement: command row settled,
@@ -9,17 +10,17 @@ import { extendLeaseBy, Fence, fencedRun, runFenced, StoreContext } from './fenc
  * $10 checkpoint output, $11 step index, $12 step name, $13 event type, $14 event payload, $15 resolution,
  * $16 delivery order (seq), $17 call fingerprint
  */
-export const RECORD_COMMAND_SQL = `
-${fencedRun(`cursor = $4::jsonb, attempts = 0, ${extendLeaseBy('$5')}, updated_at = now()`)}, cmd as (
-  update ai_commands c
+export const RECORD_COMMAND_SQL: SqlText = (t) => `
+${fencedRun(t, `cursor = $4::jsonb, attempts = 0, ${extendLeaseBy('$5')}, updated_at = now()`)}, cmd as (
+  update ${t.commands} c
      set status = $7, result = $8::jsonb, error = $9::jsonb, resolution = coalesce($15, c.resolution), updated_at = now()
     from run
    where c.idempotency_key = $6 and c.run_id = run.id
 ), cp as (
-  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, seq, fingerprint)
+  insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, seq, fingerprint)
   select run.id, $11, $12, $10::jsonb, 0, run.epoch, $16, $17 from run
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, $13, run.epoch, $14::jsonb from run
 )
 select cancel_requested from run`;

@@ -10,6 +10,7 @@ import {
   runFenced,
   StoreContext,
 } from './fence';
+import type { SqlText } from '../durable-names';
 
 /**
  * Reserve a command before dispatch, fenced, in one statement: the run's cursor says `started`, the
@@ -20,18 +21,18 @@ import {
  * must not dispatch then. $1 id, $2 worker, $3 epoch, $4 cursor, $5 ttl ms, $6 key, $7 step index, $8 name,
  * $9 payload, $10 event payload, $11 recorded values
  */
-export const RESERVE_COMMAND_SQL = `
-${fencedRun(`cursor = $4::jsonb, ${extendLeaseBy('$5')}, updated_at = now()`)}, cmd as (
-  insert into ai_commands (idempotency_key, run_id, step_index, command_name, payload, status, epoch)
+export const RESERVE_COMMAND_SQL: SqlText = (t) => `
+${fencedRun(t, `cursor = $4::jsonb, ${extendLeaseBy('$5')}, updated_at = now()`)}, cmd as (
+  insert into ${t.commands} (idempotency_key, run_id, step_index, command_name, payload, status, epoch)
   select $6, run.id, $7, $8, $9::jsonb, 'pending', run.epoch from run where not run.cancel_requested
   on conflict (idempotency_key) do update
      set status = 'pending', epoch = excluded.epoch, resolution = null, updated_at = now()
    where ai_commands.status in ('pending', 'in_doubt', 'approved') and ai_commands.run_id = excluded.run_id
   returning idempotency_key
 ), cp as (
-  ${insertRecords('$11')}
+  ${insertRecords(t, '$11')}
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, 'tool.command_reserved', run.epoch, $10::jsonb from run
 )
 select run.cancel_requested, (select count(*) from cmd)::int as reserved from run`;

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DURABLE_EXECUTION_OPTIONS, WAKE_CHANNEL } from '../../durable-execution.constants';
+import { DURABLE_EXECUTION_OPTIONS } from '../../durable-execution.constants';
 import type { RunCursor } from '../../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
 import { DurableDatabase } from '../durable-database';
@@ -90,8 +90,8 @@ export class RunStateStore implements StoreContext {
     return waitForSignal(this, fence, w);
   }
 
-  /** A LISTEN connection on the wake-up channel (not started): `onWake` runs on every NOTIFY of a due run. */
+  /** A LISTEN connection on the schema's wake-up channel (not started): `onWake` runs on every NOTIFY of a due run. */
   wakeListener(onWake: (payload?: string) => void): WakeListener {
-    return new WakeListener(this.db.pool.options, WAKE_CHANNEL, onWake);
+    return new WakeListener(this.db.pool.options, this.db.names.wakeChannel, onWake);
   }
 }

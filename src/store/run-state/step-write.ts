@@ -10,6 +10,7 @@ import {
   runFenced,
   StoreContext,
 } from './fence';
+import type { SqlText } from '../durable-names';
 
 /**
  * The fenced step write: ONE statement, one round trip. Used for the step commit (checkpoint + cursor
@@ -22,12 +23,15 @@ import {
  * $1 id, $2 worker, $3 epoch, $4 cursor, $5 ttl ms, $6 checkpoints [{step_index, step_name, output, meta}],
  * $7 attempt, $8 event type, $9 event payload, $10 progress made
  */
-export const STEP_WRITE_SQL = `
-${fencedRun(`cursor = $4::jsonb, attempts = case when $10::boolean then 0 else attempts end,
-         ${extendLeaseBy('$5')}, updated_at = now()`)}, cp as (
-  ${insertRecords('$6', '$7')}
+export const STEP_WRITE_SQL: SqlText = (t) => `
+${fencedRun(
+  t,
+  `cursor = $4::jsonb, attempts = case when $10::boolean then 0 else attempts end,
+         ${extendLeaseBy('$5')}, updated_at = now()`,
+)}, cp as (
+  ${insertRecords(t, '$6', '$7')}
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, $8, run.epoch, $9::jsonb from run
 )
 select cancel_requested from run`;
@@ -36,8 +40,8 @@ select cancel_requested from run`;
  * Intra-step progress (ctx.progress): only the cursor moves, fenced. No event: the cursor inside a
  * step is position, not a run transition. $1 id, $2 worker, $3 epoch, $4 cursor, $5 ttl ms
  */
-export const PROGRESS_SQL = `
-${fencedRun(`cursor = $4::jsonb, ${extendLeaseBy('$5')}, updated_at = now()`, 'cancel_requested_at is not null as cancel_requested')}
+export const PROGRESS_SQL: SqlText = (t) => `
+${fencedRun(t, `cursor = $4::jsonb, ${extendLeaseBy('$5')}, updated_at = now()`, 'cancel_requested_at is not null as cancel_requested')}
 select cancel_requested from run`;
 
 /**

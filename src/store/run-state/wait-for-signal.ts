@@ -9,6 +9,7 @@ import {
   runFenced,
   StoreContext,
 } from './fence';
+import type { SqlText } from '../durable-names';
 
 /**
  * `ctx.waitForSignal`, fenced, in ONE statement, so no signal can slip in between looking and parking
@@ -23,18 +24,18 @@ import {
  * index (first time, else null), $12 deadline name, $13 parked reason, $14 park event payload,
  * $15 seq of the outcome, $16 attempts delta of a park
  */
-export const WAIT_FOR_SIGNAL_SQL = `
+export const WAIT_FOR_SIGNAL_SQL: SqlText = (t) => `
 with snap as (
-  select xmin::text as x from ai_runs where id = $1
+  select xmin::text as x from ${t.runs} where id = $1
 ), lock as (
   select id, epoch, xmin::text as x, cancel_requested_at is not null as cancel_requested,
          coalesce($9::timestamptz, now() + $10 * interval '1 millisecond') as due
-    from ai_runs
+    from ${t.runs}
    where ${FENCE}
    for update
 ), sig as (
-  update ai_signals s set consumed_at = now()
-   where s.id = (select p.id from ai_signals p join lock on p.run_id = lock.id
+  update ${t.signals} s set consumed_at = now()
+   where s.id = (select p.id from ${t.signals} p join lock on p.run_id = lock.id
                   where p.name = $5 and p.consumed_at is null
                   order by p.id limit 1 for update of p skip locked)
   returning s.payload
@@ -43,7 +44,7 @@ with snap as (
                       when lock.due <= now() then 'timed_out' else 'parked' end as outcome
     from lock
 ), run as (
-  update ai_runs r
+  update ${t.runs} r
      set status = case when d.outcome = 'parked' then 'waiting' else 'running' end,
          worker_id = case when d.outcome = 'parked' then null else r.worker_id end,
          lease_expires_at = case when d.outcome = 'parked' then null
@@ -58,17 +59,17 @@ with snap as (
    where r.id = d.id
   returning r.id, r.epoch, r.available_at, d.outcome, d.due, r.cancel_requested_at is not null as cancel_requested
 ), cp as (
-  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch, seq)
+  insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, seq)
   select run.id, $6, $7, case when run.outcome = 'consumed' then jsonb_build_object('payload', (select payload from sig))
                               else '{"timedOut":true}'::jsonb end, 0, run.epoch, $15
     from run where run.outcome <> 'parked'
 ), deadline as (
-  insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch)
+  insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch)
   select run.id, $11, $12, coalesce(to_jsonb(run.due), 'null'::jsonb), 0, run.epoch from run where $11::int is not null
 ), recs as (
-  ${insertRecords('$8')}
+  ${insertRecords(t, '$8')}
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id,
          case run.outcome when 'consumed' then 'signal.received' when 'timed_out' then 'signal.timed_out'
                           else 'run.waiting_for_signal' end,

@@ -1,3 +1,5 @@
+import type { SqlText } from '../durable-names';
+
 /**
  * Store a signal durably and wake the run if it is waiting (a signal sent before the wait is kept for
  * it). A running run's row is touched too, so a wait parking at this moment sees that its row changed
@@ -5,20 +7,20 @@
  * wakes an idle worker.
  * $1 run id, $2 name, $3 payload, $4 channel, $5 sent by (null: not recorded)
  */
-export const SEND_SIGNAL_SQL = `
+export const SEND_SIGNAL_SQL: SqlText = (t) => `
 with cur as (
-  select id, status, kind, epoch from ai_runs where id = $1 for update
+  select id, status, kind, epoch from ${t.runs} where id = $1 for update
 ), ins as (
-  insert into ai_signals (run_id, name, payload)
+  insert into ${t.signals} (run_id, name, payload)
   select id, $2, $3::jsonb from cur where status in ('pending', 'running', 'waiting')
   returning id
 ), wake as (
-  update ai_runs r set available_at = case when cur.status = 'waiting' then now() else r.available_at end,
+  update ${t.runs} r set available_at = case when cur.status = 'waiting' then now() else r.available_at end,
          updated_at = now()
     from cur where r.id = cur.id and cur.status in ('waiting', 'running') and exists (select 1 from ins)
   returning r.kind, cur.status
 ), ev as (
-  insert into ai_events (run_id, event_type, epoch, payload)
+  insert into ${t.events} (run_id, event_type, epoch, payload)
   select cur.id, 'signal.sent', cur.epoch, jsonb_strip_nulls(jsonb_build_object('name', $2::text, 'by', $5::text))
     from cur, ins
 )
