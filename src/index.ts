@@ -57,6 +57,7 @@ export type {
   ListRunsQuery,
   RunCursor,
   RunEvent,
+  RunHistoryQuery,
   RunPage,
   RunStatus,
   RunView,
