@@ -140,9 +140,11 @@ export class AdminRunsService {
     };
   }
 
-  /** A page of the run's events by id (`after`: oldest first, `before`: newest first), redacted. */
+  /**
+   * A page of the run's events by id (`after`: oldest first, `before`: newest first), redacted;
+   * RunNotFoundError for an unknown run (looked up only when the page is empty).
+   */
   async events(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<RunEvent>> {
-    await this.requireRun(id);
     const { after, before, limit = DETAIL_HISTORY_LIMIT } = q;
     const page = await pageByPosition(
       { after, before },
@@ -150,12 +152,12 @@ export class AdminRunsService {
       (p) => this.runs.events(id, p),
       (e) => e.id,
     );
+    if (!page.items.length) await this.requireRun(id);
     return { items: page.items.map((e) => this.redactor.event(e)), next: page.next };
   }
 
   /** A page of the run's checkpoints by step index (as `events`), redacted. */
   async checkpoints(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<CheckpointView>> {
-    await this.requireRun(id);
     const { after, before, limit = DETAIL_HISTORY_LIMIT } = q;
     const page = await pageByPosition(
       { after, before },
@@ -163,6 +165,7 @@ export class AdminRunsService {
       (p) => this.runs.checkpoints(id, p),
       (c) => c.stepIndex,
     );
+    if (!page.items.length) await this.requireRun(id);
     return { items: page.items.map((c) => this.redactor.checkpoint(c)), next: page.next };
   }
 
