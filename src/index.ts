@@ -57,6 +57,7 @@ export type {
   ListRunsQuery,
   RunCursor,
   RunEvent,
+  RunHistoryQuery,
   RunPage,
   RunStatus,
   RunView,
@@ -142,8 +143,14 @@ export { ApiKeyAdminGuard } from './admin/api-key-admin.guard';
 export type { ApiKeyAdminGuardOptions, ApiKeyHolder } from './admin/api-key-admin.guard';
 export { isDurableAdminAction } from './admin/admin-access.guard';
 export { DURABLE_OPERATOR } from './admin/admin.constants';
-// Bodies of the admin REST API (GET api/runs, api/runs/:id, api/stats; 400 field errors).
-export type { AdminRunSummary, AdminRunPage, AdminRunDetail } from './admin/admin-runs.service';
+// Bodies of the admin REST API (GET api/runs, api/runs/:id and its events, checkpoints, changes, api/stats; 400 field errors).
+export type {
+  AdminRunSummary,
+  AdminRunPage,
+  AdminRunDetail,
+  AdminRunHistoryPage,
+  AdminRunChanges,
+} from './admin/admin-runs.service';
 export type { RunTimeline, EpochSection, EpochStart, StepRow } from './admin/run-timeline';
 export type { FieldError } from './admin/admin-validation.pipe';
 export type { RunStats } from './store/run-stats.reader';

@@ -1,15 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { CommandView } from '../interfaces/command.interface';
-import type { CheckpointView, RunEvent, RunView } from '../interfaces/run.interface';
+import type { CheckpointView, RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
 import { AdminRunsStore, AdminRunSummary } from '../store/admin-runs.store';
 import { RunStats, RunStatsReader } from '../store/run-stats.reader';
 import { CommandGateway } from '../api/command-gateway.service';
 import { RunRepository } from '../api/run.repository';
 import { requireText, requireTimestamp } from '../util/arguments';
-import { pageOfRuns } from '../util/run-cursor';
+import { pageByPosition, pageOfRuns } from '../util/run-cursor';
 import { AdminRedactor } from './admin-redactor';
 import type { ListRunsQueryDto } from './dto/list-runs-query.dto';
+import { changesToken, DETAIL_HISTORY_LIMIT, RunHistoryQueryDto } from './dto/run-history-query.dto';
 import { buildTimeline, RunTimeline } from './run-timeline';
 
 export type { AdminRunSummary } from '../store/admin-runs.store';
@@ -20,13 +21,47 @@ export interface AdminRunPage {
   next?: string;
 }
 
-/** Everything about one run: the row, its checkpoints, commands, events, and the timeline built from them. */
+/**
+ * One run: the row, its newest checkpoints and events (at most `limit` of each; older ones are paged with
+ * `GET .../events?before=` and `.../checkpoints?before=`), its commands, and the timeline built from
+ * what is shown.
+ */
 export interface AdminRunDetail {
   run: RunView;
+  /** The newest `limit` checkpoints, in step order. */
   checkpoints: CheckpointView[];
   commands: CommandView[];
+  /** The newest `limit` events, oldest first. */
   events: RunEvent[];
   timeline: RunTimeline;
+  /** The most events and checkpoints shown (the `limit` asked for; default 200). */
+  limit: number;
+  /** Set when older events exist: pass it as `before` to `GET .../events` (newest first). */
+  eventsBefore?: number;
+  /** Set when older checkpoints exist: pass it as `before` to `GET .../checkpoints`. */
+  checkpointsBefore?: number;
+  /** For `GET .../changes?since=`: this state of the run. */
+  token: string;
+}
+
+/** One page of a run's events or checkpoints; `next` (for the same `after` or `before`) is absent on the last page. */
+export interface AdminRunHistoryPage<T> {
+  /** Oldest first after `after` (or from the oldest), newest first before `before`. */
+  items: T[];
+  /** The event id or step index to pass as the same `after` or `before` for the next page. */
+  next?: number;
+}
+
+/** Whether a run changed since a token: its row (status, cursor, lease...) or its events. */
+export interface AdminRunChanges {
+  /** Whether the run's row or events differ from the state `since` named (true without `since`). */
+  changed: boolean;
+  /** The token of the run as it is now, for the next `since`. */
+  token: string;
+  /** The run's status now (a page reloads when it moved on). */
+  status: RunStatus;
+  /** The newest event's id (null: none), for `GET .../events?after=`. */
+  lastEventId: number | null;
 }
 
 /**
@@ -64,26 +99,87 @@ export class AdminRunsService {
     return this.statsReader.read();
   }
 
-  /** The run and its whole record; RunNotFoundError (404) for an unknown id. */
-  async detail(id: string): Promise<AdminRunDetail> {
-    const stored = await this.runs.get(id);
-    if (!stored) throw new RunNotFoundError(id);
-    const [cps, cmds, evs] = await Promise.all([
-      this.runs.checkpoints(id),
+  /**
+   * The run with its newest `limit` events and checkpoints; RunNotFoundError (404) for an unknown id.
+   * The token is read first, so a change while the rest is read shows as a change on the next poll.
+   */
+  async detail(id: string, limit = DETAIL_HISTORY_LIMIT): Promise<AdminRunDetail> {
+    const version = await this.requireRun(id);
+    const newest = { newestFirst: true };
+    const [stored, cps, cmds, evs] = await Promise.all([
+      this.runs.get(id),
+      pageByPosition(
+        newest,
+        limit,
+        (q) => this.runs.checkpoints(id, q),
+        (c) => c.stepIndex,
+      ),
       this.commands.listForRun(id),
-      this.runs.events(id),
+      pageByPosition(
+        newest,
+        limit,
+        (q) => this.runs.events(id, q),
+        (e) => e.id,
+      ),
     ]);
+    if (!stored) throw new RunNotFoundError(id);
     const r = this.redactor;
-    const checkpoints = cps.map((c) => r.checkpoint(c));
-    const events = evs.map((e) => r.event(e));
-    const commands = cmds.map((c) => r.command(c));
+    const checkpoints = cps.items.reverse().map((c) => r.checkpoint(c));
+    const events = evs.items.reverse().map((e) => r.event(e));
+    const window = { olderEvents: evs.next !== undefined, olderCheckpoints: cps.next !== undefined };
     return {
       run: r.run(stored),
       checkpoints,
-      commands,
+      commands: cmds.map((c) => r.command(c)),
       events,
-      timeline: buildTimeline(events, checkpoints),
+      timeline: buildTimeline(events, checkpoints, window),
+      limit,
+      eventsBefore: evs.next,
+      checkpointsBefore: cps.next,
+      token: changesToken(version.rowVersion, version.lastEventId),
     };
+  }
+
+  /**
+   * A page of the run's events by id (`after`: oldest first, `before`: newest first), redacted;
+   * RunNotFoundError for an unknown run (looked up only when the page is empty).
+   */
+  async events(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<RunEvent>> {
+    const { after, before, limit = DETAIL_HISTORY_LIMIT } = q;
+    const page = await pageByPosition(
+      { after, before },
+      limit,
+      (p) => this.runs.events(id, p),
+      (e) => e.id,
+    );
+    if (!page.items.length) await this.requireRun(id);
+    return { items: page.items.map((e) => this.redactor.event(e)), next: page.next };
+  }
+
+  /** A page of the run's checkpoints by step index (as `events`), redacted. */
+  async checkpoints(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<CheckpointView>> {
+    const { after, before, limit = DETAIL_HISTORY_LIMIT } = q;
+    const page = await pageByPosition(
+      { after, before },
+      limit,
+      (p) => this.runs.checkpoints(id, p),
+      (c) => c.stepIndex,
+    );
+    if (!page.items.length) await this.requireRun(id);
+    return { items: page.items.map((c) => this.redactor.checkpoint(c)), next: page.next };
+  }
+
+  /** Whether the run changed since `since` (a token): one indexed read, no run data. */
+  async changes(id: string, since: string | undefined): Promise<AdminRunChanges> {
+    const v = await this.requireRun(id);
+    const token = changesToken(v.rowVersion, v.lastEventId);
+    return { changed: token !== since, token, status: v.status, lastEventId: v.lastEventId };
+  }
+
+  private async requireRun(id: string) {
+    const version = await this.store.version(id);
+    if (!version) throw new RunNotFoundError(id);
+    return version;
   }
 
   /** A run as an admin response shows it (through the `redact` hook). */

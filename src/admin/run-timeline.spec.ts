@@ -88,4 +88,33 @@ describe('buildTimeline', () => {
     expect(cut.steps).toMatchObject([{ name: 'fetch', state: 'interrupted', executions: 1 }]);
     expect(cut.epochs[1].start).toBe('resume');
   });
+
+  it('built from the newest part of the history only, claims nothing about what is not shown', () => {
+    // Shown: the end of epoch 3 and epoch 4; checkpoints from step 5 on (steps 0-4 are older).
+    const events = [
+      ev(100, 3, 'step.started', { step: 4, name: 'old' }), // its checkpoint is older than those shown
+      ev(105, 3, 'run.checkpoint_saved', { step: 5, name: 'sum', kind: 'compute' }),
+      ev(200, 4, 'run.claimed', { workerId: 'b' }),
+      ev(210, 4, 'step.started', { step: 6, name: 'fetch' }),
+      ev(300, 4, 'run.checkpoint_saved', { step: 6, name: 'fetch', kind: 'tool' }),
+    ];
+    const checkpoints = [cp(105, 3, 5, 'sum'), cp(300, 4, 6, 'fetch')];
+    const partial = buildTimeline(events, checkpoints, { olderEvents: true, olderCheckpoints: true });
+    expect(partial.epochs.map((s) => [s.epoch, s.start])).toEqual([
+      [3, 'earlier'],
+      [4, 'resume'],
+    ]);
+    expect(partial.steps.map((s) => [s.index, s.state, s.durationMs])).toEqual([
+      [5, 'done', null], // its start would be the oldest event shown: unknown
+      [6, 'done', 90],
+    ]);
+    // The same rows taken as the whole history.
+    const whole = buildTimeline(events, checkpoints);
+    expect(whole.epochs[0].start).toBe('first-claim');
+    expect(whole.steps.map((s) => [s.index, s.state, s.durationMs])).toEqual([
+      [4, 'interrupted', null],
+      [5, 'done', 5],
+      [6, 'done', 90],
+    ]);
+  });
 });

@@ -1,7 +1,10 @@
 import type { CheckpointView, RunEvent } from '../interfaces/run.interface';
 
-/** How an epoch began, relative to the one before it. */
-export type EpochStart = 'created' | 'first-claim' | 'takeover' | 'handover' | 'resume';
+/**
+ * How an epoch began, relative to the one before it; `earlier` when that is before the oldest event
+ * shown (a run detail shows only its newest events).
+ */
+export type EpochStart = 'created' | 'first-claim' | 'takeover' | 'handover' | 'resume' | 'earlier';
 
 /** One claim of the run (an epoch) and the events recorded under it. */
 export interface EpochSection {
@@ -53,8 +56,18 @@ function kindOf(cp: CheckpointView, saved: RunEvent | undefined): StepRow['kind'
   return k === 'model' || k === 'tool' ? k : 'compute';
 }
 
+/**
+ * Which part of the run's history the timeline is built from: with older events or checkpoints not
+ * given, the first epoch shown may have begun earlier, and start marks of steps older than the
+ * checkpoints shown are not steps in flight.
+ */
+export interface TimelineWindow {
+  olderEvents?: boolean;
+  olderCheckpoints?: boolean;
+}
+
 /** Groups events by epoch and marks how each epoch began. */
-function epochsOf(events: RunEvent[]): EpochSection[] {
+function epochsOf(events: RunEvent[], olderEvents: boolean): EpochSection[] {
   const byEpoch = new Map<number, EpochSection>();
   for (const e of events) {
     let s = byEpoch.get(e.epoch);
@@ -72,6 +85,7 @@ function epochsOf(events: RunEvent[]): EpochSection[] {
   sections.forEach((s, i) => {
     const prev = sections[i - 1];
     if (s.epoch === 0) s.start = 'created';
+    else if (!prev && olderEvents) s.start = 'earlier';
     else if (!prev || prev.epoch === 0) s.start = 'first-claim';
     else {
       const reconciled = prev.events.find((e) => e.type === 'run.reconciled');
@@ -89,8 +103,14 @@ function epochsOf(events: RunEvent[]): EpochSection[] {
 }
 
 /** Steps from checkpoints (committed) and start events (interrupted or running), in index order. */
-function stepsOf(events: RunEvent[], checkpoints: CheckpointView[], lastEpoch: number): StepRow[] {
-  const starts = events.filter((e) => STARTS.has(e.type));
+function stepsOf(
+  events: RunEvent[],
+  checkpoints: CheckpointView[],
+  lastEpoch: number,
+  window: TimelineWindow,
+): StepRow[] {
+  const shownFrom = window.olderCheckpoints && checkpoints.length ? checkpoints[0].stepIndex : 0;
+  const starts = events.filter((e) => STARTS.has(e.type) && !(Number(e.payload?.step) < shownFrom));
   const saved = new Map<number, RunEvent>();
   for (const e of events) if (e.type === 'run.checkpoint_saved') saved.set(Number(e.payload?.step), e);
   const rows = new Map<number, StepRow>();
@@ -99,10 +119,12 @@ function stepsOf(events: RunEvent[], checkpoints: CheckpointView[], lastEpoch: n
     const start = [...mine]
       .reverse()
       .find((e) => e.epoch === cp.epoch && time(e.createdAt) <= time(cp.createdAt));
-    // A compute step has no start mark: it ran after whatever this claim recorded just before it.
-    const before =
-      start ??
-      [...events].reverse().find((e) => e.epoch === cp.epoch && time(e.createdAt) < time(cp.createdAt));
+    // A compute step has no start mark: it ran after whatever this claim recorded just before it
+    // (unknown when that is the oldest event shown and older ones are not).
+    const prior = [...events]
+      .reverse()
+      .find((e) => e.epoch === cp.epoch && time(e.createdAt) < time(cp.createdAt));
+    const before = start ?? (window.olderEvents && prior === events[0] ? undefined : prior);
     rows.set(cp.stepIndex, {
       index: cp.stepIndex,
       name: cp.stepName,
@@ -138,15 +160,22 @@ function stepsOf(events: RunEvent[], checkpoints: CheckpointView[], lastEpoch: n
   return [...rows.values()].sort((a, b) => a.index - b.index);
 }
 
-/** Builds the operator's view of a run's history from its events and checkpoints. */
-export function buildTimeline(events: RunEvent[], checkpoints: CheckpointView[]): RunTimeline {
-  const epochs = epochsOf(events);
+/**
+ * Builds the operator's view of a run's history from its events and checkpoints (oldest first; the
+ * newest part of them when `window` says older ones exist).
+ */
+export function buildTimeline(
+  events: RunEvent[],
+  checkpoints: CheckpointView[],
+  window: TimelineWindow = {},
+): RunTimeline {
+  const epochs = epochsOf(events, window.olderEvents === true);
   const lastEpoch = epochs.length ? epochs[epochs.length - 1].epoch : 0;
   const workers: string[] = [];
   for (const s of epochs) if (s.workerId && !workers.includes(s.workerId)) workers.push(s.workerId);
   return {
     epochs,
-    steps: stepsOf(events, checkpoints, lastEpoch),
+    steps: stepsOf(events, checkpoints, lastEpoch, window),
     workers,
     takeovers: epochs.filter((s) => s.start === 'takeover').length,
   };

@@ -10,6 +10,7 @@ import type {
   CheckpointView,
   ListRunsQuery,
   RunEvent,
+  RunHistoryQuery,
   RunPage,
   RunStatus,
   RunView,
@@ -27,7 +28,7 @@ import { RunControlStore } from '../store/run-control.store';
 import { RunReadStore } from '../store/run-reads.store';
 import { MAX_SIGNAL_NAME_BYTES, requireText } from '../util/arguments';
 import { toStoredJson } from '../util/json';
-import { pageOfRuns } from '../util/run-cursor';
+import { pageOfRuns, requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 import { approveCommand, resolveCommand } from './command-decisions';
 import { RunResultWaiter } from './run-results';
@@ -191,15 +192,19 @@ export class RunRepository {
     return resolveCommand(this.commands, this.options, idempotencyKey, resolution, by);
   }
 
-  /** The run's event trail, oldest first. */
-  async events(id: string): Promise<RunEvent[]> {
+  /**
+   * The run's event trail, oldest first; with a `query`, one part of it by event id (`after` an id
+   * oldest first, `before` one or `newestFirst` newest first, at most `limit`), through the
+   * (run_id, id) index. Bad paging options are an InvalidArgumentError naming the field.
+   */
+  async events(id: string, query?: RunHistoryQuery): Promise<RunEvent[]> {
     requireUuid(id, 'id');
-    return this.reads.events(id);
+    return this.reads.events(id, requireHistoryRange(query));
   }
 
-  /** The run's checkpoints in step order. */
-  async checkpoints(id: string): Promise<CheckpointView[]> {
+  /** The run's checkpoints in step order; with a `query`, one part of them by step index (as `events`). */
+  async checkpoints(id: string, query?: RunHistoryQuery): Promise<CheckpointView[]> {
     requireUuid(id, 'id');
-    return this.checkpointService.list(id);
+    return this.checkpointService.list(id, requireHistoryRange(query));
   }
 }

@@ -98,6 +98,21 @@ export interface ListRunsQuery {
   after?: string;
 }
 
+/**
+ * Which of a run's events or checkpoints to read (`RunRepository.events`, `.checkpoints`). A position is
+ * an event's `id` or a checkpoint's `stepIndex`. With neither `after` nor `before`: from the oldest.
+ */
+export interface RunHistoryQuery {
+  /** Only those after this position, oldest first. */
+  after?: number;
+  /** Only those before this position, newest first (not with `after`). */
+  before?: number;
+  /** Newest first, from the newest (`before` implies it; not with `after`). */
+  newestFirst?: boolean;
+  /** At most this many, 1..1000. Default: all of them. */
+  limit?: number;
+}
+
 /** One page of runs. `next` is absent on the last page. */
 export interface RunPage {
   items: RunView[];

@@ -31,6 +31,25 @@ select r.id, r.kind, r.status, r.cursor, r.epoch, r.worker_id, r.attempts, r.max
  order by r.created_at desc, r.id desc
  limit $9`;
 
+/**
+ * Where a run stands, for "has it changed?": the row version (xmin: every update of the row makes a new
+ * one, including a cursor move that writes no event) and the newest event id (one backward step on
+ * ai_events_run_idx, an index-only scan). No run data, no event bodies. $1 run id
+ */
+export const RUN_VERSION_SQL: SqlText = (t) => `
+select r.status, r.xmin::text as row_version,
+       (select e.id from ${t.events} e where e.run_id = r.id order by e.id desc limit 1) as last_event
+  from ${t.runs} r
+ where r.id = $1`;
+
+/** What RUN_VERSION_SQL reads. */
+export interface RunVersion {
+  status: RunStatus;
+  rowVersion: string;
+  /** The newest event's id; null for a run without events. */
+  lastEventId: number | null;
+}
+
 /** A run in the admin list: no input or output, so a page stays small whatever runs carry. */
 export interface AdminRunSummary {
   id: string;
@@ -61,7 +80,10 @@ export interface AdminRunFilter {
   inDoubt: boolean | null;
 }
 
-/** The inspector's runs list (ADMIN_LIST_RUNS_SQL), as stored: the admin redacts what it shows. @internal */
+/**
+ * The inspector's runs list (ADMIN_LIST_RUNS_SQL) and a run's version for its live view (RUN_VERSION_SQL), as
+ * stored: the admin redacts what it shows. @internal
+ */
 @Injectable()
 export class AdminRunsStore {
   constructor(private readonly db: DurableDatabase) {}
@@ -83,6 +105,19 @@ export class AdminRunsStore {
       take,
     ]);
     return keyedRuns(rows, toSummary);
+  }
+
+  /** The run's row version and newest event id (RUN_VERSION_SQL); undefined for an unknown run. */
+  async version(id: string): Promise<RunVersion | undefined> {
+    const { rows } = await this.db.query(RUN_VERSION_SQL, [id], 'dx_run_version');
+    const r = rows[0];
+    return (
+      r && {
+        status: r.status,
+        rowVersion: r.row_version,
+        lastEventId: r.last_event ? Number(r.last_event) : null,
+      }
+    );
   }
 }
 

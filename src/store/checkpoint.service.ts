@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { CheckpointView } from '../interfaces/run.interface';
-import { listCheckpoints, ReplayRecord } from './run-state/load-replay';
+import type { HistoryRange } from '../util/run-cursor';
+import { ALL, readHistory } from './run-history';
+import { toCheckpoint } from './run-row.mapper';
+import type { ReplayRecord } from './run-state/load-replay';
 import { RunStateStore } from './run-state/run-state.store';
 
 /**
@@ -16,8 +19,8 @@ export class CheckpointService {
     return this.store.loadForReplay(runId);
   }
 
-  /** Every checkpoint of a run with its metadata, in step order. */
-  list(runId: string): Promise<CheckpointView[]> {
-    return listCheckpoints(this.store, runId);
+  /** The run's checkpoints with their metadata in `range` (run-history.ts); all, in step order, by default. */
+  async list(runId: string, range: HistoryRange = ALL): Promise<CheckpointView[]> {
+    return (await readHistory(this.store.db, 'checkpoints', runId, range)).map(toCheckpoint);
   }
 }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
-import type { KeyedRun, RunCursorKey } from '../util/run-cursor';
+import type { HistoryRange, KeyedRun, RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
+import { ALL, readHistory } from './run-history';
 import { CURSOR_KEY_SQL, cursorValues, keyedRuns } from './run-keyset';
 import { toEvent, toRunView } from './run-row.mapper';
 import type { SqlText } from './durable-names';
@@ -20,9 +21,6 @@ export const LIST_RUNS_SQL: SqlText = (t) => `select *, ${CURSOR_KEY_SQL} as cre
           and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
         order by created_at desc, id desc
         limit $5`;
-
-/** A run's event trail, oldest first. $1 run id */
-export const RUN_EVENTS_SQL: SqlText = (t) => `select * from ${t.events} where run_id = $1 order by id`;
 
 /**
  * Marks a live run to be announced on `durable_execution_done` when it ends (once: the flag is only set
@@ -69,10 +67,9 @@ export class RunReadStore {
     return keyedRuns(rows, toRunView);
   }
 
-  /** The run's event trail, oldest first. */
-  async events(id: string): Promise<RunEvent[]> {
-    const { rows } = await this.db.query(RUN_EVENTS_SQL, [id]);
-    return rows.map(toEvent);
+  /** The run's events in `range` (run-history.ts); all of them, oldest first, by default. */
+  async events(id: string, range: HistoryRange = ALL): Promise<RunEvent[]> {
+    return (await readHistory(this.db, 'events', id, range)).map(toEvent);
   }
 
   /** Marks the run to be announced when it ends (once), then reads it in a fresh snapshot; undefined for an unknown run. */

@@ -1,9 +1,17 @@
 import { Get, Param, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { AdminAccessGuard } from '../admin-access.guard';
 import { AdminErrorFilter } from '../admin-error.filter';
-import { AdminRunDetail, AdminRunPage, AdminRunsService } from '../admin-runs.service';
+import type { CheckpointView, RunEvent } from '../../interfaces/run.interface';
+import {
+  AdminRunChanges,
+  AdminRunDetail,
+  AdminRunHistoryPage,
+  AdminRunPage,
+  AdminRunsService,
+} from '../admin-runs.service';
 import { adminValidationPipe } from '../admin-validation.pipe';
 import { ListRunsQueryDto } from '../dto/list-runs-query.dto';
+import { RunChangesQueryDto, RunDetailQueryDto, RunHistoryQueryDto } from '../dto/run-history-query.dto';
 import {
   ApiBadRequestResponse,
   ApiForbiddenResponse,
@@ -15,7 +23,10 @@ import {
 } from '../../nest/openapi';
 import { runIdPipe } from './uuid-param.pipe';
 
-/** Reads: `GET <path>/api/runs`, `GET <path>/api/stats`, `GET <path>/api/runs/:id`. Mounted by DurableAdminModule. */
+/**
+ * Reads: `GET <path>/api/runs`, `GET <path>/api/stats`, `GET <path>/api/runs/:id` and its `events`,
+ * `checkpoints` and `changes`. Mounted by DurableAdminModule.
+ */
 @ApiTags('durable-admin')
 @ApiUnauthorizedResponse({ description: 'The guard wants credentials' })
 @ApiForbiddenResponse({ description: 'The guard refused' })
@@ -39,10 +50,56 @@ export class DurableRunsApiController {
   }
 
   @Get('runs/:id')
-  @ApiOperation({ summary: 'One run with its cursor, checkpoints, commands, events and timeline' })
-  @ApiOkResponse({ description: 'The run and its record' })
+  @ApiOperation({
+    summary:
+      'One run with its cursor, commands, newest events and checkpoints (`limit`, default 200) and timeline',
+  })
+  @ApiOkResponse({ description: 'The run; `eventsBefore`/`checkpointsBefore` page back to older ones' })
+  @ApiBadRequestResponse({ description: 'A bad id or limit: `errors` names each field' })
   @ApiNotFoundResponse({ description: 'No run with this id' })
-  get(@Param('id', runIdPipe()) id: string): Promise<AdminRunDetail> {
-    return this.admin.detail(id);
+  get(@Param('id', runIdPipe()) id: string, @Query() query: RunDetailQueryDto): Promise<AdminRunDetail> {
+    return this.admin.detail(id, query.limit);
+  }
+
+  @Get('runs/:id/events')
+  @ApiOperation({
+    summary: "A page of the run's events by id: `after` oldest first, `before` newest first (pass `next` on)",
+  })
+  @ApiOkResponse({ description: '`{ items, next? }`' })
+  @ApiBadRequestResponse({ description: 'A bad id, after, before or limit: `errors` names each field' })
+  @ApiNotFoundResponse({ description: 'No run with this id' })
+  events(
+    @Param('id', runIdPipe()) id: string,
+    @Query() query: RunHistoryQueryDto,
+  ): Promise<AdminRunHistoryPage<RunEvent>> {
+    return this.admin.events(id, query);
+  }
+
+  @Get('runs/:id/checkpoints')
+  @ApiOperation({
+    summary: "A page of the run's checkpoints by step index: `after` in step order, `before` newest first",
+  })
+  @ApiOkResponse({ description: '`{ items, next? }`' })
+  @ApiBadRequestResponse({ description: 'A bad id, after, before or limit: `errors` names each field' })
+  @ApiNotFoundResponse({ description: 'No run with this id' })
+  checkpoints(
+    @Param('id', runIdPipe()) id: string,
+    @Query() query: RunHistoryQueryDto,
+  ): Promise<AdminRunHistoryPage<CheckpointView>> {
+    return this.admin.checkpoints(id, query);
+  }
+
+  @Get('runs/:id/changes')
+  @ApiOperation({
+    summary: 'Whether the run changed since a token (from the detail or the previous answer): one cheap read',
+  })
+  @ApiOkResponse({ description: '`{ changed, token, status, lastEventId }`' })
+  @ApiBadRequestResponse({ description: 'A bad id or since: `errors` names each field' })
+  @ApiNotFoundResponse({ description: 'No run with this id' })
+  changes(
+    @Param('id', runIdPipe()) id: string,
+    @Query() query: RunChangesQueryDto,
+  ): Promise<AdminRunChanges> {
+    return this.admin.changes(id, query.since);
   }
 }

@@ -1,9 +1,11 @@
 /**
  * The inspector's only script, inlined in every page. A button with `data-action` POSTs JSON to
  * `<data-api>/<action>` (with `X-Durable-Admin: 1`, which an action signed in by cookie needs) with its
- * `data-body` merged with the fields of its form (fields marked
- * `data-json` are parsed as JSON), then reloads and shows what was recorded. A live run's page reloads
- * when the run changes (every 1.5 s it asks the API), so a resumed run is seen finishing.
+ * `data-body` merged with the fields of its form (fields marked `data-json` are parsed as JSON), then
+ * reloads and shows what was recorded. A live run's page asks `<data-api>/changes?since=<token>` every
+ * 1.5 s (one cheap read, no run data); when the run changed it fetches only the events after the newest
+ * one it shows (`events?after=`) and appends them (as text, never markup), and it reloads when the status
+ * changed (or more than a page of events arrived), so a resumed run is seen finishing.
  */
 export const PAGE_SCRIPT = `(function () {
   var body = document.body, flashEl = document.getElementById('flash');
@@ -40,11 +42,39 @@ export const PAGE_SCRIPT = `(function () {
     }, function (err) { btn.disabled = false; flash(String(err), true); });
   });
   var live = body.getAttribute('data-live') === 'true', auto = document.getElementById('auto-refresh');
-  if (live) setInterval(function () {
-    if (auto && !auto.checked) return;
-    fetch(body.getAttribute('data-api'), { credentials: 'same-origin', headers: { accept: 'application/json' } })
-      .then(function (res) { return res.ok ? res.json() : null; })
-      .then(function (d) { if (d && d.run && d.run.updatedAt !== body.getAttribute('data-updated')) location.reload(); })
-      .catch(function () {});
-  }, 1500);
+  var api = body.getAttribute('data-api'), token = body.getAttribute('data-token');
+  var status = body.getAttribute('data-status'), lastEvent = body.getAttribute('data-last-event') || '0';
+  var feed = document.getElementById('live-events'), busy = false;
+  function getJson(url) {
+    return fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
+      .then(function (res) { return res.ok ? res.json() : null; });
+  }
+  function cell(tr, text, cls) {
+    var td = document.createElement('td'); td.textContent = text; if (cls) td.className = cls; tr.appendChild(td);
+  }
+  function append(events) {
+    events.forEach(function (e) {
+      var tr = document.createElement('tr'), p = JSON.stringify(e.payload) || '';
+      tr.setAttribute('data-testid', 'live-event'); tr.setAttribute('data-type', e.type);
+      cell(tr, String(e.createdAt).replace('T', ' ').replace('Z', ''), 'mono');
+      cell(tr, 'epoch ' + e.epoch, 'muted'); cell(tr, e.type);
+      cell(tr, p.length > 220 ? p.slice(0, 217) + '...' : p, 'mono');
+      feed.appendChild(tr); lastEvent = String(e.id);
+    });
+    if (events.length) document.getElementById('live').hidden = false;
+  }
+  function poll() {
+    if (busy || (auto && !auto.checked)) return;
+    busy = true;
+    getJson(api + '/changes?since=' + encodeURIComponent(token)).then(function (c) {
+      if (!c || !c.changed) return;
+      if (c.status !== status) { location.reload(); return; }
+      return getJson(api + '/events?after=' + lastEvent + '&limit=200').then(function (page) {
+        if (!page) return;
+        append(page.items);
+        if (page.next !== undefined) location.reload(); else token = c.token;
+      });
+    }).catch(function () {}).then(function () { busy = false; });
+  }
+  if (live && feed) setInterval(poll, 1500);
 })();`;

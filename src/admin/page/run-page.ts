@@ -60,10 +60,35 @@ function runActions(d: AdminRunDetail): Raw {
   </div>`;
 }
 
+/** Says that only the newest entries are shown, with a link to the API page of older ones. */
+function older(
+  api: string,
+  what: 'events' | 'checkpoints',
+  d: AdminRunDetail,
+  before?: number,
+): Raw | string {
+  if (before === undefined) return '';
+  return html`<p class="muted" data-testid="older-${what}">
+    Showing the newest ${d.limit} ${what}; older ones:
+    <a href="${api}/${what}?before=${before}">${what}?before=${before}</a> (JSON, newest first).
+  </p>`;
+}
+
+/** Where events that arrive while the page is open are appended by the page script. */
+const LIVE_EVENTS = html`<div id="live" hidden>
+  <h3>New since this page loaded</h3>
+  <table>
+    <tbody id="live-events"></tbody>
+  </table>
+</div>`;
+
 /** One run: summary, actions, commands, steps with durations and the epoch-by-epoch timeline. */
 export function renderRunPage(base: string, operator: string, d: AdminRunDetail, signOut = false): string {
   const r = d.run;
   const t = d.timeline;
+  const api = `${base}/api/runs/${r.id}`;
+  const live = !TERMINAL_STATUSES.includes(r.status);
+  const shown = d.eventsBefore === undefined ? '' : ' in the events shown';
   const took =
     (r.finishedAt ? new Date(r.finishedAt) : new Date()).getTime() - new Date(r.createdAt).getTime();
   const commands = d.commands.map(
@@ -85,9 +110,9 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
       <div>epoch · attempts</div>
       <div>${r.epoch} · ${r.attempts}/${r.maxAttempts}</div>
       <div>workers</div>
-      <div data-testid="workers">${t.workers.length} (${t.workers.join(', ')})</div>
+      <div data-testid="workers">${t.workers.length} (${t.workers.join(', ')})${shown}</div>
       <div>takeovers</div>
-      <div data-testid="takeovers">${t.takeovers}</div>
+      <div data-testid="takeovers">${t.takeovers}${shown}</div>
       <div>${r.finishedAt ? 'took' : 'age'}</div>
       <div>${dur(took)}</div>
       ${
@@ -137,9 +162,9 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
         : html`<p class="muted">No side-effect commands.</p>`
     }
     <h2>Steps</h2>
-    ${renderSteps(t)}
+    ${older(api, 'checkpoints', d, d.checkpointsBefore)} ${renderSteps(t)}
     <h2>Timeline</h2>
-    ${renderTimeline(t, r.createdAt)}
+    ${older(api, 'events', d, d.eventsBefore)} ${renderTimeline(t, r.createdAt)} ${live ? LIVE_EVENTS : ''}
     <h2>Input and output</h2>
     <div class="card">
       <div class="muted">input</div>
@@ -157,9 +182,11 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
     operator,
     body,
     {
-      api: `${base}/api/runs/${r.id}`,
-      live: String(!TERMINAL_STATUSES.includes(r.status)),
-      updated: new Date(r.updatedAt).toISOString(),
+      api,
+      live: String(live),
+      status: r.status,
+      token: d.token,
+      'last-event': String(d.events.length ? d.events[d.events.length - 1].id : 0),
     },
     signOut,
   );

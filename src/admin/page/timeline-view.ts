@@ -118,6 +118,11 @@ function transition(s: EpochSection, prev: EpochSection | undefined): Raw | stri
   return '';
 }
 
+const START_LABELS: Partial<Record<EpochSection['start'], string>> = {
+  'first-claim': 'first claim',
+  earlier: 'began before the events shown',
+};
+
 /** Events grouped by epoch, one colour per worker, with takeovers and handovers called out between. */
 export function renderTimeline(t: RunTimeline, createdAt: Date): Raw {
   const t0 = new Date(createdAt).getTime();
@@ -127,7 +132,7 @@ export function renderTimeline(t: RunTimeline, createdAt: Date): Raw {
       s.epoch === 0
         ? 'Created'
         : html`Epoch ${s.epoch} · worker <span class="mono">${s.workerId ?? '?'}</span> ·
-            ${s.start === 'first-claim' ? 'first claim' : s.start}`;
+            ${START_LABELS[s.start] ?? s.start}`;
     const rows = s.events.map(
       (e) =>
         html`<tr data-testid="event" data-type="${e.type}">

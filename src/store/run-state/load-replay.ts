@@ -1,5 +1,3 @@
-import type { CheckpointView } from '../../interfaces/run.interface';
-import { toCheckpoint } from '../run-row.mapper';
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
 
@@ -16,10 +14,6 @@ select 'checkpoint' as source, step_index, step_name as name, output, null::text
 union all
 select 'command', step_index, idempotency_key, result, status, error, resolution, null, null, payload
   from ${t.commands} where run_id = $1`;
-
-/** Every checkpoint of a run with its metadata, in step order. $1 run id */
-export const LIST_CHECKPOINTS_SQL: SqlText = (t) =>
-  `select * from ${t.checkpoints} where run_id = $1 order by step_index`;
 
 /** A checkpoint as loaded for replay. */
 export interface RecordedStep {
@@ -70,10 +64,4 @@ export async function loadForReplay(s: StoreContext, runId: string): Promise<Rep
       });
   }
   return { checkpoints, commands };
-}
-
-/** Every checkpoint of a run with its metadata, in step order. */
-export async function listCheckpoints(s: StoreContext, runId: string): Promise<CheckpointView[]> {
-  const { rows } = await s.db.query(LIST_CHECKPOINTS_SQL, [runId]);
-  return rows.map(toCheckpoint);
 }
