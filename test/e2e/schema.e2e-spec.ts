@@ -144,6 +144,15 @@ describe('database.schema: the tables in a schema of their own', () => {
       expect((await a.get(RunStatsReader).read()).byStatus).toEqual({ succeeded: 1 });
       const listed = await a.get(RunRepository).list();
       expect(listed.items.map((r) => r.id)).toEqual([inA]);
+      // The history reads (whole and paged) are written for the schema too.
+      const runsA = a.get(RunRepository);
+      const events = await runsA.events(inA);
+      expect(events.length).toBeGreaterThan(3);
+      const newest = await runsA.events(inA, { newestFirst: true, limit: 2 });
+      expect(newest.map((e) => e.id)).toEqual(events.slice(-2).reverse().map((e) => e.id));
+      expect(await runsA.events(inA, { after: events[0].id, limit: 1 })).toEqual([events[1]]);
+      expect((await runsA.checkpoints(inA)).length).toBeGreaterThan(0);
+      expect(await b.get(RunRepository).events(inA)).toEqual([]);
     });
   });
 
