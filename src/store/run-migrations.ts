@@ -26,7 +26,8 @@ export const DURABLE_MIGRATIONS_TABLE = 'ai_migrations';
  * Options of the short-lived DataSource that applies or reverts the module's migrations, built from the
  * app's. Whatever the app's DataSource does on `initialize()` is switched off: `dropSchema` would wipe the
  * app's tables, `synchronize`/`migrationsRun` would touch the app's schema or run the app's migrations,
- * a cache would open its own connection. Two connections (`extra.max` wins over `poolSize` in pg): one
+ * a cache would open its own connection; the app's `schema` (where its entities live) is not the
+ * module's. Two connections (`extra.max` wins over `poolSize` in pg): one
  * holds the advisory lock while the other runs the migrations, so a pool of one would wait forever.
  */
 function migrationDataSource(source: MigrationSource, names: DurableNames): DataSource {
@@ -35,8 +36,10 @@ function migrationDataSource(source: MigrationSource, names: DurableNames): Data
   };
   return new DataSource({
     ...base,
-    // TypeORM puts its migrations table in `schema`: the module's own one, when it has one.
-    ...(names.schema === undefined ? {} : { schema: names.schema }),
+    // TypeORM puts its migrations table in `schema`: the module's own one, never the app's (an app
+    // DataSource's `schema` would put ai_migrations there while the unqualified tables land on the
+    // search_path, and the next boot would find tables without a record of them).
+    schema: names.schema,
     name: undefined,
     entities: [],
     subscribers: [],

@@ -150,6 +150,38 @@ describe('migrations', () => {
     }, 30_000);
   });
 
+  describe("an app DataSource with TypeORM's `schema` option (its entities elsewhere)", () => {
+    let db: TestDatabase;
+    beforeAll(async () => {
+      db = await createTestDatabase('migrappschema');
+    });
+    afterAll(async () => {
+      await db?.drop();
+    });
+
+    it("a borrowed DataSource with TypeORM's own `schema` option: ai_migrations lands beside the tables, and the next boot finds them current", async () => {
+      await db.query(`create schema app_entities`);
+      const appDs = new DataSource({ type: 'postgres', url: db.url, schema: 'app_entities' });
+      await appDs.initialize();
+      try {
+        for (let boot = 0; boot < 2; boot++) {
+          const app = await bootApp(db.url, [], { database: { url: undefined, dataSource: appDs } });
+          await app.close();
+        }
+        // database.schema is the default: the tables and their migration record both resolve unqualified.
+        const [where] = await db.query<{ tables: string; record: string | null }>(
+          `select to_regclass('ai_runs')::text as tables, to_regclass('ai_migrations')::text as record,
+                  to_regclass('app_entities.ai_migrations')::text as stray`,
+        );
+        expect(where).toEqual({ tables: 'ai_runs', record: 'ai_migrations', stray: null });
+        const recorded = await db.query<{ name: string }>(`select name from ai_migrations`);
+        expect(recorded.map((r) => r.name).sort()).toEqual([...MIGRATION_NAMES].sort());
+      } finally {
+        await appDs.destroy();
+      }
+    }, 30_000);
+  });
+
   describe('schema', () => {
     let db: TestDatabase;
     beforeAll(async () => {
