@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Pool } from 'pg';
 import { DurableExecutionModule, DurableStep, DurableWorkflow, RunRepository } from '../src';
 import { DurableWorker } from '../src/engine/worker.service';
-import { LeaseService } from '../src/store/lease.service';
+import { RunStateStore } from '../src/store/run-state/run-state.store';
 import { DurableDatabase } from '../src/store/durable-database';
 import { BenchDatabase, WalWindow } from './database';
 import { LoopResult, withCpu } from './raw';
@@ -78,7 +78,7 @@ function patch<T extends object, K extends keyof T>(
 export interface SequentialResult {
   /** Step call duration (workflow view), ms. */
   stepMs: number[];
-  /** LeaseService.writeStep duration (the commit round trip as the engine issues it), ms. */
+  /** RunStateStore.writeStep duration (the commit round trip as the engine issues it), ms. */
   writeStepMs: number[];
   /** Statements sent on the engine's pool while each step ran. */
   statementsPerStep: number[];
@@ -97,7 +97,7 @@ export class EngineBench {
     private readonly db: BenchDatabase,
     readonly worker: DurableWorker,
     readonly runs: RunRepository,
-    readonly lease: LeaseService,
+    readonly store: RunStateStore,
     readonly pool: Pool,
   ) {}
 
@@ -122,7 +122,7 @@ export class EngineBench {
       db,
       app.get(DurableWorker),
       app.get(RunRepository),
-      app.get(LeaseService),
+      app.get(RunStateStore, { strict: false }),
       app.get(DurableDatabase, { strict: false }).pool,
     );
   }
@@ -170,10 +170,10 @@ export class EngineBench {
     const totalStatements: Record<string, number> = {};
     const stepStatementNames: Record<string, number> = {};
     const undoWrite = patch(
-      this.lease,
+      this.store,
       'writeStep',
       (original) =>
-        async function (this: LeaseService, ...args: Parameters<LeaseService['writeStep']>) {
+        async function (this: RunStateStore, ...args: Parameters<RunStateStore['writeStep']>) {
           const t0 = performance.now();
           try {
             return await original.apply(this, args);
@@ -232,37 +232,37 @@ export class EngineBench {
 
   /**
    * (2) `runs` runs of `steps` compute steps, the worker's `concurrency` in flight: wall-clock time,
-   * steady-state rates (claims, step commits and finishes timed at LeaseService), client CPU.
+   * steady-state rates (claims, step commits and finishes timed at RunStateStore, the engine's store), client CPU.
    */
   async throughput(runs: number, steps: number): Promise<LoopResult> {
     await this.db.insertPending(runs, ENGINE_KIND, steps);
     const meter = new SteadyMeter();
     const undo = [
       patch(
-        this.lease,
+        this.store,
         'claim',
         (original) =>
-          async function (this: LeaseService, ...args: Parameters<LeaseService['claim']>) {
+          async function (this: RunStateStore, ...args: Parameters<RunStateStore['claim']>) {
             const claimed = await original.apply(this, args);
             meter.claimed(claimed.length);
             return claimed;
           },
       ),
       patch(
-        this.lease,
+        this.store,
         'writeStep',
         (original) =>
-          async function (this: LeaseService, ...args: Parameters<LeaseService['writeStep']>) {
+          async function (this: RunStateStore, ...args: Parameters<RunStateStore['writeStep']>) {
             const out = await original.apply(this, args);
             if (args[5]) meter.step();
             return out;
           },
       ),
       patch(
-        this.lease,
+        this.store,
         'finish',
         (original) =>
-          async function (this: LeaseService, ...args: Parameters<LeaseService['finish']>) {
+          async function (this: RunStateStore, ...args: Parameters<RunStateStore['finish']>) {
             await original.apply(this, args);
             meter.finished();
           },

@@ -67,7 +67,7 @@ export async function rawFinish(
 
 /**
  * Writes step after step of one run with the engine's STEP_WRITE_SQL, parameters built exactly as
- * LeaseService.writeStep builds them for a compute step commit.
+ * RunStateStore.writeStep builds them for a compute step commit.
  */
 export class RawStepWriter {
   private step = 0;

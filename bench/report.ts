@@ -44,8 +44,8 @@ export const FIGURES: FigureDef[] = [
   ...section(ENGINE, [
     ['engine.step.seq.p50', 'ms', 'step commit (step call), sequential, p50'],
     ['engine.step.seq.p99', 'ms', 'step commit (step call), sequential, p99'],
-    ['engine.writeStep.seq.p50', 'ms', 'LeaseService.writeStep, sequential, p50'],
-    ['engine.writeStep.seq.p99', 'ms', 'LeaseService.writeStep, sequential, p99'],
+    ['engine.writeStep.seq.p50', 'ms', 'RunStateStore.writeStep, sequential, p50'],
+    ['engine.writeStep.seq.p99', 'ms', 'RunStateStore.writeStep, sequential, p99'],
     ['engine.steps.c16.perSec', 'steps/s', 'steps/s, 10-step runs, 16 in flight'],
     ['engine.runs10.c16.perSec', 'runs/s', '10-step runs/s, 16 in flight'],
     ['engine.runs10.c16.wallPerSec', 'runs/s', '  same, wall clock incl. ramp and tail'],
