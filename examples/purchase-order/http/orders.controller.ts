@@ -30,7 +30,7 @@ export class OrdersController {
     return { id: run.id, orderRef: dto.orderRef, status: run.status, created };
   }
 
-  /** The run with its checkpoints, its external commands and its event trail. */
+  /** The run with its checkpoints, its external commands and the newest 200 events of its trail, oldest first. */
   @Get(':id')
   async get(@Param('id', new ParseUUIDPipe()) id: string) {
     const run = await this.runs.get(id);
@@ -38,7 +38,7 @@ export class OrdersController {
     const [checkpoints, commands, events] = await Promise.all([
       this.runs.checkpoints(id),
       this.commands.listForRun(id),
-      this.runs.events(id),
+      this.runs.events(id, { newestFirst: true, limit: 200 }).then((newest) => newest.reverse()),
     ]);
     return {
       id: run.id,
