@@ -149,7 +149,12 @@ describe('database.schema: the tables in a schema of their own', () => {
       const events = await runsA.events(inA);
       expect(events.length).toBeGreaterThan(3);
       const newest = await runsA.events(inA, { newestFirst: true, limit: 2 });
-      expect(newest.map((e) => e.id)).toEqual(events.slice(-2).reverse().map((e) => e.id));
+      expect(newest.map((e) => e.id)).toEqual(
+        events
+          .slice(-2)
+          .reverse()
+          .map((e) => e.id),
+      );
       expect(await runsA.events(inA, { after: events[0].id, limit: 1 })).toEqual([events[1]]);
       expect((await runsA.checkpoints(inA)).length).toBeGreaterThan(0);
       expect(await b.get(RunRepository).events(inA)).toEqual([]);
