@@ -58,11 +58,14 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   ) {
     this.fence = { runId: claim.id, workerId, epoch: claim.epoch };
     this.cursor = claim.cursor;
-    this.log = new ReplayLog(recorded, (index, rec, requested, detail) =>
-      this.control.halt({
-        kind: 'non-determinism',
-        error: new NonDeterminismError(claim.id, index, rec, requested, detail),
-      }),
+    this.log = new ReplayLog(
+      recorded,
+      (index, rec, requested, detail) =>
+        this.control.halt({
+          kind: 'non-determinism',
+          error: new NonDeterminismError(claim.id, index, rec, requested, detail),
+        }),
+      new Map([...commands.values()].map((c) => [c.index, c])),
     );
     this.control = new RunControl(claim.id, claim.cancelRequested, claim.cancelReason, (error) =>
       this.log.fail(error),

@@ -1,4 +1,4 @@
-import type { RecordedStep } from '../store/run-state/load-replay';
+import type { CommandRow, RecordedStep } from '../store/run-state/load-replay';
 import type { CheckpointWrite } from '../store/run-state/fence';
 
 export type { RecordedStep } from '../store/run-state/load-replay';
@@ -45,7 +45,8 @@ export class ReplayLog {
   /**
    * `nonDeterminism` stops the run for a call that does not match what was recorded at `index` and
    * returns the error to throw; a recorded result the workflow never asks for again stalls replay and
-   * stops the run the same way after REPLAY_STALL_MS.
+   * stops the run the same way after REPLAY_STALL_MS. `reserved` holds the commands reserved (by step
+   * index) that have no recorded result yet: only that command may be called at its index.
    */
   constructor(
     private readonly recorded: Map<number, RecordedStep>,
@@ -55,6 +56,7 @@ export class ReplayLog {
       requested: string,
       detail?: string,
     ) => unknown,
+    private readonly reserved: ReadonlyMap<number, CommandRow> = new Map(),
   ) {
     const deliveries = [...recorded.entries()].filter(([, r]) => isDelivery(r.name));
     const key = ([i, r]: [number, RecordedStep]) => (r.seq === null ? i - 2 ** 40 : r.seq);
@@ -85,11 +87,19 @@ export class ReplayLog {
     return this.recorded.get(index);
   }
 
+  /** The command reserved at `index` (by an earlier claim, with no recorded result yet), if any. */
+  reservedAt(index: number): CommandRow | undefined {
+    return this.recorded.has(index) ? undefined : this.reserved.get(index);
+  }
+
   /**
-   * The checkpoint recorded at `index`, if any. Another name there, or the same name called with other
-   * arguments (when both fingerprints are known), is non-determinism: the run stops before any call.
+   * The checkpoint recorded at `index`, if any. Another name there (or another command than the one
+   * reserved there), or the same name called with other arguments (when both fingerprints are known),
+   * is non-determinism: the run stops before any call.
    */
   recordedAt(index: number, name: string, fingerprint: string | null = null): RecordedStep | undefined {
+    const cmd = this.reservedAt(index);
+    if (cmd && `command:${cmd.name}` !== name) throw this.nonDeterminism(index, `command:${cmd.name}`, name);
     const rec = this.recorded.get(index);
     if (rec && rec.name !== name) throw this.nonDeterminism(index, rec.name, name);
     if (rec && rec.fingerprint && fingerprint && rec.fingerprint !== fingerprint)
@@ -100,6 +110,11 @@ export class ReplayLog {
   /** Stops the run: the call at `index` does not match what was recorded for it (`detail` says how). */
   mismatch(index: number, name: string, detail: string): unknown {
     return this.nonDeterminism(index, name, name, detail);
+  }
+
+  /** Stops the run: the workflow calls `name` at `index`, where the record holds `recordedName`. */
+  otherCall(index: number, recordedName: string, name: string): unknown {
+    return this.nonDeterminism(index, recordedName, name);
   }
 
   /** A value recorded now (ctx.now/uuid/random): it rides on every fenced write until one commits. */

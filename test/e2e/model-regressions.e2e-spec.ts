@@ -20,12 +20,15 @@ import { driveUntil, gate } from '../helpers/drive';
  * hand-written edges were fixed: an operator decision filed under the epoch before a claim that
  * committed meanwhile (seed 1005), a recorded value reaching an external call through a sibling
  * branch while the one write carrying it was frozen (seed 1007), and the run context inside a
- * command's own code.
+ * command's own code. Also a replay gap found by review: another command at the step of a reserved one.
  */
 
 /** What each call of `send` saw: its arguments, and whether its run's `$uuid` was durable then. */
 const sent: Array<{ to: string; uuidDurable: string | null; runId: string | undefined }> = [];
 let db: TestDatabase;
+let diverged = false;
+let thoughts = 0;
+let paid = 0;
 
 @Injectable()
 class Vendor {
@@ -39,7 +42,8 @@ class Vendor {
     return { ok: true };
   }
   @IdempotentCommand({ name: 'pay', inDoubt: 'lookup', requiresApproval: true })
-  async pay(args: { amount: number }) {
+  async pay(args: { amount: number; toolCallId?: string }) {
+    paid++;
     return { paid: args.amount };
   }
   async lookupCommand() {
@@ -51,6 +55,7 @@ class Vendor {
 class Model {
   @DurableStep({ name: 'think', kind: 'model' })
   async think(prompt: string) {
+    thoughts++;
     return { answer: prompt.length };
   }
 }
@@ -63,6 +68,13 @@ class RegressWorkflow {
   ) {}
   async run(input: { shape: string }, ctx: RunContext) {
     if (input.shape === 'approval') return this.vendor.pay({ amount: 3 });
+    // Another command at the same step once `diverged` is set (a code change between two claims).
+    if (input.shape === 'diverge')
+      return diverged ? this.vendor.send({ to: 'x' }) : this.vendor.pay({ amount: 4 });
+    if (input.shape === 'diverge-step')
+      return diverged ? this.model.think('x') : this.vendor.pay({ amount: 5 });
+    if (input.shape === 'diverge-tool')
+      return this.vendor.pay({ amount: 6, toolCallId: diverged ? 'call_2' : 'call_1' });
     // Fan-out right after a recorded value: both branches' first writes may carry it.
     const id = ctx.uuid();
     const [thought] = await Promise.all([this.model.think(`about ${id}`), this.vendor.send({ to: id })]);
@@ -158,3 +170,37 @@ it('currentRun() inside a command method is the run that called it', async () =>
   expect((await driveUntil(app, db, run.id)).status).toBe('succeeded');
   expect(sent).toEqual([expect.objectContaining({ runId: run.id })]);
 });
+
+it.each([
+  ['another command', 'diverge'],
+  ['a step', 'diverge-step'],
+  ['the same command for another tool call', 'diverge-tool'],
+])(
+  'a replay that calls %s where a command was reserved (not yet recorded) fails before any call',
+  async (_, shape) => {
+    sent.length = 0;
+    thoughts = 0;
+    paid = 0;
+    const runs = app.get(RunRepository);
+    const { run } = await runs.start('regress', { shape });
+    await driveUntil(app, db, run.id, ['waiting']); // `pay` reserved at step 0, awaiting approval
+    const [pay] = await app.get(CommandGateway).listForRun(run.id);
+    expect(pay).toMatchObject({ name: 'pay', status: 'awaiting_approval' });
+    diverged = true;
+    try {
+      await runs.approve(run.id, pay.idempotencyKey, { by: 'ops' });
+      const view = await driveUntil(app, db, run.id);
+      // The approved `pay` may not be forgotten for a `send` under another key: the run stops instead.
+      expect(view.status).toBe('failed');
+      expect(view.error).toMatchObject({ code: 'DURABLE_NON_DETERMINISM' });
+      expect((view.error as { message: string }).message).toMatch(/step #0 (as )?"command:pay"/);
+      expect(sent).toEqual([]);
+      expect(thoughts).toBe(0);
+      expect(paid).toBe(0);
+      const commands = await app.get(CommandGateway).listForRun(run.id);
+      expect(commands.map((c) => c.name)).toEqual(['pay']);
+    } finally {
+      diverged = false;
+    }
+  },
+);

@@ -48,6 +48,9 @@ export async function executeCommand(
 
   const cmd: Cmd = { key, index, name: meta.name, payloadJson, fingerprint };
   const row = env.commands.get(key);
+  // The same command reserved at this step under another key (another tool call): sending this one
+  // would forget that one, which may have been sent or approved.
+  if (!row && env.log.reservedAt(index)) throw env.log.mismatch(index, stepName, 'is another tool call');
   // A row reserved with other arguments is another call: the workflow is not deterministic. Stop
   // before asking the target about it or sending anything under its key.
   if (row && row.payload !== undefined && !jsonEqual(row.payload, JSON.parse(payloadJson))) {

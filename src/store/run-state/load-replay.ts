@@ -9,10 +9,12 @@ import type { SqlText } from '../durable-names';
  */
 export const LOAD_REPLAY_SQL: SqlText = (t) => `
 select 'checkpoint' as source, step_index, step_name as name, output, null::text as status,
-       null::jsonb as error, null::text as resolution, seq, fingerprint, null::jsonb as payload
+       null::jsonb as error, null::text as resolution, seq, fingerprint, null::jsonb as payload,
+       null::text as command_name
   from ${t.checkpoints} where run_id = $1
 union all
-select 'command', step_index, idempotency_key, result, status, error, resolution, null, null, payload
+select 'command', step_index, idempotency_key, result, status, error, resolution, null, null, payload,
+       command_name
   from ${t.commands} where run_id = $1`;
 
 /** A checkpoint as loaded for replay. */
@@ -27,6 +29,9 @@ export interface RecordedStep {
 
 /** A command row as loaded for replay. */
 export interface CommandRow {
+  /** The step index it was reserved at, and the command's name. */
+  index: number;
+  name: string;
   status: string;
   result: unknown;
   error: { message?: string } | null;
@@ -56,6 +61,8 @@ export async function loadForReplay(s: StoreContext, runId: string): Promise<Rep
       });
     else
       commands.set(r.name, {
+        index: r.step_index,
+        name: r.command_name,
         status: r.status,
         result: r.output,
         error: r.error,
