@@ -112,11 +112,6 @@ export class ReplayLog {
     return this.nonDeterminism(index, name, name, detail);
   }
 
-  /** Stops the run: the workflow calls `name` at `index`, where the record holds `recordedName`. */
-  otherCall(index: number, recordedName: string, name: string): unknown {
-    return this.nonDeterminism(index, recordedName, name);
-  }
-
   /** A value recorded now (ctx.now/uuid/random): it rides on every fenced write until one commits. */
   addPending(value: CheckpointWrite): void {
     this.pending.push(value);
