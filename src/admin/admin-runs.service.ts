@@ -1,13 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { CommandView } from '../interfaces/command.interface';
-import type { CheckpointView, RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
+import type {
+  CheckpointView,
+  RunEvent,
+  RunHistoryQuery,
+  RunStatus,
+  RunView,
+} from '../interfaces/run.interface';
 import { AdminRunsStore, AdminRunSummary } from '../store/admin-runs.store';
+import { CommandStore } from '../store/command.store';
 import { RunStats, RunStatsReader } from '../store/run-stats.reader';
 import { CommandGateway } from '../api/command-gateway.service';
 import { RunRepository } from '../api/run.repository';
 import { requireText, requireTimestamp } from '../util/arguments';
-import { pageByPosition, pageOfRuns } from '../util/run-cursor';
+import { pageByPosition, pageOfRuns, requireHistoryRange } from '../util/run-cursor';
 import { AdminRedactor } from './admin-redactor';
 import type { ListRunsQueryDto } from './dto/list-runs-query.dto';
 import { changesToken, DETAIL_HISTORY_LIMIT, RunHistoryQueryDto } from './dto/run-history-query.dto';
@@ -22,14 +29,18 @@ export interface AdminRunPage {
 }
 
 /**
- * One run: the row, its newest checkpoints and events (at most `limit` of each; older ones are paged with
- * `GET .../events?before=` and `.../checkpoints?before=`), its commands, and the timeline built from
- * what is shown.
+ * One run: the row, its newest checkpoints, commands and events (at most `limit` of each; older ones are
+ * paged with `GET .../events?before=`, `.../checkpoints?before=` and `.../commands?before=`), and the
+ * timeline built from what is shown.
  */
 export interface AdminRunDetail {
   run: RunView;
   /** The newest `limit` checkpoints, in step order. */
   checkpoints: CheckpointView[];
+  /**
+   * The newest `limit` commands and every older one that may need an operator (pending, in doubt,
+   * awaiting approval), in step order.
+   */
   commands: CommandView[];
   /** The newest `limit` events, oldest first. */
   events: RunEvent[];
@@ -40,15 +51,17 @@ export interface AdminRunDetail {
   eventsBefore?: number;
   /** Set when older checkpoints exist: pass it as `before` to `GET .../checkpoints`. */
   checkpointsBefore?: number;
+  /** Set when older commands exist: pass it as `before` to `GET .../commands`. */
+  commandsBefore?: number;
   /** For `GET .../changes?since=`: this state of the run. */
   token: string;
 }
 
-/** One page of a run's events or checkpoints; `next` (for the same `after` or `before`) is absent on the last page. */
+/** One page of a run's events, checkpoints or commands; `next` (for the same `after` or `before`) is absent on the last page. */
 export interface AdminRunHistoryPage<T> {
   /** Oldest first after `after` (or from the oldest), newest first before `before`. */
   items: T[];
-  /** The event id or step index to pass as the same `after` or `before` for the next page. */
+  /** The event id (or step index) to pass as the same `after` or `before` for the next page. */
   next?: number;
 }
 
@@ -76,6 +89,7 @@ export class AdminRunsService {
     private readonly runs: RunRepository,
     private readonly commands: CommandGateway,
     private readonly redactor: AdminRedactor,
+    private readonly commandStore: CommandStore,
   ) {}
 
   async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
@@ -100,42 +114,37 @@ export class AdminRunsService {
   }
 
   /**
-   * The run with its newest `limit` events and checkpoints; RunNotFoundError (404) for an unknown id.
-   * The token is read first, so a change while the rest is read shows as a change on the next poll.
+   * The run with its newest `limit` events, checkpoints and commands (and every command that may need an
+   * operator); RunNotFoundError (404) for an unknown id. The token is read first, so a change while
+   * the rest is read shows as a change on the next poll.
    */
   async detail(id: string, limit = DETAIL_HISTORY_LIMIT): Promise<AdminRunDetail> {
     const version = await this.requireRun(id);
     const newest = { newestFirst: true };
-    const [stored, cps, cmds, evs] = await Promise.all([
+    const [stored, cps, cmds, open, evs] = await Promise.all([
       this.runs.get(id),
-      pageByPosition(
-        newest,
-        limit,
-        (q) => this.runs.checkpoints(id, q),
-        (c) => c.stepIndex,
-      ),
-      this.commands.listForRun(id),
-      pageByPosition(
-        newest,
-        limit,
-        (q) => this.runs.events(id, q),
-        (e) => e.id,
-      ),
+      pageByPosition(newest, limit, (q) => this.runs.checkpoints(id, q), byStep),
+      pageByPosition(newest, limit, (q) => this.commandStore.page(id, requireHistoryRange(q)), byStep),
+      this.commandStore.unsettled(id),
+      pageByPosition(newest, limit, (q) => this.runs.events(id, q), byId),
     ]);
     if (!stored) throw new RunNotFoundError(id);
     const r = this.redactor;
     const checkpoints = cps.items.reverse().map((c) => r.checkpoint(c));
     const events = evs.items.reverse().map((e) => r.event(e));
+    const shown = cmds.items.reverse();
+    const older = open.filter((c) => c.stepIndex < (shown[0]?.stepIndex ?? Infinity));
     const window = { olderEvents: evs.next !== undefined, olderCheckpoints: cps.next !== undefined };
     return {
       run: r.run(stored),
       checkpoints,
-      commands: cmds.map((c) => r.command(c)),
+      commands: [...older, ...shown].map((c) => r.command(c)),
       events,
       timeline: buildTimeline(events, checkpoints, window),
       limit,
       eventsBefore: evs.next,
       checkpointsBefore: cps.next,
+      commandsBefore: cmds.next,
       token: changesToken(version.rowVersion, version.lastEventId),
     };
   }
@@ -144,29 +153,39 @@ export class AdminRunsService {
    * A page of the run's events by id (`after`: oldest first, `before`: newest first), redacted;
    * RunNotFoundError for an unknown run (looked up only when the page is empty).
    */
-  async events(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<RunEvent>> {
-    const { after, before, limit = DETAIL_HISTORY_LIMIT } = q;
-    const page = await pageByPosition(
-      { after, before },
-      limit,
+  events(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<RunEvent>> {
+    return this.history(
+      id,
+      q,
       (p) => this.runs.events(id, p),
-      (e) => e.id,
+      byId,
+      (e) => this.redactor.event(e),
     );
-    if (!page.items.length) await this.requireRun(id);
-    return { items: page.items.map((e) => this.redactor.event(e)), next: page.next };
   }
 
   /** A page of the run's checkpoints by step index (as `events`), redacted. */
-  async checkpoints(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<CheckpointView>> {
-    const { after, before, limit = DETAIL_HISTORY_LIMIT } = q;
-    const page = await pageByPosition(
-      { after, before },
-      limit,
-      (p) => this.runs.checkpoints(id, p),
-      (c) => c.stepIndex,
-    );
+  checkpoints(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<CheckpointView>> {
+    const read = (p: RunHistoryQuery) => this.runs.checkpoints(id, p);
+    return this.history(id, q, read, byStep, (c) => this.redactor.checkpoint(c));
+  }
+
+  /** A page of the run's commands by step index (as `events`), redacted. */
+  commandsPage(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<CommandView>> {
+    const read = (p: RunHistoryQuery) => this.commandStore.page(id, requireHistoryRange(p));
+    return this.history(id, q, read, byStep, (c) => this.redactor.command(c));
+  }
+
+  /** One page by position, redacted; the run is looked up (404) only when the page is empty. */
+  private async history<T>(
+    id: string,
+    { after, before, limit = DETAIL_HISTORY_LIMIT }: RunHistoryQueryDto,
+    read: (q: RunHistoryQuery) => Promise<T[]>,
+    positionOf: (item: T) => number,
+    redact: (item: T) => T,
+  ): Promise<AdminRunHistoryPage<T>> {
+    const page = await pageByPosition({ after, before }, limit, read, positionOf);
     if (!page.items.length) await this.requireRun(id);
-    return { items: page.items.map((c) => this.redactor.checkpoint(c)), next: page.next };
+    return { items: page.items.map(redact), next: page.next };
   }
 
   /** Whether the run changed since `since` (a token): one indexed read, no run data. */
@@ -204,3 +223,6 @@ export class AdminRunsService {
     );
   }
 }
+
+const byId = (e: RunEvent) => e.id;
+const byStep = (c: { stepIndex: number }) => c.stepIndex;

@@ -9,6 +9,7 @@ import type { DurableAdminModuleAsyncOptions, DurableAdminModuleOptions } from '
 import { AdminRedactor } from './admin-redactor';
 import { AdminRunsService } from './admin-runs.service';
 import { AdminRunsStore } from '../store/admin-runs.store';
+import { CommandStore } from '../store/command.store';
 import { DurableInspectorController } from './controllers/inspector-page.controller';
 import { DurableRunActionsController } from './controllers/run-actions.controller';
 import { DurableRunsApiController } from './controllers/runs-api.controller';
@@ -121,7 +122,15 @@ function adminModule(
         ? []
         : [observabilityModule(mount.observability, observability, imports)]),
     ],
-    providers: [options, AdminGuardRef, AdminAccessGuard, AdminRedactor, AdminRunsService, AdminRunsStore],
+    providers: [
+      options,
+      AdminGuardRef,
+      AdminAccessGuard,
+      AdminRedactor,
+      AdminRunsService,
+      AdminRunsStore,
+      CommandStore,
+    ],
     controllers,
   };
 }

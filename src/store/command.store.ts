@@ -2,10 +2,20 @@ import { Injectable } from '@nestjs/common';
 import type { CommandView } from '../interfaces/command.interface';
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
+import type { HistoryRange } from '../util/run-cursor';
+import { readHistory } from './run-history';
 
 /** The commands of one run in step order, optionally of one status. $1 run id, $2 status (null: any) */
 export const LIST_COMMANDS_SQL: SqlText = (t) =>
   `select * from ${t.commands} where run_id = $1 and ($2::text is null or status = $2) order by step_index, created_at`;
+
+/**
+ * The run's commands that may still need an operator (pending, in doubt, awaiting approval), in step
+ * order, through the partial index ai_commands_unsettled_idx. $1 run id
+ */
+export const LIST_UNSETTLED_COMMANDS_SQL: SqlText = (t) =>
+  `select * from ${t.commands} where run_id = $1 and status in ('pending', 'in_doubt', 'awaiting_approval')
+    order by step_index`;
 
 /**
  * An operator decision on one command (approve, reject, resolve), in one statement: the row moves only
@@ -80,19 +90,18 @@ export class CommandStore {
   /** The run's commands in step order, of `status` when given. */
   async listForRun(runId: string, status: CommandView['status'] | null): Promise<CommandView[]> {
     const { rows } = await this.db.query(LIST_COMMANDS_SQL, [runId, status]);
-    return rows.map((r) => ({
-      idempotencyKey: r.idempotency_key,
-      runId: r.run_id,
-      stepIndex: r.step_index,
-      name: r.command_name,
-      payload: r.payload,
-      status: r.status,
-      result: r.result,
-      error: r.error,
-      epoch: Number(r.epoch),
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-    }));
+    return rows.map(toCommandView);
+  }
+
+  /** The run's pending, in-doubt and awaiting-approval commands, in step order. */
+  async unsettled(runId: string): Promise<CommandView[]> {
+    const { rows } = await this.db.query(LIST_UNSETTLED_COMMANDS_SQL, [runId]);
+    return rows.map(toCommandView);
+  }
+
+  /** The run's commands in `range` by step index (run-history.ts). */
+  async page(runId: string, range: HistoryRange): Promise<CommandView[]> {
+    return (await readHistory(this.db, 'commands', runId, range)).map(toCommandView);
   }
 
   /**
@@ -118,4 +127,20 @@ export class CommandStore {
     ]);
     return rows[0] && { previousStatus: rows[0].previous_status, updated: rows[0].updated > 0 };
   }
+}
+
+function toCommandView(r: Record<string, any>): CommandView {
+  return {
+    idempotencyKey: r.idempotency_key,
+    runId: r.run_id,
+    stepIndex: r.step_index,
+    name: r.command_name,
+    payload: r.payload,
+    status: r.status,
+    result: r.result,
+    error: r.error,
+    epoch: Number(r.epoch),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
 }

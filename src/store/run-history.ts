@@ -2,16 +2,19 @@ import type { HistoryRange } from '../util/run-cursor';
 import type { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
 
+/** What of a run is read in pages. */
+type History = 'events' | 'checkpoints' | 'commands';
+
 /**
- * Keyset reads of a run's events (by id, through ai_events_run_idx) and checkpoints (by step index,
- * their primary key): one index range scan from the position, so page 500 costs what page 1 does. The
- * position is bound as a bound of the range (coalesce, never `$2 is null or ...`), which keeps it an
- * index condition (checked with generic plans: Index Cond `run_id = $1 and id > coalesce($2, -1)`).
- * `limit` null reads to the end.
+ * Keyset reads of a run's events (by id, through ai_events_run_idx), checkpoints (by step index, their
+ * primary key) and commands (by step index, ai_commands_run_idx): one index range scan from the
+ * position, so page 500 costs what page 1 does. The position is bound as a bound of the range
+ * (coalesce, never `$2 is null or ...`), which keeps it an index condition (checked with generic
+ * plans: Index Cond `run_id = $1 and id > coalesce($2, -1)`). `limit` null reads to the end.
  * $1 run id, $2 position after (or before) which to read, $3 limit
  */
 const history =
-  (table: 'events' | 'checkpoints', key: string, newestFirst: boolean): SqlText =>
+  (table: History, key: string, newestFirst: boolean): SqlText =>
   (t) =>
     newestFirst
       ? `select * from ${t[table]} where run_id = $1 and ${key} < coalesce($2::bigint, 9223372036854775807)
@@ -19,34 +22,33 @@ const history =
       : `select * from ${t[table]} where run_id = $1 and ${key} > coalesce($2::bigint, -1)
         order by ${key} limit $3`;
 
-/** A run's events after a position, oldest first. */
-export const EVENTS_AFTER_SQL = history('events', 'id', false);
-/** A run's events before a position, newest first. */
-export const EVENTS_BEFORE_SQL = history('events', 'id', true);
-/** A run's checkpoints after a step index, in step order. */
-export const CHECKPOINTS_AFTER_SQL = history('checkpoints', 'step_index', false);
-/** A run's checkpoints before a step index, newest first. */
-export const CHECKPOINTS_BEFORE_SQL = history('checkpoints', 'step_index', true);
+/**
+ * For each history, the statement after a position (oldest first) and before one (newest first).
+ * Commands are paged by step index too (ai_commands_run_idx): replay lets one command hold an index.
+ */
+export const HISTORY_SQL: Record<History, { after: SqlText; before: SqlText }> = {
+  events: { after: history('events', 'id', false), before: history('events', 'id', true) },
+  checkpoints: {
+    after: history('checkpoints', 'step_index', false),
+    before: history('checkpoints', 'step_index', true),
+  },
+  commands: {
+    after: history('commands', 'step_index', false),
+    before: history('commands', 'step_index', true),
+  },
+};
 
 /** The whole history, oldest first. */
 export const ALL: HistoryRange = { position: null, newestFirst: false, limit: null };
 
-/** Rows of a run's events or checkpoints in `range`, in its order. */
+/** Rows of a run's events, checkpoints or commands in `range`, in its order. */
 export async function readHistory(
   db: DurableDatabase,
-  of: 'events' | 'checkpoints',
+  of: History,
   runId: string,
   range: HistoryRange,
 ): Promise<Record<string, any>[]> {
-  const { newestFirst } = range;
-  const sql =
-    of === 'events'
-      ? newestFirst
-        ? EVENTS_BEFORE_SQL
-        : EVENTS_AFTER_SQL
-      : newestFirst
-        ? CHECKPOINTS_BEFORE_SQL
-        : CHECKPOINTS_AFTER_SQL;
+  const sql = HISTORY_SQL[of][range.newestFirst ? 'before' : 'after'];
   const { rows } = await db.query(sql, [runId, range.position, range.limit]);
   return rows;
 }

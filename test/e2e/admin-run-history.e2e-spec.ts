@@ -285,12 +285,61 @@ describe('admin API: a run with a long history', () => {
     expect(detail.checkpoints[1].output.text).toContain('[hidden:checkpoint.output]');
   });
 
+  it("pages a run's commands: the newest in the detail, with every older one an operator must decide", async () => {
+    const { run } = await runs.start('long-history', {});
+    const COMMANDS = 600;
+    await db.query(
+      `insert into ai_commands (idempotency_key, run_id, step_index, command_name, payload, status, result, epoch)
+       select 'run_' || $1 || ':step_' || i || ':send', $1::uuid, i, 'send',
+              jsonb_build_object('to', 'c' || i, 'note', $2::text),
+              case i when 3 then 'in_doubt' when 10 then 'awaiting_approval' else 'succeeded' end,
+              case when i in (3, 10) then null else jsonb_build_object('sent', i) end, 1
+         from generate_series(0, ${COMMANDS - 1}) i`,
+      [run.id, `for ${SECRET}`],
+    );
+    const steps = (items: Array<{ stepIndex: number }>) => items.map((c) => c.stepIndex);
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+
+    const d = (await get(`/api/runs/${run.id}?limit=100`)).body;
+    // The newest 100, plus the two older ones that wait for an operator, in step order.
+    expect(steps(d.commands)).toEqual([3, 10, ...range(500, 600)]);
+    expect(d.commandsBefore).toBe(500);
+    const all = await get(`/api/runs/${run.id}?limit=200`);
+    expect(all.bytes).toBeLessThan(200_000);
+
+    const forwards = await pageAll(`/api/runs/${run.id}/commands`, 'after', '', 250);
+    expect(steps(forwards.items)).toEqual(range(0, COMMANDS));
+    expect(forwards.pages).toBe(3);
+    const back = await pageAll(`/api/runs/${run.id}/commands`, 'before', String(d.commandsBefore), 200);
+    expect(steps(back.items)).toEqual(range(0, 500).reverse());
+    expect(forwards.items[3]).toMatchObject({ status: 'in_doubt', name: 'send', payload: { to: 'c3' } });
+
+    // The inspector links to the older ones and still offers the decisions on the old open commands.
+    const page = await fetch(`${plain.http}/durable/runs/${run.id}`).then((r) => r.text());
+    expect(page).toContain('data-testid="older-commands"');
+    expect(page).toContain(`commands?before=${(await get(`/api/runs/${run.id}`)).body.commandsBefore}`);
+    expect(page).toContain(`run_${run.id}:step_3:send`);
+    expect(page).toContain(`run_${run.id}:step_10:send`);
+
+    // Paged commands go through the redact hook like the detail's.
+    expect((await get(`/api/runs/${run.id}/commands?limit=1`)).text).toContain(SECRET);
+    for (const p of [`/api/runs/${run.id}/commands?limit=500`, `/api/runs/${run.id}`, `/runs/${run.id}`]) {
+      const text = await fetch(`${hooked.http}/durable${p}`).then((r) => r.text());
+      expect({ p, leaked: text.includes(SECRET) }).toEqual({ p, leaked: false });
+    }
+    const bad = await get(`/api/runs/${run.id}/commands?after=1&before=5&limit=9999`);
+    expect(bad.status).toBe(400);
+    expect(fields(bad.body)).toEqual(['before', 'limit']);
+    expect((await get(`/api/runs/00000000-0000-4000-8000-000000000000/commands`)).status).toBe(404);
+  });
+
   it('documents the new endpoints in OpenAPI', () => {
     const doc = SwaggerModule.createDocument(plain.app, new DocumentBuilder().setTitle('t').build());
     expect(Object.keys(doc.paths)).toEqual(
       expect.arrayContaining([
         '/durable/api/runs/{id}/events',
         '/durable/api/runs/{id}/checkpoints',
+        '/durable/api/runs/{id}/commands',
         '/durable/api/runs/{id}/changes',
       ]),
     );

@@ -2,6 +2,7 @@ import { Get, Param, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/comm
 import { AdminAccessGuard } from '../admin-access.guard';
 import { AdminErrorFilter } from '../admin-error.filter';
 import type { CheckpointView, RunEvent } from '../../interfaces/run.interface';
+import type { CommandView } from '../../interfaces/command.interface';
 import {
   AdminRunChanges,
   AdminRunDetail,
@@ -52,9 +53,11 @@ export class DurableRunsApiController {
   @Get('runs/:id')
   @ApiOperation({
     summary:
-      'One run with its cursor, commands, newest events and checkpoints (`limit`, default 200) and timeline',
+      'One run with its cursor, newest events, checkpoints and commands (`limit`, default 200) and timeline',
   })
-  @ApiOkResponse({ description: 'The run; `eventsBefore`/`checkpointsBefore` page back to older ones' })
+  @ApiOkResponse({
+    description: 'The run; `eventsBefore`/`checkpointsBefore`/`commandsBefore` page back to older ones',
+  })
   @ApiBadRequestResponse({ description: 'A bad id or limit: `errors` names each field' })
   @ApiNotFoundResponse({ description: 'No run with this id' })
   get(@Param('id', runIdPipe()) id: string, @Query() query: RunDetailQueryDto): Promise<AdminRunDetail> {
@@ -87,6 +90,20 @@ export class DurableRunsApiController {
     @Query() query: RunHistoryQueryDto,
   ): Promise<AdminRunHistoryPage<CheckpointView>> {
     return this.admin.checkpoints(id, query);
+  }
+
+  @Get('runs/:id/commands')
+  @ApiOperation({
+    summary: "A page of the run's commands by step index: `after` in step order, `before` newest first",
+  })
+  @ApiOkResponse({ description: '`{ items, next? }`' })
+  @ApiBadRequestResponse({ description: 'A bad id, after, before or limit: `errors` names each field' })
+  @ApiNotFoundResponse({ description: 'No run with this id' })
+  commands(
+    @Param('id', runIdPipe()) id: string,
+    @Query() query: RunHistoryQueryDto,
+  ): Promise<AdminRunHistoryPage<CommandView>> {
+    return this.admin.commandsPage(id, query);
   }
 
   @Get('runs/:id/changes')

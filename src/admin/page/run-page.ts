@@ -63,13 +63,14 @@ function runActions(d: AdminRunDetail): Raw {
 /** Says that only the newest entries are shown, with a link to the API page of older ones. */
 function older(
   api: string,
-  what: 'events' | 'checkpoints',
+  what: 'events' | 'checkpoints' | 'commands',
   d: AdminRunDetail,
   before?: number,
 ): Raw | string {
   if (before === undefined) return '';
   return html`<p class="muted" data-testid="older-${what}">
-    Showing the newest ${d.limit} ${what}; older ones:
+    Showing the newest ${d.limit}
+    ${what}${what === 'commands' ? ' (and every older one an operator must decide)' : ''}; older ones:
     <a href="${api}/${what}?before=${before}">${what}?before=${before}</a> (JSON, newest first).
   </p>`;
 }
@@ -142,6 +143,7 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
     </div>
     ${runActions(d)}
     <h2>Commands</h2>
+    ${older(api, 'commands', d, d.commandsBefore)}
     ${
       commands.length
         ? html`<table>
