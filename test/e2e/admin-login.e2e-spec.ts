@@ -1,5 +1,5 @@
 import { CanActivate, Controller, Get, INestApplication, Injectable } from '@nestjs/common';
-import { Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import {
   ApiKeyAdminGuard,
   DURABLE_ADMIN_CSRF_HEADER,
@@ -12,6 +12,7 @@ import {
 } from '../../src';
 import { mintSession } from '../../src/admin/login/admin-session';
 import { bootHttpApp } from '../helpers/app';
+import { launchChromium } from '../helpers/browser';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /**
@@ -328,11 +329,7 @@ describe('admin sign-in page (login: true)', () => {
   describe('in a browser (headless Chromium)', () => {
     let browser: Browser;
     beforeAll(async () => {
-      browser = await chromium.launch({
-        executablePath: '/usr/bin/chromium',
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-        headless: true,
-      });
+      browser = await launchChromium();
     });
     afterAll(async () => {
       await browser?.close();

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { INestApplication } from '@nestjs/common';
-import { Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import {
   ApiKeyAdminGuard,
   CommandGateway,
@@ -11,6 +11,7 @@ import {
 } from '../../src';
 import { driveRun, releaseCrashedRuns, runWorkerUntilCrash } from '../../src/testing';
 import { bootHttpApp } from '../helpers/app';
+import { launchChromium } from '../helpers/browser';
 import { compiledEntry } from '../helpers/compiled';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
@@ -22,14 +23,6 @@ import { createTestDatabase, TestDatabase } from '../helpers/database';
  */
 const KEY = 'inspector-key-0123456789';
 const ARTIFACTS = path.join(__dirname, '..', 'artifacts');
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 describe('run inspector page (headless Chromium)', () => {
   let db: TestDatabase;
@@ -53,11 +46,7 @@ describe('run inspector page (headless Chromium)', () => {
     });
     app = booted.app;
     base = `${booted.http}/durable`;
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: CHROMIUM_ARGS,
-      headless: true,
-    });
+    browser = await launchChromium();
     mkdirSync(ARTIFACTS, { recursive: true });
   });
   afterAll(async () => {

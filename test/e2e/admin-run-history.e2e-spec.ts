@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import {
   DurableAdminModule,
   DurableWorkflow,
@@ -11,6 +11,7 @@ import {
   RunRepository,
 } from '../../src';
 import { bootHttpApp } from '../helpers/app';
+import { launchChromium } from '../helpers/browser';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /**
@@ -352,11 +353,7 @@ describe('admin API: a run with a long history', () => {
   describe('the inspector live view (headless Chromium)', () => {
     let browser: Browser;
     beforeAll(async () => {
-      browser = await chromium.launch({
-        executablePath: '/usr/bin/chromium',
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-        headless: true,
-      });
+      browser = await launchChromium();
     });
     afterAll(async () => {
       await browser?.close();
