@@ -69,6 +69,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     DurableObservers,
     DurableDatabase,
     RunStatsReader,
+    CommandStore,
   ],
 })
 export class DurableExecutionModule extends DurableExecutionConfigurableModule {}

@@ -9,7 +9,6 @@ import type { DurableAdminModuleAsyncOptions, DurableAdminModuleOptions } from '
 import { AdminRedactor } from './admin-redactor';
 import { AdminRunsService } from './admin-runs.service';
 import { AdminRunsStore } from '../store/admin-runs.store';
-import { CommandStore } from '../store/command.store';
 import { DurableInspectorController } from './controllers/inspector-page.controller';
 import { DurableRunActionsController } from './controllers/run-actions.controller';
 import { DurableRunsApiController } from './controllers/runs-api.controller';
@@ -122,15 +121,7 @@ function adminModule(
         ? []
         : [observabilityModule(mount.observability, observability, imports)]),
     ],
-    providers: [
-      options,
-      AdminGuardRef,
-      AdminAccessGuard,
-      AdminRedactor,
-      AdminRunsService,
-      AdminRunsStore,
-      CommandStore,
-    ],
+    providers: [options, AdminGuardRef, AdminAccessGuard, AdminRedactor, AdminRunsService, AdminRunsStore],
     controllers,
   };
 }
