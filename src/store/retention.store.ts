@@ -2,7 +2,14 @@ import { Injectable } from '@nestjs/common';
 import type { RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
 import { cursorValues } from './run-keyset';
-import type { SqlText } from './durable-names';
+import type { DurableNames, SqlText } from './durable-names';
+
+/**
+ * Both horizons leave a run alone while one of its commands is not settled (an operator may still have
+ * to decide it, or an approved one waits for its run). `r` is the run.
+ */
+const noOpenCommand = (t: DurableNames) => `not exists (select 1 from ${t.commands} c where c.run_id = r.id
+                      and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))`;
 
 /**
  * Retention, one batch in one statement: the checkpoints, events and signals of up to $5 finished runs
@@ -22,8 +29,7 @@ with h as (
      and r.created_at < h.before and r.finished_at < h.before
      and not (r.state ? 'retention')
      and ($3::timestamptz is null or (r.created_at, r.id) > ($3::timestamptz, $4::uuid))
-     and not exists (select 1 from ${t.commands} c where c.run_id = r.id
-                      and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))
+     and ${noOpenCommand(t)}
    order by r.created_at, r.id
    limit $5
    for update skip locked
@@ -72,8 +78,7 @@ with h as (
   select r.id from ${t.runs} r, h
    where r.status in ('succeeded', 'failed', 'cancelled', 'dead_lettered')
      and r.created_at < h.before and r.finished_at < h.before
-     and not exists (select 1 from ${t.commands} c where c.run_id = r.id
-                      and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))
+     and ${noOpenCommand(t)}
    order by r.created_at, r.id
    limit $2
    for update skip locked
