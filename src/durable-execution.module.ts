@@ -8,6 +8,8 @@ import { resolveOptions } from './options/resolve-options';
 import { DurableObservers } from './engine/durable-observers';
 import { DurableDatabase } from './store/durable-database';
 import { Executor } from './engine/executor.service';
+import { ReplayChecker } from './engine/replay-check';
+import { ReplayHistoryStore } from './store/replay-history.store';
 import { Reconciler } from './maintenance/reconciler.service';
 import { DurableWorker } from './engine/worker.service';
 import { CheckpointService } from './store/checkpoint.service';
@@ -47,6 +49,8 @@ import { RunStatsReader } from './store/run-stats.reader';
     RunRepository,
     RunResultWaiter,
     Executor,
+    ReplayChecker,
+    ReplayHistoryStore,
     DurableWorker,
     Reconciler,
     DurableObservers,
@@ -70,6 +74,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     DurableDatabase,
     RunStatsReader,
     CommandStore,
+    ReplayChecker,
   ],
 })
 export class DurableExecutionModule extends DurableExecutionConfigurableModule {}

@@ -80,6 +80,7 @@ export {
   CommandFailedError,
   CommandInStepError,
   CommandNotFoundError,
+  DanglingCallError,
   DuplicateRegistrationError,
   DurableExecutionError,
   DurableUsageError,

@@ -17,6 +17,7 @@ module.exports = {
       displayName: 'e2e',
       rootDir: require('path').resolve(__dirname, '..'),
       testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/replay-check.setup.ts'],
       transform: ts,
       testEnvironment: 'node',
     },

@@ -4,6 +4,7 @@ import { RunFailedError } from '../errors/run-failed.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import { RunEndListener } from '../store/run-end-listener';
 import { RunOutcome, RunReadStore } from '../store/run-reads.store';
+import { MAX_TIMER_MS } from '../util/timers';
 
 /**
  * Waits for runs to end through NOTIFY on `durable_execution_done`: one LISTEN connection per process,
@@ -56,7 +57,8 @@ export class RunResultWaiter {
         if (!set.size) this.waiters.delete(runId);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      // Clamped: a longer wait loops (wait() re-checks its deadline), never fires at once.
+      const timer = setTimeout(done, Math.min(ms, MAX_TIMER_MS));
       set.add(done);
     });
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /*
- * The package's bin: `npx nestjs-durable-execution migrate | status | revert [--url URL] [--schema NAME]`,
+ * The package's bin: `npx nestjs-durable-execution migrate | status | revert | export | replay [--url URL] [--schema NAME]`,
  * on the database in `--url` or else `DATABASE_URL`, in the schema `--schema` or else
  * `DURABLE_EXECUTION_SCHEMA` (default public). Exit codes: 0 done, 1 failed (one line on stderr),
  * 2 bad usage (the usage on stderr).
@@ -14,6 +14,7 @@ import {
   runDurableMigrations,
 } from '../store/run-migrations';
 import { durableNames } from '../store/durable-names';
+import { exportRun, replayWithApp, ReplayTargets } from './replay';
 
 export const USAGE = `Usage: nestjs-durable-execution <command> [--url postgres://...] [--schema NAME]
 
@@ -21,6 +22,12 @@ Commands:
   migrate        apply the module's pending migrations (under an advisory lock)
   status         list each of the module's migrations as applied or pending
   revert         revert the last applied migration (--all: every one, newest first)
+  export         write runs' records as history documents: --run ID (repeatable) [--out FILE]
+  replay         replay recorded runs against your workflow code, nothing executed or written:
+                 --app FILE[#Export] (your compiled app module, AppModule by default) and
+                 --kind KIND [--limit N] | --run ID | --history FILE (each repeatable);
+                 exit 1 when a run asks for other calls, leaves recorded ones unasked or
+                 returns another output (the check to run before deploying a changed workflow)
 
 The database is --url, else the DATABASE_URL environment variable.
 The schema of the module's tables is --schema, else DURABLE_EXECUTION_SCHEMA, else public: the same as
@@ -31,10 +38,18 @@ Migrations are recorded in ${DURABLE_MIGRATIONS_TABLE} in that schema, apart fro
 class UsageError extends Error {}
 
 interface Parsed {
-  command: 'migrate' | 'status' | 'revert' | 'help';
+  command: 'migrate' | 'status' | 'revert' | 'export' | 'replay' | 'help';
   url?: string;
   schema?: string;
   all: boolean;
+  replay: ReplayTargets & { out?: string };
+}
+
+/** The value of a flag that takes one. */
+function valueOf(argv: string[], i: number, flag: string): string {
+  const v = argv[i];
+  if (!v || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
+  return v;
 }
 
 /** The schema from `--schema`, else `DURABLE_EXECUTION_SCHEMA`; a usage error naming where a bad one came from. */
@@ -53,9 +68,19 @@ function parse(argv: string[], env: NodeJS.ProcessEnv): Parsed {
   let schema: string | undefined;
   let all = false;
   let help = false;
+  const replay: Parsed['replay'] = { app: '', runIds: [], histories: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    if (arg === '--url') {
+    if (arg === '--run') replay.runIds.push(valueOf(argv, ++i, arg));
+    else if (arg === '--history') replay.histories.push(valueOf(argv, ++i, arg));
+    else if (arg === '--app') replay.app = valueOf(argv, ++i, arg);
+    else if (arg === '--kind') replay.kind = valueOf(argv, ++i, arg);
+    else if (arg === '--out') replay.out = valueOf(argv, ++i, arg);
+    else if (arg === '--limit') {
+      replay.limit = Number(valueOf(argv, ++i, arg));
+      if (!Number.isInteger(replay.limit) || replay.limit < 1)
+        throw new UsageError('--limit must be a whole number >= 1');
+    } else if (arg === '--url') {
       url = argv[++i];
       if (!url) throw new UsageError('--url needs a value');
     } else if (arg.startsWith('--url=')) url = arg.slice('--url='.length);
@@ -68,7 +93,7 @@ function parse(argv: string[], env: NodeJS.ProcessEnv): Parsed {
     else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
     else positional.push(arg);
   }
-  if (help || positional[0] === 'help') return { command: 'help', url, all };
+  if (help || positional[0] === 'help') return { command: 'help', url, all, replay };
   schema = schemaOf(schema, env);
   if (positional.length !== 1) {
     throw new UsageError(
@@ -76,11 +101,17 @@ function parse(argv: string[], env: NodeJS.ProcessEnv): Parsed {
     );
   }
   const command = positional[0];
-  if (command !== 'migrate' && command !== 'status' && command !== 'revert') {
+  if (!['migrate', 'status', 'revert', 'export', 'replay'].includes(command)) {
     throw new UsageError(`unknown command "${command}"`);
   }
   if (all && command !== 'revert') throw new UsageError('--all applies to revert only');
-  return { command, url, schema, all };
+  if (command === 'export' && !replay.runIds.length) throw new UsageError('export needs --run ID');
+  if (command === 'replay') {
+    if (!replay.app) throw new UsageError('replay needs --app FILE[#Export] (your compiled app module)');
+    if (!replay.kind && !replay.runIds.length && !replay.histories.length)
+      throw new UsageError('replay needs --kind KIND, --run ID or --history FILE');
+  }
+  return { command: command as Parsed['command'], url, schema, all, replay };
 }
 
 /** The message of `err` on one line; pg's connection failures can be an AggregateError with none. */
@@ -112,6 +143,7 @@ export async function cli(
     return 0;
   }
   try {
+    if (parsed.command === 'replay') return await replayWithApp(parsed.replay, out);
     const url = parsed.url ?? env.DATABASE_URL;
     if (!url) {
       throw new Error(
@@ -120,6 +152,8 @@ export async function cli(
     }
     const options = { type: 'postgres' as const, url };
     const schema = { schema: parsed.schema };
+    if (parsed.command === 'export')
+      return await exportRun(url, parsed.schema, parsed.replay.runIds, parsed.replay.out, out);
     if (parsed.command === 'migrate') {
       const ran = await runDurableMigrations(options, schema);
       out(

@@ -1,5 +1,6 @@
 import { STEP_METADATA } from '../durable-execution.constants';
 import type { DurableStepOptions, StepMetadata } from '../interfaces/step-options.interface';
+import { handed } from '../engine/handed';
 import { runStorage } from '../engine/run-storage';
 
 /**
@@ -26,7 +27,7 @@ export function DurableStep(options: DurableStepOptions = {}): MethodDecorator {
     const wrapped = function (this: unknown, ...args: unknown[]) {
       const frame = runStorage.getStore();
       if (!frame || frame.step) return original.apply(this, args);
-      return frame.host.executeStep(meta, () => original.apply(this, args), args);
+      return handed(frame.host.executeStep(meta, () => original.apply(this, args), args));
     };
     Object.defineProperty(wrapped, 'name', { value: original.name });
     Reflect.defineMetadata(STEP_METADATA, meta, wrapped);

@@ -5,6 +5,7 @@ import type {
   IdempotentCommandOptions,
 } from '../interfaces/command.interface';
 import { CommandInStepError } from '../errors/command-in-step.error';
+import { handed } from '../engine/handed';
 import { runStorage } from '../engine/run-storage';
 
 /**
@@ -25,11 +26,15 @@ export function IdempotentCommand<A = any>(options: IdempotentCommandOptions<A>)
     const wrapped = function (this: unknown, ...args: unknown[]) {
       const frame = runStorage.getStore();
       if (!frame) return original.apply(this, args);
-      // Inside a step a command would have no stable key and repeat on every retry of the step.
-      if (frame.step) return Promise.reject(new CommandInStepError(meta.name, frame.step.name));
+      // Inside a step (or another command's body) a command would have no stable key and repeat on
+      // every retry. The run is stopped: catching the error cannot turn it into a success.
+      if (frame.step)
+        return handed(Promise.reject(frame.host.misuse(new CommandInStepError(meta.name, frame.step.name))));
       const self = this as Partial<CommandLookup>;
       const lookup = typeof self.lookupCommand === 'function' ? self.lookupCommand.bind(self) : undefined;
-      return frame.host.executeCommand(meta, args[0], (ctx) => original.call(this, args[0], ctx), lookup);
+      return handed(
+        frame.host.executeCommand(meta, args[0], (ctx) => original.call(this, args[0], ctx), lookup),
+      );
     };
     Object.defineProperty(wrapped, 'name', { value: original.name });
     Reflect.defineMetadata(COMMAND_METADATA, meta, wrapped);

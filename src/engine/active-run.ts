@@ -13,7 +13,7 @@ import type { DurableObservers } from './durable-observers';
 import type { StepInfo } from '../interfaces/durable-observer.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
-import type { Fence } from '../store/run-state/fence';
+import type { CheckpointWrite, Fence } from '../store/run-state/fence';
 import type { CommandRow, RecordedStep } from '../store/run-state/load-replay';
 import type { RunStateStore } from '../store/run-state/run-state.store';
 import { LeaseClock } from './lease-clock';
@@ -25,7 +25,7 @@ import { runStorage, RunFrame, StepHost } from './run-storage';
 import { RunSuspended } from './run-stop';
 import { executeCommand } from './steps/command-step';
 import { executeStep } from './steps/compute-step';
-import type { StepEnv } from './steps/step-env';
+import type { ReplayOnly, StepEnv } from './steps/step-env';
 import { progress, recordValue, resumePoint } from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
 
@@ -45,6 +45,10 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   cursor: RunCursor;
   /** When this claim began, local clock: with `claim.dbNow` it gives the database clock. */
   private readonly claimedAt = Date.now();
+  /** Set for a replay check only (see ReplayChecker). */
+  replayOnly?: ReplayOnly;
+  /** What the workflow's run() threw, if it did (set by the executor). */
+  endedWith: unknown = null;
   /** Set by the executor only when an observer is registered: otherwise steps are not timed at all. */
   observers?: DurableObservers;
 
@@ -109,8 +113,11 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     return new Date(this.claim.dbNow).getTime() + (Date.now() - this.claimedAt);
   }
 
-  async fenced<T extends object>(write: () => Promise<T>, what: string): Promise<T> {
-    const carried = this.log.takePending();
+  async fenced<T extends object>(
+    write: () => Promise<T>,
+    what: string,
+    carried: CheckpointWrite[] = [],
+  ): Promise<T> {
     try {
       const before = this.pause('before-write', what);
       if (before) await before;
@@ -147,6 +154,10 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     return { run, index, name, stepKind };
   }
 
+  misuse(error: Error): Error {
+    return this.control.halt({ kind: 'usage', error });
+  }
+
   /** Drives `workflow.run(input, ctx)` inside this run's async-local frame. */
   execute(fn: () => unknown): Promise<unknown> {
     return runStorage.run(this.frame(), async () => fn());
@@ -162,11 +173,12 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     call: (ctx: CommandContext) => unknown,
     lookup?: (command: string, key: string) => Promise<LookupResult>,
   ): Promise<unknown> {
-    // A command already recorded at the next index is a replay: no span, no timing.
-    const index = this.log.peekIndex();
-    if (!this.observers || this.log.at(index)) return executeCommand(this, meta, args, call, lookup);
+    // The index is taken now, whatever an observer awaits before it calls on: an observer's timing
+    // never moves a command's index (and key). A command recorded there is a replay: no span.
+    const index = this.log.allocIndex();
+    if (!this.observers || this.log.at(index)) return executeCommand(this, meta, args, call, lookup, index);
     const info = this.stepInfo(index, meta.name, 'command');
-    return this.observers.step(info, () => executeCommand(this, meta, args, call, lookup));
+    return this.observers.step(info, () => executeCommand(this, meta, args, call, lookup, index));
   }
 
   sleep(ms: number): Promise<void> {

@@ -1,9 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from './durable.registry';
+import { DanglingCallError } from '../errors/dangling-call.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
-import { NonDeterminismError } from '../errors/non-determinism.error';
-import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from './durable-observers';
 import type { RunAttemptOutcome } from '../interfaces/durable-observer.interface';
@@ -13,9 +12,11 @@ import type { FinishWrite } from '../store/run-state/finish-run';
 import { RunStateStore } from '../store/run-state/run-state.store';
 import { toStoredJson } from '../util/json';
 import { ActiveRun } from './active-run';
-import { isNonRetryable } from './retry';
 import type { RunStop } from './run-stop';
-import { serializeError } from './serialize-error';
+import { errorWrite, failedWrite } from './run-settlement';
+import { stepFailuresIn } from './stored-error';
+import { ReplayChecker } from './replay-check';
+import { checkAfterAttempt, replayCheckTarget } from './replay-check-report';
 
 const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
   succeeded: 'succeeded',
@@ -45,6 +46,7 @@ export class Executor {
     private readonly store: RunStateStore,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
+    private readonly checker: ReplayChecker,
   ) {}
 
   /** Prepares the in-memory driver of a claimed run (one query for all its checkpoints and commands). */
@@ -61,6 +63,12 @@ export class Executor {
 
   /** Runs the workflow and settles the run. Never throws: every outcome is recorded or logged. */
   async drive(run: ActiveRun): Promise<void> {
+    await this.driveAttempt(run);
+    const target = replayCheckTarget();
+    if (target) await checkAfterAttempt(this.checker, this.logger, run.runId, target);
+  }
+
+  private async driveAttempt(run: ActiveRun): Promise<void> {
     if (!this.observers.active) {
       await this.attempt(run);
       return;
@@ -92,7 +100,14 @@ export class Executor {
         end = { output: await run.execute(() => wf.instance.run(run.claim.input, run.context)) };
       } catch (error) {
         end = { error };
+        run.endedWith = error;
       }
+      // A call still live when run() returned was never awaited: its outcome would be lost (and
+      // replay could not place it). The run fails with a usage error; the call is stopped first.
+      if ('output' in end && run.control.liveCalls > 0 && !run.control.stop)
+        run.control.halt({ kind: 'usage', error: new DanglingCallError(run.kind, run.control.liveCalls) });
+      // Nothing is written while a call of this run is live here: no handover, no finish, beside it.
+      await run.control.settled();
       const stop = run.control.stop;
       if (stop) return await this.settleStop(run, stop);
       if ('error' in end) return await this.settleError(run, end.error);
@@ -132,6 +147,10 @@ export class Executor {
       case 'lease-lost':
         this.leaseLost(run, stop.error);
         return 'lease_lost';
+      case 'retry':
+        return this.settleError(run, stop.cause, 'transient');
+      case 'usage':
+        return this.fail(run, stop.error, 'usage');
       case 'cancelled':
       case 'non-determinism':
         return this.settleError(run, stop.error);
@@ -154,69 +173,43 @@ export class Executor {
 
   /**
    * Hands a run this worker drives back to `waiting` (fenced) so another worker resumes it at once:
-   * a drain, not a failure (the claim's attempt is given back unless a step committed).
+   * a drain, not a failure (the claim's attempt is given back unless a step committed). With
+   * `callInFlight` it is due when the lease it gives up would have ended, not at once.
    */
-  async release(run: ActiveRun, atStepBoundary: boolean, reason = 'drain'): Promise<RunAttemptOutcome> {
+  async release(
+    run: ActiveRun,
+    atStepBoundary: boolean,
+    reason = 'drain',
+    callInFlight = false,
+  ): Promise<RunAttemptOutcome> {
     return this.finish(
       run,
       {
         status: 'waiting',
         attemptsDelta: run.control.attemptsDelta('give-back'),
+        delayMs: callInFlight ? 'lease-end' : 0,
         event: 'run.released',
-        payload: { reason, workerId: run.workerId, atStepBoundary },
+        payload: { reason, workerId: run.workerId, atStepBoundary, callInFlight },
       },
       'released',
     );
   }
 
-  /** The workflow threw: cancelled, failed for good, dead-lettered, or retried later with backoff. */
-  private async settleError(run: ActiveRun, err: unknown): Promise<RunAttemptOutcome> {
+  /** Fails the run for good with `err` (`reason` in the event). */
+  private fail(run: ActiveRun, err: unknown, reason: 'usage'): Promise<RunAttemptOutcome> {
+    return this.finish(run, failedWrite(err, reason));
+  }
+
+  /**
+   * The workflow threw: cancelled, failed for good, dead-lettered, or retried later with backoff.
+   * `transient`: retried whatever the error is (the engine decided it, e.g. a command in doubt).
+   */
+  private async settleError(run: ActiveRun, err: unknown, how?: 'transient'): Promise<RunAttemptOutcome> {
     if (err instanceof LeaseLostError) {
       this.leaseLost(run, err);
       return 'lease_lost';
     }
-    const error = serializeError(err);
-    if (err instanceof RunCancelledError)
-      return this.finish(run, {
-        status: 'cancelled',
-        error,
-        event: 'run.cancelled',
-        payload: { by: 'worker' },
-      });
-    if (isNonRetryable(err)) {
-      const reason = err instanceof NonDeterminismError ? 'non_determinism' : 'non_retryable';
-      return this.finish(run, {
-        status: 'failed',
-        error,
-        event: 'run.failed',
-        payload: { reason, error: error.message },
-      });
-    }
-    // Transient: the claim already counted one attempt unless a step committed (which reset attempts).
-    const attempts = run.control.progressed ? 1 : run.claim.attempts;
-    const attemptsDelta = run.control.attemptsDelta('count');
-    if (attempts >= run.claim.maxAttempts) {
-      return this.finish(run, {
-        status: 'dead_lettered',
-        error,
-        attemptsDelta,
-        event: 'run.dead_lettered',
-        payload: { reason: 'attempts_exhausted', attempts, error: error.message },
-        parkedReason: `attempts exhausted (${attempts}/${run.claim.maxAttempts}): ${error.message}`,
-      });
-    }
-    const r = this.options.reconciler;
-    const delayMs = Math.round(
-      Math.min(r.backoffMaxMs, r.backoffBaseMs * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4),
-    );
-    return this.finish(run, {
-      status: 'waiting',
-      error,
-      delayMs,
-      attemptsDelta,
-      event: 'run.retry_scheduled',
-      payload: { attempts, delayMs, error: error.message },
-    });
+    return this.finish(run, errorWrite(run, err, this.options.reconciler, how));
   }
 
   private async finish(
@@ -225,7 +218,18 @@ export class Executor {
     outcome?: RunAttemptOutcome,
   ): Promise<RunAttemptOutcome> {
     try {
-      await this.store.finish(run.fence, { ...w, records: [...(w.records ?? []), ...run.log.takePending()] });
+      // A step failure the run ended with (the workflow did not get past it) is not recorded: a retry
+      // of the run runs that step again.
+      const endedWith = stepFailuresIn(run.endedWith);
+      const pending = run.log.takePending().filter((r) => !(r.failure && endedWith.has(r.index)));
+      const unsent = [...run.control.unsent];
+      const payload = unsent.length ? { ...w.payload, notSent: unsent } : w.payload;
+      await this.store.finish(run.fence, {
+        ...w,
+        payload,
+        records: [...(w.records ?? []), ...pending],
+        unsent,
+      });
       if (w.status === 'failed') this.logger.error(`${runLabel(run)} failed${this.detail(w.error)}`);
       else if (w.status === 'dead_lettered') {
         this.logger.error(

@@ -1,6 +1,5 @@
 import type { CommandRow, RecordedStep } from '../store/run-state/load-replay';
 import type { CheckpointWrite } from '../store/run-state/fence';
-
 export type { RecordedStep } from '../store/run-state/load-replay';
 
 /** How long replay may wait for the workflow to ask for the next recorded result. */
@@ -39,6 +38,8 @@ export class ReplayLog {
   private readonly held = new Map<number, () => void>();
   private readonly abandoned = new Set<number>();
 
+  /** Recorded indexes the workflow asked for (the replay check reports the others). */
+  private readonly asked = new Set<number>();
   /** Values recorded in this claim (ctx.now/uuid/random) whose write has not committed yet. */
   private pending: CheckpointWrite[] = [];
 
@@ -77,11 +78,6 @@ export class ReplayLog {
     return this.nextIndex++;
   }
 
-  /** The index the next call will get. */
-  peekIndex(): number {
-    return this.nextIndex;
-  }
-
   /** The entry recorded at `index`, if any. */
   at(index: number): RecordedStep | undefined {
     return this.recorded.get(index);
@@ -101,10 +97,17 @@ export class ReplayLog {
     const cmd = this.reservedAt(index);
     if (cmd && `command:${cmd.name}` !== name) throw this.nonDeterminism(index, `command:${cmd.name}`, name);
     const rec = this.recorded.get(index);
+    if (rec) this.asked.add(index);
     if (rec && rec.name !== name) throw this.nonDeterminism(index, rec.name, name);
     if (rec && rec.fingerprint && fingerprint && rec.fingerprint !== fingerprint)
       throw this.nonDeterminism(index, rec.name, name, 'was called with other arguments');
     return rec;
+  }
+
+  /** Recorded entries (index and name) the workflow has not asked for so far. */
+  unasked(): Array<{ index: number; name: string }> {
+    const out = [...this.recorded.entries()].filter(([i]) => !this.asked.has(i));
+    return out.map(([index, r]) => ({ index, name: r.name }));
   }
 
   /** Stops the run: the call at `index` does not match what was recorded for it (`detail` says how). */
@@ -118,9 +121,8 @@ export class ReplayLog {
   }
 
   /**
-   * Recorded values not yet durable. Not cleared here: with parallel branches, another branch's write
-   * could otherwise reach an external call while the one write that carries a value is still in
-   * flight (or frozen). `durable` drops them once a write carrying them committed.
+   * Recorded values not yet durable. Not cleared here (another branch's write could reach an external
+   * call while the one carrying a value is in flight): `durable` drops those a committed write carried.
    */
   takePending(): CheckpointWrite[] {
     return this.pending.slice();

@@ -8,6 +8,7 @@ import { RunCancelledError } from '../errors/run-cancelled.error';
 import { SerializationError } from '../errors/serialization.error';
 import { StepTimeoutError } from '../errors/step-timeout.error';
 import type { RetryPolicy } from '../options/durable-execution-options.interface';
+import { LongTimer, longTimeout } from '../util/timers';
 
 /**
  * Errors that must not be retried: the user said so, the input can never pass validation, or the
@@ -35,12 +36,12 @@ export function backoffDelay(policy: Required<RetryPolicy>, n: number): number {
 export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
+    const t = longTimeout(() => {
       signal.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
     const onAbort = () => {
-      clearTimeout(t);
+      t.cancel();
       reject(signal.reason);
     };
     signal.addEventListener('abort', onAbort, { once: true });
@@ -67,9 +68,9 @@ export async function withRetry<T>(
 /** Rejects with StepTimeoutError when `p` does not settle within `ms` (no limit when ms is undefined). */
 export function withTimeout<T>(p: Promise<T>, ms: number | undefined, stepName: string): Promise<T> {
   if (!ms) return p;
-  let t: NodeJS.Timeout;
+  let t: LongTimer;
   const timeout = new Promise<never>((_, reject) => {
-    t = setTimeout(() => reject(new StepTimeoutError(stepName, ms)), ms);
+    t = longTimeout(() => reject(new StepTimeoutError(stepName, ms)), ms);
   });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(t));
+  return Promise.race([p, timeout]).finally(() => t.cancel());
 }

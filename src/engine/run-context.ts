@@ -1,4 +1,5 @@
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
+import { handed } from './handed';
 
 /** The parts of a driven run that the public context exposes. @internal */
 export interface RunContextHost {
@@ -76,7 +77,7 @@ export class RunContext {
    * back with `resumePoint()` and continues after `item`.
    */
   progress(item: number, partial?: unknown): Promise<void> {
-    return this.host.progress(item, partial ?? null);
+    return handed(this.host.progress(item, partial ?? null));
   }
 
   /**
@@ -84,7 +85,7 @@ export class RunContext {
    * connection, and survives restarts. Call it in the workflow body, not inside a step.
    */
   sleep(ms: number): Promise<void> {
-    return this.host.sleep(ms);
+    return handed(this.host.sleep(ms));
   }
 
   /**
@@ -93,7 +94,7 @@ export class RunContext {
    * clock, from the first time this wait was reached). The run holds no worker while it waits.
    */
   waitForSignal<T = unknown>(name: string, options: WaitForSignalOptions = {}): Promise<T> {
-    return this.host.waitForSignal(name, options) as Promise<T>;
+    return handed(this.host.waitForSignal(name, options) as Promise<T>);
   }
 
   /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */

@@ -1,5 +1,6 @@
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import { RunStop, stopError } from './run-stop';
+import { markEngineStop } from './stop-rejections';
 
 /**
  * Run control of one claim: why it stopped (the first stop wins), the AbortSignal handed to steps and
@@ -13,9 +14,19 @@ export class RunControl {
   draining = false;
   /** A step committed during this claim (the row's attempts were reset). */
   progressed = false;
+  /** Commands reserved in this claim whose call has not been made (the run stopped in between). */
+  readonly unsent = new Set<string>();
   /** Live calls (step bodies, dispatches, lookups) of this attempt not yet settled. */
   private liveOps = 0;
+  /** Of those, calls whose promise the workflow holds (not bodies the engine gave up on at a timeout). */
+  private liveCallCount = 0;
+  /**
+   * Set while a park (sleep, wait, approval, manual in-doubt) is under way: no new step or command
+   * starts until it is over; resolved when it parked (the run stopped) or did not (a signal was there).
+   */
+  private park: { done: Promise<void>; end: () => void } | null = null;
   private idleWaiters: Array<() => void> = [];
+  private settledWaiters: Array<() => void> = [];
 
   constructor(
     private readonly runId: string,
@@ -41,11 +52,12 @@ export class RunControl {
 
   /** Stops the run (the first stop wins): later steps throw its error, the AbortSignal fires. */
   halt(stop: RunStop): Error {
-    this.stopped ??= { stop, error: stopError(stop) };
+    this.stopped ??= { stop, error: markEngineStop(stopError(stop)) };
     const { error } = this.stopped;
     if (!this.abort.signal.aborted) this.abort.abort(error);
     this.onStop(error);
     this.idleWaiters.splice(0).forEach((wake) => wake());
+    this.park?.end(); // calls waiting for the park now see the stop
     return error;
   }
 
@@ -65,6 +77,44 @@ export class RunControl {
   }
 
   /**
+   * Before a step or command starts: as `checkActive`, and none starts once a park has begun (a
+   * sibling branch reaching its next call while the run parks would run it, then fail to commit it,
+   * and the next claim would run it again).
+   */
+  checkNewCall(): Promise<void> | undefined {
+    this.checkActive();
+    return this.park ? this.afterPark() : undefined; // the common case: no promise, no await
+  }
+
+  private async afterPark(): Promise<void> {
+    while (this.park) {
+      await this.park.done;
+      this.checkActive(); // parked: the run stopped, and this call never starts
+    }
+  }
+
+  /** The park under way did not park (a signal was already stored, the timeout had passed). */
+  endPark(): void {
+    this.park?.end();
+    this.park = null;
+  }
+
+  /** Live calls of this attempt (step bodies, dispatches, lookups) not yet settled. */
+  get live(): number {
+    return this.liveOps;
+  }
+
+  /** Calls the workflow made whose promise has not settled (a step or command not awaited yet). */
+  get liveCalls(): number {
+    return this.liveCallCount;
+  }
+
+  /** Resolves once no call of this attempt is live (whatever stopped the run). */
+  async settled(): Promise<void> {
+    while (this.liveOps > 0) await new Promise<void>((r) => this.settledWaiters.push(r));
+  }
+
+  /**
    * How `attempts` moves when this claim leaves `running`. Attempts count claims without progress: a
    * claim adds one, a commit resets it to 0. A release or park that is not a failure gives the claim
    * back (`give-back`); a failure counts once (`count`): already counted by the claim unless a commit
@@ -75,13 +125,20 @@ export class RunControl {
     return this.progressed ? 1 : 0;
   }
 
-  /** Counts a live call until it settles: a park waits for them (see `quiesce`). */
-  async track<T>(op: Promise<T>): Promise<T> {
+  /**
+   * Counts a live call until it settles: a park waits for them (see `quiesce`). `call`: the promise the
+   * workflow gets (false for a step body, which may outlive its attempt's timeout).
+   */
+  async track<T>(op: Promise<T>, call = true): Promise<T> {
     this.liveOps++;
+    if (call) this.liveCallCount++;
     try {
       return await op;
     } finally {
-      if (--this.liveOps === 0) this.idleWaiters.splice(0).forEach((wake) => wake());
+      this.liveOps--;
+      if (call) this.liveCallCount--;
+      this.idleWaiters.splice(0).forEach((wake) => wake()); // each re-checks its own bound
+      if (this.liveOps === 0) this.settledWaiters.splice(0).forEach((wake) => wake());
     }
   }
 
@@ -90,9 +147,15 @@ export class RunControl {
    * releases the lease: a sibling branch's paid call still running then would be lost and paid again
    * by the next claim, so the park lets those finish and commit first.
    */
-  async quiesce(): Promise<void> {
+  async quiesce(own = 0): Promise<void> {
     // One event-loop turn first: sibling branches called in the same tick reach their calls.
     await new Promise<void>((r) => setImmediate(r));
-    while (this.liveOps > 0 && !this.stopped) await new Promise<void>((r) => this.idleWaiters.push(r));
+    if (!this.park) {
+      let end!: () => void;
+      const done = new Promise<void>((r) => (end = r));
+      this.park = { done, end };
+    }
+    // `own`: live calls that are this park's own caller (a command parking from inside its dispatch).
+    while (this.liveOps > own && !this.stopped) await new Promise<void>((r) => this.idleWaiters.push(r));
   }
 }

@@ -1,6 +1,6 @@
-import type { LeaseLostError } from '../errors/lease-lost.error';
+import { LeaseLostError } from '../errors/lease-lost.error';
 import type { NonDeterminismError } from '../errors/non-determinism.error';
-import type { RunCancelledError } from '../errors/run-cancelled.error';
+import { RunCancelledError } from '../errors/run-cancelled.error';
 
 /**
  * Why a run stopped before its workflow returned, as the executor settles it:
@@ -9,11 +9,17 @@ import type { RunCancelledError } from '../errors/run-cancelled.error';
  * - `parked`: the run parked itself (approval, in-doubt command, sleep, signal wait), already recorded;
  *   `until` is when it is due (null: until woken), `forOperator` when a person must act.
  * - `suspended`: the run must be claimed again (a command was settled meanwhile); the executor releases it.
+ * - `retry`: the run is retried later with backoff (a command in doubt its policy settles in a later
+ *   claim), whatever the workflow did with the throw; `cause` is recorded as the run's error.
  * - `cancelled`, `lease-lost`, `non-determinism`: the typed error the workflow saw.
+ * - `usage`: the library was used where it cannot work (a command inside a step, a call still live
+ *   when run() returned, …): the run fails with that error, even when user code caught it.
  * @internal
  */
 export type RunStop =
   | { kind: 'drain' }
+  | { kind: 'retry'; reason: string; cause: unknown }
+  | { kind: 'usage'; error: Error }
   | { kind: 'released' }
   | { kind: 'parked'; reason: string; until: Date | null; forOperator: boolean }
   | { kind: 'suspended'; reason: string }
@@ -23,6 +29,17 @@ export type RunStop =
 
 /** Why the worker's heartbeat stops a run: its lease is gone, or a cancel was requested. */
 export type HeartbeatStop = Extract<RunStop, { kind: 'lease-lost' | 'cancelled' }>;
+
+/** What a heartbeat's answer for one claim means: lost (no row came back), cancelled, or nothing. */
+export function heartbeatStop(
+  claim: { id: string; epoch: number; cancelReason: string | null },
+  state: { cancelRequested: boolean } | undefined,
+): HeartbeatStop | null {
+  if (!state) return { kind: 'lease-lost', error: new LeaseLostError(claim.id, claim.epoch, 'heartbeat') };
+  if (state.cancelRequested)
+    return { kind: 'cancelled', error: new RunCancelledError(claim.id, claim.cancelReason) };
+  return null;
+}
 
 /** The stops that carry a typed error of their own. */
 type ErrorStop = Extract<RunStop, { error: Error }>;

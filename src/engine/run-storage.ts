@@ -6,6 +6,8 @@ import type { RunContext } from './run-context';
 /** What a decorated method needs from the run it is called in. @internal */
 export interface StepHost {
   executeStep(meta: StepMetadata, call: () => unknown, args: unknown[]): Promise<unknown>;
+  /** Stops the run for a misuse of the library (a typed usage error) and returns the error to throw. */
+  misuse(error: Error): Error;
   executeCommand(
     meta: CommandMetadata,
     args: unknown,
@@ -18,8 +20,12 @@ export interface StepHost {
 export interface RunFrame {
   host: StepHost;
   context: RunContext;
-  /** Set while a step body runs: nested decorated calls are then plain calls (a step is atomic). */
-  step?: { index: number; name: string; derived: number };
+  /**
+   * Set while a step body or a command body runs (`command` then): nested steps are plain calls (a step
+   * is atomic), values drawn from the context are derived from (run, index, call number) instead of
+   * taking a workflow position, and commands, waits and progress are refused.
+   */
+  step?: { index: number; name: string; derived: number; command?: boolean };
 }
 
 /** @internal */

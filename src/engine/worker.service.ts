@@ -7,19 +7,21 @@ import {
 } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from './durable.registry';
-import { LeaseLostError } from '../errors/lease-lost.error';
-import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from './durable-observers';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import { RunStateStore } from '../store/run-state/run-state.store';
 import { ActiveRun } from './active-run';
-import type { HeartbeatStop } from './run-stop';
+import { heartbeatStop, HeartbeatStop } from './run-stop';
 import { performance } from 'node:perf_hooks';
 import { crashPoint } from './crash-points';
 import { pausePoint } from './pause-points';
 import { Executor } from './executor.service';
 import type { WakeListener } from '../store/wake-listener';
+import { longTimeout } from '../util/timers';
+import { announceWorker, wakeWhenDue } from './worker-announce';
+import { installStopRejectionGuard } from './stop-rejections';
+import { replayOnly } from './replay-check-report';
 
 /**
  * Claims due runs (up to `concurrency` in flight), drives them through the executor, renews their
@@ -29,11 +31,7 @@ import type { WakeListener } from '../store/wake-listener';
 @Injectable()
 export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
-  /**
-   * Claims this worker drives, by `<run id>:<epoch>` (a run can be claimed again under a new epoch
-   * while a stale attempt of it still unwinds here); `run` is set once prepared (the lease is renewed
-   * from the claim on).
-   */
+  /** Claims driven here by `<run id>:<epoch>` (a stale attempt may still unwind); `run` once prepared. */
   private readonly inFlight = new Map<string, { claim: ClaimedRun; run?: ActiveRun; done: Promise<void> }>();
   /** Claims (by `<run id>:<epoch>`) whose lease was lost or cancel requested while being prepared. */
   private readonly stopBeforeStart = new Map<string, HeartbeatStop>();
@@ -43,6 +41,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   private idleTicks = 0;
   private errors = 0;
   private listener?: WakeListener;
+  private unguard?: () => void;
   /** Poll and heartbeat timers: plain intervals owned by this service (no @nestjs/schedule). */
   private pollTimer?: NodeJS.Timeout;
   private beatTimer?: NodeJS.Timeout;
@@ -67,17 +66,14 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
 
   onApplicationBootstrap(): void {
     const w = this.options.worker;
-    if (!w.enabled) return;
+    if (!w.enabled || replayOnly()) return;
     // Not unref'd: a worker-only process (createApplicationContext) lives on these timers, also while
     // every database connection is down. beforeApplicationShutdown clears them.
     this.pollTimer = setInterval(() => this.pollTick(), w.pollIntervalMs);
     this.beatTimer = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
-    const kinds = [...this.registry.kinds()].sort();
-    this.logger.log(
-      `worker ${this.id} up: concurrency ${w.concurrency}, kinds ${kinds.length ? kinds.join(', ') : '(none registered)'}`,
-    );
     this.listener = this.store.wakeListener(() => this.nudge());
     this.listener.start();
+    announceWorker(this.logger, this.store, this.id, w.concurrency, this.registry.kinds());
   }
 
   /** Claims right away (NOTIFY, a finished run, a test). Coalesces concurrent calls. */
@@ -92,6 +88,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
    */
   async tick(): Promise<number> {
     if (this.draining) return 0;
+    this.unguard ??= installStopRejectionGuard(); // from the first claim on, until the drain
     if (this.claiming) {
       this.again = true;
       return 0;
@@ -114,9 +111,11 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       this.errors++;
       if (this.observers.active)
         this.observers.workerTicked({ workerId: this.id, claimedKinds: [], error: err });
-      if (this.errors === 1 || this.errors % 20 === 0) {
+      if (this.errors === 1 || this.errors % 20 === 0)
         this.logger.warn(`claim failed (${this.errors} in a row), backing off: ${(err as Error).message}`);
-      }
+      // Tried again soon, not at the next poll (which may be a minute away): a wake-up that came
+      // while the pool was busy or a connection dropped must not wait for it (backoff up to 5 s).
+      if (!this.draining) setTimeout(() => this.tick(), Math.min(5000, 100 * 2 ** this.errors)).unref();
     } finally {
       this.claiming = false;
     }
@@ -155,17 +154,9 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
         if (this.draining) return;
         this.nudge();
         const stop = run?.control.stop;
-        this.wakeAt(stop?.kind === 'parked' ? stop.until : null);
+        wakeWhenDue(stop?.kind === 'parked' ? stop.until : null, () => this.nudge());
       });
     this.inFlight.set(key, { claim, done });
-  }
-
-  /** A run this worker parked until a near time (sleep, signal timeout) is claimed right when it is due. */
-  private wakeAt(due: Date | null): void {
-    if (!due) return;
-    const ms = due.getTime() - Date.now();
-    if (ms > 5 * 60_000) return; // far away: the poll will find it
-    setTimeout(() => this.nudge(), Math.max(0, ms) + 5).unref();
   }
 
   /** Renews all leases in one statement; runs whose lease is gone or that were cancelled are stopped. */
@@ -183,11 +174,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       // Rows come back only for the (id, epoch) pairs still owned: this claim's lease was renewed.
       const state = alive.get(claim.id);
       if (state && run) run.lease.renewed(sentAt);
-      const reason: HeartbeatStop | null = !state
-        ? { kind: 'lease-lost', error: new LeaseLostError(claim.id, claim.epoch, 'heartbeat') }
-        : state.cancelRequested
-          ? { kind: 'cancelled', error: new RunCancelledError(claim.id, claim.cancelReason) }
-          : null;
+      const reason = heartbeatStop(claim, state);
       if (!reason) continue;
       if (!run) this.stopBeforeStart.set(`${claim.id}:${claim.epoch}`, reason);
       else {
@@ -216,7 +203,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
 
   /**
    * Graceful drain: stop claiming, give in-flight steps `drainTimeoutMs`, then release the leases of
-   * runs still in flight (fenced) so another worker resumes them at once instead of after the TTL.
+   * runs still in flight (fenced): at once when no call of theirs is live, else due at their lease's
+   * end (a call that outlived the grace may still act until then).
    */
   async beforeApplicationShutdown(): Promise<void> {
     if (this.draining) return;
@@ -231,19 +219,27 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     const unlistened = this.listener?.stop();
     // A timer of the drain's own (as before, when the regular heartbeat lived in SchedulerRegistry).
     const drainBeat = setInterval(() => void this.safeHeartbeat(), this.options.worker.heartbeatMs);
-    const deadline = new Promise((r) => setTimeout(r, this.options.worker.drainTimeoutMs).unref());
+    const deadline = new Promise<void>((r) => longTimeout(r, this.options.worker.drainTimeoutMs, true));
     await Promise.race([this.idle(), deadline]);
     crashPoint('during-drain');
     const left = [...this.inFlight.values()].map((f) => f.run).filter((r): r is ActiveRun => !!r);
     await Promise.all(left.map((run) => this.release(run)));
     clearInterval(drainBeat);
+    this.unguard?.();
     clearInterval(this.beatTimer);
     this.beatTimer = undefined;
     await unlistened;
   }
 
+  /**
+   * Hands a run back at the end of the drain. One with a call still live here (a step body, a command
+   * in flight) is due only when its lease would have ended: that call may still act until this
+   * process exits, and a worker taking over at once would run it again, or ask the target about a
+   * command before it has answered.
+   */
   private async release(run: ActiveRun): Promise<void> {
+    const callInFlight = run.control.live > 0;
     run.control.halt({ kind: 'released' }); // its own unwinding then writes nothing
-    await this.executor.release(run, false);
+    await this.executor.release(run, false, 'drain', callInFlight);
   }
 }

@@ -12,8 +12,13 @@ export class CommandInStepError extends DurableExecutionError {
   ) {
     super(
       'DURABLE_COMMAND_IN_STEP',
-      `Command "${command}" was called inside step "${step}": a step is re-run as a whole on retry, so the ` +
-        'command would repeat with no stable key. Call the command from the workflow body (run()), next to the step.',
+      step.startsWith('command:')
+        ? `Command "${command}" was called inside the body of ${step.replace('command:', 'command "')}": a body is ` +
+            'sent again as a whole after a crash, so the inner command would repeat with no stable key. Call ' +
+            'both from the workflow body (run()), one after the other. The run has failed.'
+        : `Command "${command}" was called inside step "${step}": a step is re-run as a whole on retry, so the ` +
+            'command would repeat with no stable key. Call the command from the workflow body (run()), next to ' +
+            'the step. The run has failed.',
     );
   }
 }

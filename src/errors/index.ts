@@ -21,6 +21,7 @@ export * from './missing-dependency.error';
 export * from './command-in-step.error';
 export * from './schema-conflict.error';
 export * from './durable-usage.error';
+export * from './dangling-call.error';
 export * from './run-failed.error';
 export * from './result-timeout.error';
 export * from './mount-mismatch.error';

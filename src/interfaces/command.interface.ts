@@ -21,6 +21,14 @@ export interface IdempotentCommandOptions<A = any> {
   retry?: RetryPolicy;
   /** Tool-call identity from the model output, part of the key. Default: `args.toolCallId ?? args.tool_call_id`. */
   toolCallId?: (args: A) => string | undefined;
+  /**
+   * Whether an error the call threw says the target refused it (did nothing): then the command is
+   * recorded `failed` and the workflow gets `CommandFailedError`. A `NonRetryableError` or an error
+   * with `retryable: false` always is. Any other error (a 504, a timeout, a reset) leaves the outcome
+   * unknown: the command is in doubt and settled by `inDoubt` before the workflow sees anything.
+   * @example `definiteError: (e) => e instanceof HttpError && e.status >= 400 && e.status < 500`
+   */
+  definiteError?: (error: unknown) => boolean;
 }
 
 /** Second argument of a command method inside a run. */

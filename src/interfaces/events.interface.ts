@@ -30,6 +30,11 @@ export interface DurableEventPayloads {
   'step.started': { step: number; name: string };
   /** A `model` step started (cursor `started`). */
   'model.call_started': { step: number; name: string };
+  /**
+   * A step failed for good in a claim (retries spent, or an error not retried) and the workflow went
+   * on past that failure: recorded with the next write, so a replay throws the same error there.
+   */
+  'step.failed': { step: number; name: string; error: string };
   /** A step's output committed with its checkpoint. */
   'run.checkpoint_saved': { step: number; name: string; kind: 'model' | 'tool' } & ModelUsagePayload;
   /** A command was reserved (row `pending`) just before its dispatch. */
@@ -38,6 +43,11 @@ export interface DurableEventPayloads {
   'tool.command_succeeded': { recovered?: true };
   /** A command failed permanently; `error` when the dispatch threw (absent when replayed from the row). */
   'tool.command_failed': { error?: string };
+  /**
+   * A dispatch ended with an error that does not say whether the target acted (not a NonRetryableError
+   * nor one the command declares definite): the command is in doubt until its policy settles it.
+   */
+  'tool.command_in_doubt': { key: string; name: string; step: number; error: string };
   /** A command rejected by an operator was recorded as the step's outcome. */
   'tool.command_rejected': Record<string, never>;
   /** The run parked on a command whose outcome a crash hid (`inDoubt: 'manual'`). */
@@ -65,14 +75,17 @@ export interface DurableEventPayloads {
   'signal.received': { name: string; step: number };
   /** `ctx.waitForSignal(name)` timed out. */
   'signal.timed_out': { name: string; step: number };
-  /** The worker handed the run back to `waiting`, due at once (a drain, or a command settled meanwhile). */
-  'run.released': { reason: string; workerId: string; atStepBoundary: boolean };
+  /**
+   * The worker handed the run back to `waiting`, due at once (a drain, or a command settled
+   * meanwhile); with `callInFlight` (a drain whose grace a call outlived) due when the lease ends.
+   */
+  'run.released': { reason: string; workerId: string; atStepBoundary: boolean; callInFlight?: boolean };
   /** A transient failure: the run is due again after `delayMs`. */
   'run.retry_scheduled': { attempts: number; delayMs: number; error: string };
   /** `run()` returned; the output is stored on the run. */
   'run.succeeded': Record<string, never>;
   /** A non-retryable error (or a replay that diverged) ended the run. */
-  'run.failed': { reason: 'non_retryable' | 'non_determinism'; error: string };
+  'run.failed': { reason: 'non_retryable' | 'non_determinism' | 'usage'; error: string };
   /** Claims without progress reached `maxAttempts`. */
   'run.dead_lettered': { reason: 'attempts_exhausted'; attempts: number; error: string };
   /** A cancel was requested for a running run; it stops at its next step boundary or heartbeat. */
@@ -105,9 +118,11 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'step.started': true,
   'model.call_started': true,
   'run.checkpoint_saved': true,
+  'step.failed': true,
   'tool.command_reserved': true,
   'tool.command_succeeded': true,
   'tool.command_failed': true,
+  'tool.command_in_doubt': true,
   'tool.command_rejected': true,
   'command.in_doubt': true,
   'command.approval_requested': true,

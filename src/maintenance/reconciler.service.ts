@@ -4,6 +4,7 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { DurableObservers } from '../engine/durable-observers';
 import { ExpiredLeaseStore } from '../store/expired-leases.store';
 import { IntervalTask } from './interval-task';
+import { replayOnly } from '../engine/replay-check-report';
 
 /** Outcome of one sweep. */
 export interface ReconcileResult {
@@ -28,7 +29,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.options.reconciler.enabled) return;
+    if (!this.options.reconciler.enabled || replayOnly()) return;
     // Kept alive: a reconciler-only process lives on this timer; onApplicationShutdown clears it.
     this.sweeps.start(this.options.reconciler.intervalMs, { keepAlive: true });
   }

@@ -7,10 +7,13 @@ import type { SqlText } from './durable-names';
  * index ai_runs_worker_idx (bounded by total worker concurrency; lease_expires_at is deliberately not
  * indexed so renewals stay HOT updates). SKIP LOCKED: rows an active worker is
  * writing right now are skipped, never waited on, so the sweep is safe on every pod at once. The
- * attempt was counted at claim time; spent attempts dead-letter the run. Backoff is exponential in
- * attempts with ±20% jitter, from the database clock. Commands reserved under the dead lease become
- * `in_doubt`. One `run.reconciled` event per run says why and lists them.
- * $1 batch size, $2 backoff base ms, $3 backoff max ms
+ * attempt was counted at claim time; spent attempts dead-letter the run. A run whose worker died did
+ * nothing wrong: for its first $4 expiries without progress it is due at once (and idle workers are
+ * woken by NOTIFY), so a kill delays it by one lease. Only a run that keeps expiring (a poison run
+ * that takes its worker down) backs off, exponentially in the expiries past those, with ±20% jitter,
+ * from the database clock. Commands reserved under the dead lease become `in_doubt`. One
+ * `run.reconciled` event per run says why and lists them.
+ * $1 batch size, $2 backoff base ms, $3 backoff max ms, $4 expiries without backoff
  */
 export const RECLAIM_EXPIRED_SQL: SqlText = (t) => `
 with expired as (
@@ -23,15 +26,16 @@ with expired as (
   update ${t.runs} r
      set status = case when r.attempts >= r.max_attempts then 'dead_lettered' else 'waiting' end,
          worker_id = null, lease_expires_at = null,
-         available_at = now() + least($3::float8, $2::float8 * 2 ^ (greatest(r.attempts, 1) - 1))
-                              * (0.8 + random() * 0.4) * interval '1 millisecond',
+         available_at = case when r.attempts <= $4 then now()
+                             else now() + least($3::float8, $2::float8 * 2 ^ (r.attempts - $4 - 1))
+                                          * (0.8 + random() * 0.4) * interval '1 millisecond' end,
          parked_reason = case when r.attempts >= r.max_attempts
                               then 'lease expired with attempts exhausted (' || r.attempts || '/' || r.max_attempts || ')' end,
          finished_at = case when r.attempts >= r.max_attempts then now() end,
          updated_at = now()
     from expired e
    where r.id = e.id
-  returning r.id, r.epoch, r.status, r.attempts, e.worker_id as previous_worker, r.available_at,
+  returning r.id, r.kind, r.epoch, r.status, r.attempts, e.worker_id as previous_worker, r.available_at,
             r.notify_on_finish
 ), doubt as (
   -- A command reserved under the dead lease has no recorded outcome: it is in doubt, and the resumed
@@ -49,8 +53,13 @@ with expired as (
 )
 select id, status,
        (select count(pg_notify('${t.doneChannel}', u.id::text)) from upd u
-         where u.id = upd.id and u.notify_on_finish and u.status = 'dead_lettered') as announced
+         where u.id = upd.id and u.notify_on_finish and u.status = 'dead_lettered') as announced,
+       (select count(pg_notify('${t.wakeChannel}', u.kind)) from upd u
+         where u.id = upd.id and u.status = 'waiting' and u.attempts <= $4) as woke
   from upd`;
+
+/** Lease expiries without progress after which a reclaimed run backs off (before: due at once). */
+export const EXPIRIES_WITHOUT_BACKOFF = 3;
 
 /** A run RECLAIM_EXPIRED_SQL took back from a dead lease, and where it went. */
 export interface ReclaimedRun {
@@ -67,7 +76,7 @@ export class ExpiredLeaseStore {
   async reclaim(batchSize: number, backoffBaseMs: number, backoffMaxMs: number): Promise<ReclaimedRun[]> {
     const { rows } = await this.db.query<ReclaimedRun>(
       RECLAIM_EXPIRED_SQL,
-      [batchSize, backoffBaseMs, backoffMaxMs],
+      [batchSize, backoffBaseMs, backoffMaxMs, EXPIRIES_WITHOUT_BACKOFF],
       'dx_reclaim',
     );
     return rows.map((r) => ({ id: r.id, status: r.status }));

@@ -3,7 +3,7 @@ import type { RunStatus, RunView } from '../interfaces/run.interface';
 import { DurableDatabase } from './durable-database';
 import { toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL } from './sql/signal.sql';
-import type { SqlText } from './durable-names';
+import type { DurableNames, SqlText } from './durable-names';
 
 /**
  * Insert a run and its `run.created` event in one statement. ON CONFLICT on the unique
@@ -33,6 +33,20 @@ export const RUN_BY_KEY_SQL: SqlText = (t) =>
   `select *, input = $2::jsonb as same_input from ${t.runs} where idempotency_key = $1`;
 
 /**
+ * A CTE `closed`: the commands of a run that ends cancelled ($cond on CTE `from`) that were never sent
+ * and never will be (awaiting approval, or approved but not dispatched yet) are closed as `rejected`
+ * (resolution `run_cancelled`): nobody has to decide them any more, and retention can prune the run.
+ */
+export function closeUnsentCommands(t: DurableNames, cond: string, from: string): string {
+  return `closed as (
+  update ${t.commands} c
+     set status = 'rejected', resolution = 'run_cancelled', updated_at = now(),
+         error = '{"message":"the run was cancelled before this command was sent"}'::jsonb
+    from ${from} where c.run_id = ${from}.id and ${cond} and c.status in ('awaiting_approval', 'approved')
+)`;
+}
+
+/**
  * Cancel as a recorded request. A run nobody drives (pending/waiting) is cancelled at once; a running
  * one gets cancel_requested_at, which its worker observes at the next heartbeat or step boundary.
  * The row lock (FOR UPDATE) orders this against a concurrent claim. One event either way.
@@ -56,7 +70,7 @@ with cur as (
 ), doubt as (
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from upd where c.run_id = upd.id and upd.status = 'cancelled' and c.status = 'pending'
-), ev as (
+), ${closeUnsentCommands(t, "upd.status = 'cancelled'", 'upd')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, case when status = 'cancelled' then 'run.cancelled' else 'run.cancel_requested' end, epoch, $3::jsonb
     from upd

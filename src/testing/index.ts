@@ -11,6 +11,12 @@ import type { CrashPointName } from '../engine/crash-points';
 import { Reconciler } from '../maintenance/reconciler.service';
 import { DurableWorker } from '../engine/worker.service';
 import { RunRepository } from '../api/run.repository';
+import { ReplayChecker, ReplayCheckResult } from '../engine/replay-check';
+import type { RunHistory } from '../interfaces/run-history.interface';
+import { RunNotFoundError } from '../errors/run-not-found.error';
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 export type { CrashPointName } from '../engine/crash-points';
 export { setPausePointHook } from '../engine/pause-points';
@@ -107,4 +113,70 @@ export async function driveRun(
     if (run && statuses.includes(run.status)) return run;
   }
   throw new Error(`run ${runId} did not reach ${statuses.join(' / ')} within ${maxTicks} ticks`);
+}
+
+export { HISTORY_FORMAT } from '../interfaces/run-history.interface';
+export type { HistoryCheckpoint, HistoryCommand, RunHistory } from '../interfaces/run-history.interface';
+export type { ReplayCheckResult } from '../engine/replay-check';
+
+/** What `replayRuns` replays: runs by id, the newest runs of a kind, or exported history documents. */
+export interface ReplayRunsOptions {
+  /** These runs, as stored now. */
+  runIds?: string[];
+  /** The newest runs of this kind that are not pending or running. */
+  kind?: string;
+  /** With `kind`: how many of its newest runs (default 100). */
+  limit?: number;
+  /** Documents made by `exportRunHistory` or `npx nestjs-durable-execution export`. */
+  histories?: RunHistory[];
+}
+
+/**
+ * The replayer: re-runs recorded runs against this app's workflow code in this process, every step,
+ * command, value and wait answered from the record, nothing executed or written, and reports each
+ * run that asked for anything else, left a recorded call unasked, or returned another output (byte
+ * for byte). Run it in CI against recorded runs before deploying a changed workflow:
+ * `expect((await replayRuns(app, { kind: 'triage' })).filter((r) => r.problems.length)).toEqual([])`.
+ */
+export async function replayRuns(
+  app: INestApplicationContext,
+  options: ReplayRunsOptions,
+): Promise<ReplayCheckResult[]> {
+  const checker = app.get(ReplayChecker, { strict: false });
+  const out: ReplayCheckResult[] = [];
+  for (const id of options.runIds ?? []) out.push(await checker.check(id));
+  if (options.kind) out.push(...(await checker.checkKind(options.kind, options.limit)));
+  for (const h of options.histories ?? []) out.push(await checker.checkHistory(h));
+  return out;
+}
+
+/** A run's stored record as one JSON document, for `replayRuns({ histories })` later or elsewhere. */
+export async function exportRunHistory(app: INestApplicationContext, runId: string): Promise<RunHistory> {
+  const history = await app.get(ReplayChecker, { strict: false }).exportHistory(runId);
+  if (!history) throw new RunNotFoundError(runId);
+  return history;
+}
+
+/**
+ * Turns the replay check on for every run this process (and the processes it starts) drives: after
+ * each attempt a worker replays the run against its record; `failures()` lists the runs that did not
+ * replay (also logged). Call it before the app boots, e.g. in jest's `setupFilesAfterEnv`.
+ */
+export function enableReplayCheck(
+  file = path.join(os.tmpdir(), `durable-replay-check-${process.pid}.jsonl`),
+): {
+  file: string;
+  failures(): ReplayCheckResult[];
+} {
+  process.env.DURABLE_REPLAY_CHECK = file;
+  return {
+    file,
+    failures: () =>
+      existsSync(file)
+        ? readFileSync(file, 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as ReplayCheckResult)
+        : [],
+  };
 }

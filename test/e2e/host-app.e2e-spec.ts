@@ -200,12 +200,13 @@ describe('fitting into an existing app', () => {
     }
   });
 
-  it('misusing the context is a typed error with code DURABLE_MISUSE, kept on the run', async () => {
+  it('misusing the context is a typed error with code DURABLE_MISUSE, kept on the run, which fails once', async () => {
     const app = await bootApp(db.url, [MisuseWorkflow], { worker: { enabled: true, pollIntervalMs: 100 } });
     try {
       const runs = app.get(RunRepository);
       const { run } = await runs.start('host-misuse', {});
-      const dead = await waitForStatus(runs, run.id, 'dead_lettered');
+      // A bug in the calling code: retrying cannot help (issue 19 items 10, 11), so not dead-lettered.
+      const dead = await waitForStatus(runs, run.id, 'failed');
       expect(dead.error).toMatchObject({
         name: 'DurableUsageError',
         code: 'DURABLE_MISUSE',

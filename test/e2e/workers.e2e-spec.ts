@@ -174,15 +174,15 @@ describe('workers across OS processes', () => {
     await expectNoOverlappingLeases(db);
   }, 90_000);
 
-  it('SIGTERM drains: in-flight runs are released and resumed by another worker within 2 s, not after the TTL', async () => {
+  it('SIGTERM drains: runs whose calls settled within the grace are released and resumed by another worker at once', async () => {
     await insertRuns(db, 3);
-    const a = spawn({ STEP_DELAY_MS: '4000', LEASE_TTL_MS: '30000', HEARTBEAT_MS: '5000', DRAIN_MS: '300' });
+    const a = spawn({ STEP_DELAY_MS: '300', LEASE_TTL_MS: '30000', HEARTBEAT_MS: '5000', DRAIN_MS: '3000' });
     await a.ready;
     await waitFor(async () => (await statusCounts(db)).running === 3, 20_000, 'worker A to hold 3 runs');
     const b = spawn({ STEP_DELAY_MS: '10', LEASE_TTL_MS: '30000', HEARTBEAT_MS: '5000' });
     await b.ready;
     const termAt = Date.now();
-    a.child.kill('SIGTERM');
+    a.child.kill('SIGTERM'); // each run's 300 ms step ends within the grace; the run stops at its boundary
     await waitFor(
       async () => {
         const [{ n }] = await db.query(
@@ -194,15 +194,52 @@ describe('workers across OS processes', () => {
       'the 3 runs to be claimed by worker B',
     );
     const resumeMs = Date.now() - termAt;
-    console.log(`resume after SIGTERM drain: ${resumeMs} ms (bound 2000 ms)`);
+    console.log(`resume after SIGTERM drain (calls settled in the grace): ${resumeMs} ms (bound 2000 ms)`);
     expect(resumeMs).toBeLessThan(2000);
     const exit = await a.exited;
     // Nest closes the app on SIGTERM, then re-raises the signal so the process ends by it.
     expect(exit).toEqual({ code: null, signal: 'SIGTERM' });
-    const released = await db.query(
-      `select count(*)::int as n from ai_events where event_type = 'run.released'`,
-    );
-    expect(released[0].n).toBe(3);
+    const released = await db.query(`select payload from ai_events where event_type = 'run.released'`);
+    expect(released.map((r) => r.payload.callInFlight)).toEqual([false, false, false]);
     await waitFor(async () => (await statusCounts(db)).succeeded === 3, 30_000, 'the 3 runs to succeed');
+    await expectNoOverlappingLeases(db);
+  }, 90_000);
+
+  it('SIGTERM drains: a run whose call outlives the grace is due only at its lease deadline, never beside the call', async () => {
+    await insertRuns(db, 3);
+    const ttl = 3000;
+    const env = { LEASE_TTL_MS: String(ttl), HEARTBEAT_MS: '500', DRAIN_MS: '300' };
+    const a = spawn({ ...env, STEP_DELAY_MS: '4000' });
+    await a.ready;
+    await waitFor(async () => (await statusCounts(db)).running === 3, 20_000, 'worker A to hold 3 runs');
+    const b = spawn({ ...env, STEP_DELAY_MS: '10' });
+    await b.ready;
+    const termAt = Date.now();
+    a.child.kill('SIGTERM'); // 4 s step bodies, a 300 ms grace: every run has a call in flight
+    await waitFor(
+      async () => {
+        const [{ n }] = await db.query(
+          `select count(distinct run_id)::int as n from ai_events where event_type = 'run.claimed' and epoch = 2`,
+        );
+        return n === 3;
+      },
+      20_000,
+      'the 3 runs to be claimed by worker B',
+    );
+    const resumeMs = Date.now() - termAt;
+    console.log(`resume after SIGTERM drain (calls in flight): ${resumeMs} ms (lease ${ttl} ms)`);
+    const released = await db.query(`select payload from ai_events where event_type = 'run.released'`);
+    expect(released.map((r) => r.payload.callInFlight)).toEqual([true, true, true]);
+    // The lease was last renewed at most one heartbeat before the release: the takeover waits for it.
+    const early = await db.query(`
+      select c.run_id from ai_events c
+        join ai_events r on r.run_id = c.run_id and r.event_type = 'run.released' and r.epoch = 1
+       where c.event_type = 'run.claimed' and c.epoch = 2
+         and c.created_at < r.created_at + interval '${ttl - 500 - 300} milliseconds'`);
+    expect(early).toEqual([]);
+    expect(resumeMs).toBeGreaterThanOrEqual(ttl - 500 - 300);
+    await a.exited;
+    await waitFor(async () => (await statusCounts(db)).succeeded === 3, 30_000, 'the 3 runs to succeed');
+    await expectNoOverlappingLeases(db);
   }, 90_000);
 });

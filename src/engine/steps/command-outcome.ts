@@ -34,9 +34,23 @@ export function toolCallOf(meta: CommandMetadata, args: unknown): string | undef
 
 /** Replays a recorded outcome: the stored result, or the stored failure rethrown. */
 export function replayOutcome(meta: CommandMetadata, key: string, output: unknown): unknown {
-  const o = output as { status: string; result?: unknown; error?: { message?: string } };
+  const o = output as { status: string; result?: unknown; error?: { message?: string } | null };
   if (o.status === 'succeeded') return o.result;
-  throw new CommandFailedError(meta.name, key, o.error?.message ?? 'unknown', o.status === 'rejected');
+  throw commandFailure(meta, key, o.status, o.error);
+}
+
+/**
+ * The error a workflow gets for a failed or rejected command, built from the stored error only, so
+ * the first execution throws what every replay throws.
+ */
+export function commandFailure(
+  meta: CommandMetadata,
+  key: string,
+  status: string,
+  error: { message?: unknown } | null | undefined,
+): CommandFailedError {
+  const reason = typeof error?.message === 'string' ? error.message : status;
+  return new CommandFailedError(meta.name, key, reason, status === 'rejected');
 }
 
 /**

@@ -1,12 +1,12 @@
-import { CommandFailedError } from '../../errors/command-failed.error';
-import type { CommandContext, CommandMetadata, LookupResult } from '../../interfaces/command.interface';
+import type { CommandContext, CommandMetadata } from '../../interfaces/command.interface';
 import { jsonEqual, toStoredJson } from '../../util/json';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
-import { isNonRetryable, withRetry } from '../retry';
+import { withRetry } from '../retry';
 import { serializeError } from '../serialize-error';
 import {
   Cmd,
+  commandFailure,
   commandKey,
   commandResultJson,
   Outcome,
@@ -14,9 +14,9 @@ import {
   replayOutcome,
   toolCallOf,
 } from './command-outcome';
+import { runStorage } from '../run-storage';
+import { isDefinite, Lookup, parkCommand, resolveInDoubt, settleUncertain } from './command-doubt';
 import { cursorAt, goLive, StepEnv } from './step-env';
-
-type Lookup = (command: string, key: string) => Promise<LookupResult>;
 
 /**
  * One `@IdempotentCommand` call inside a run: replay a recorded outcome, settle a command whose outcome
@@ -28,9 +28,11 @@ export async function executeCommand(
   args: unknown,
   call: (ctx: CommandContext) => unknown,
   lookup?: Lookup,
+  // Taken when the call is made, before any await (an observer's, a park's): replay takes it there too.
+  index = env.log.allocIndex(),
 ): Promise<unknown> {
-  env.control.checkActive();
-  const index = env.log.allocIndex();
+  const parking = env.control.checkNewCall();
+  if (parking) await parking;
   const stepName = `command:${meta.name}`;
   const key = commandKey(env.runId, index, toolCallOf(meta, args), meta.name);
   const payloadJson = toStoredJson(
@@ -44,7 +46,7 @@ export async function executeCommand(
     await env.log.replayed(index);
     return replayOutcome(meta, key, rec.output);
   }
-  await goLive(env);
+  await goLive(env, index, stepName);
 
   const cmd: Cmd = { key, index, name: meta.name, payloadJson, fingerprint };
   const row = env.commands.get(key);
@@ -64,7 +66,7 @@ export async function executeCommand(
       case 'succeeded':
         await record({
           status: 'succeeded',
-          resultJson: JSON.stringify(row.result ?? null),
+          resultJson: JSON.stringify(row.result ?? null), // already decoded (load-replay)
           event: 'tool.command_succeeded',
           payload: { recovered: true },
         });
@@ -76,13 +78,13 @@ export async function executeCommand(
           error: row.error ?? { message: row.status },
           event: `tool.command_${row.status}`,
         });
-        return replayOutcome(meta, key, { status: row.status, error: row.error });
+        throw commandFailure(meta, key, row.status, row.error ?? { message: row.status });
       case 'awaiting_approval':
         return parkCommand(env, cmd, 'awaiting_approval', `awaiting approval of ${key}`);
       case 'in_doubt':
       case 'pending':
         if (!(row.status === 'pending' && row.resolution === 'retry')) {
-          const settled = await resolveInDoubt(env, meta, cmd, lookup);
+          const settled = await resolveInDoubt(env, meta, cmd, lookup, row.error);
           if (settled) return settled.result;
         }
         break;
@@ -93,71 +95,7 @@ export async function executeCommand(
   ) {
     return parkCommand(env, cmd, 'awaiting_approval', `awaiting approval of ${key}`);
   }
-  return env.control.track(dispatch(env, meta, cmd, call));
-}
-
-async function resolveInDoubt(
-  env: StepEnv,
-  meta: CommandMetadata,
-  cmd: Cmd,
-  lookup?: Lookup,
-): Promise<{ result: unknown } | null> {
-  if (meta.inDoubt === 'manual') {
-    const reason = `command ${cmd.key} is in doubt: resolve it with RunRepository.resolveCommand`;
-    return parkCommand(env, cmd, 'in_doubt', reason);
-  }
-  if (meta.inDoubt === 'retry-with-key') return null;
-  return env.control.track(lookupAndRecord(env, meta, cmd, lookup!));
-}
-
-/** Asks the target by key; records what it found (`null`: it never saw the key). */
-async function lookupAndRecord(
-  env: StepEnv,
-  meta: CommandMetadata,
-  cmd: Cmd,
-  lookup: Lookup,
-): Promise<{ result: unknown } | null> {
-  await env.pause('before-call', `lookup:${meta.name}`);
-  await env.lease.ensure(`lookup of ${cmd.key}`);
-  const found = await lookup(meta.name, cmd.key);
-  if (!found.found) return null;
-  const resultJson = commandResultJson(env, meta, found.result, 'lookup result');
-  await recordOutcome(env, meta, cmd, {
-    status: 'succeeded',
-    resultJson,
-    event: 'command.resolved',
-    payload: { by: 'lookup', found: true },
-    resolution: 'lookup',
-  });
-  return { result: JSON.parse(resultJson) };
-}
-
-/**
- * Parks the run for an operator (approval, manual in-doubt). The park is due at once instead when the
- * command was decided or the run cancelled meanwhile (PARK_RUN_SQL): nothing is stranded.
- */
-async function parkCommand(
-  env: StepEnv,
-  cmd: Cmd,
-  status: 'awaiting_approval' | 'in_doubt',
-  reason: string,
-): Promise<never> {
-  const event = status === 'in_doubt' ? 'command.in_doubt' : 'command.approval_requested';
-  const { key, index, name, payloadJson } = cmd;
-  await env.control.quiesce();
-  const parked = await env.fenced(
-    () =>
-      env.store.park(env.fence, {
-        attemptsDelta: env.control.attemptsDelta('give-back'),
-        reason,
-        event,
-        payload: { key, name, step: index },
-        command: { key, index, name, payloadJson, status },
-        records: env.log.takePending(),
-      }),
-    'park',
-  );
-  throw env.control.halt({ kind: 'parked', reason, until: parked.availableAt, forOperator: true });
+  return env.control.track(dispatch(env, meta, cmd, call, lookup));
 }
 
 /** Reserve (fenced), then the call with the key and the fencing token, then the outcome recorded. */
@@ -166,17 +104,21 @@ async function dispatch(
   meta: CommandMetadata,
   cmd: Cmd,
   call: (ctx: CommandContext) => unknown,
+  lookup: Lookup | undefined,
 ): Promise<unknown> {
   const cursor = cursorAt(env, cmd.index, `command:${meta.name}`, 'started');
+  const records = env.log.takePending();
   const { cancelRequested, reserved } = await env.fenced(
-    () => env.store.reserveCommand(env.fence, cursor, cmd, env.log.takePending()),
+    () => env.store.reserveCommand(env.fence, cursor, cmd, records),
     'tool.command_reserved',
+    records,
   );
   if (cancelRequested) env.control.halt({ kind: 'cancelled', error: env.control.cancelled() });
   // Settled meanwhile (an operator decided it): never send it again; the next claim replays the
   // decision from the row.
   else if (!reserved)
     env.control.halt({ kind: 'suspended', reason: `command ${cmd.key} was settled meanwhile` });
+  env.control.unsent.add(cmd.key); // until the call is made: a run that stops before never sent it
   env.control.checkActive(false); // a cancelled run never calls another command (a drain lets it finish)
   crashPoint('after-command-reserve', cmd.index);
   const policy = { ...env.options.defaultRetry, maxAttempts: 1, ...meta.retry };
@@ -186,17 +128,28 @@ async function dispatch(
       await env.pause('before-call', `command:${meta.name}`);
       await env.lease.ensure(`command ${cmd.key}`);
       const fence = { runId: env.runId, epoch: env.epoch, leaseExpiresAt: env.lease.expiresAt() };
-      return call({ idempotencyKey: cmd.key, signal: env.control.signal, fence });
+      // The body runs in a frame of its own: what it draws from the context is derived from the key's
+      // index (the same on every send of this key), and it takes no workflow position.
+      const frame = env.frame({ index: cmd.index, name: `command:${meta.name}`, derived: 0, command: true });
+      env.control.unsent.delete(cmd.key);
+      return runStorage.run(frame, () =>
+        call({ idempotencyKey: cmd.key, signal: env.control.signal, fence }),
+      );
     });
   } catch (err) {
-    if (!isNonRetryable(err) || env.control.stop) throw err; // outcome unknown: the row stays pending (in doubt)
-    await recordOutcome(env, meta, cmd, {
-      status: 'failed',
-      error: serializeError(err),
-      event: 'tool.command_failed',
-      payload: { error: (err as Error).message },
-    });
-    throw new CommandFailedError(meta.name, cmd.key, (err as Error).message);
+    // The run stopped (lease lost, cancel, drain): the row stays pending, in doubt for the next claim.
+    if (env.control.stop) throw env.control.error ?? err;
+    const error = serializeError(err);
+    if (isDefinite(meta, err)) {
+      await recordOutcome(env, meta, cmd, {
+        status: 'failed',
+        error,
+        event: 'tool.command_failed',
+        payload: { error: String(error.message ?? '') },
+      });
+      throw commandFailure(meta, cmd.key, 'failed', error);
+    }
+    return settleUncertain(env, meta, cmd, error, lookup);
   }
   crashPoint('after-command-dispatch', cmd.index);
   const resultJson = commandResultJson(env, meta, result, 'result');

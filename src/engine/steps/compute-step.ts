@@ -1,10 +1,15 @@
 import type { StepMetadata } from '../../interfaces/step-options.interface';
-import { toStoredJson } from '../../util/json';
+import { encodeValue } from '../../util/json';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
 import { withRetry, withTimeout } from '../retry';
+import { serializeError } from '../serialize-error';
+import { eventPayload } from '../../store/event-payload';
+import { errorFromStored, markStepFailure } from '../stored-error';
 import { runStorage } from '../run-storage';
 import { cursorAt, goLive, StepEnv } from './step-env';
+
+const noop = (): void => undefined;
 
 /** Token usage and provider request id of a model step, kept in the checkpoint's meta. */
 function modelMeta(output: unknown): { usage: unknown; requestId: unknown } | null {
@@ -25,22 +30,58 @@ export async function executeStep(
   call: () => unknown,
   args: unknown[] = [],
 ): Promise<unknown> {
-  env.control.checkActive();
+  // The index is taken when the call is made, before any await (a park's): replay takes it there too.
   const index = env.log.allocIndex();
+  const parking = env.control.checkNewCall();
+  if (parking) await parking;
   const fingerprint = callFingerprint(meta.name, argsJson(args));
   const rec = env.log.recordedAt(index, meta.name, fingerprint);
   if (rec) {
     await env.log.replayed(index);
+    if (rec.failed) throw errorFromStored(rec.output);
     return rec.output;
   }
-  const live = goLive(env);
+  const live = goLive(env, index, meta.name);
   if (live) await live;
-  if (!env.observers) return env.control.track(runStep(env, meta, index, call, fingerprint));
-  return env.control.track(
-    env.observers.step(env.stepInfo(index, meta.name, meta.kind), () =>
-      runStep(env, meta, index, call, fingerprint),
-    ),
-  );
+  const run = () => runStep(env, meta, index, call, fingerprint);
+  const running = env.observers ? env.observers.step(env.stepInfo(index, meta.name, meta.kind), run) : run();
+  return env.control.track(running.catch((err) => failed(env, meta, index, fingerprint, err)));
+}
+
+/**
+ * A step that failed for good in this claim (retries spent, or an error that is not retried): the
+ * workflow gets the stored form of the error, and that failure is recorded at the step's index by the
+ * next write, so a replay throws the same error at the same point instead of running the step again
+ * (a workflow that caught it went on). When the run stopped (lease lost, cancel, drain), the workflow
+ * gets the stop's error and nothing is recorded.
+ */
+async function failed(
+  env: StepEnv,
+  meta: StepMetadata,
+  index: number,
+  fingerprint: string | null,
+  err: unknown,
+): Promise<never> {
+  if (env.control.stop) throw env.control.error ?? err;
+  const stored = encodeValue(serializeError(err), `error of step "${meta.name}"`, Number.MAX_SAFE_INTEGER);
+  const seq = env.log.takeSeq();
+  const event = {
+    step: index,
+    name: meta.name,
+    error: String(stored.value && (stored.value as { message?: unknown }).message),
+  };
+  const metaJson = `{"failed":true,"event":${eventPayload(env.options, 'step.failed', event)}}`;
+  env.log.addPending({
+    index,
+    name: meta.name,
+    outputJson: stored.json,
+    metaJson,
+    seq,
+    fingerprint,
+    failure: true,
+  });
+  await env.log.deliverLive(seq);
+  throw markStepFailure(errorFromStored(stored.value), index);
 }
 
 /** Marks a model/tool step `started` (fenced) before it runs, carrying values still pending. */
@@ -53,9 +94,11 @@ async function markStarted(env: StepEnv, meta: StepMetadata, index: number): Pro
   const started = cursorAt(env, index, meta.name, 'started', position);
   const event = meta.kind === 'model' ? 'model.call_started' : 'step.started';
   const payload = { step: index, name: meta.name };
+  const records = env.log.takePending();
   await env.fenced(
-    () => env.store.writeStep(env.fence, started, env.log.takePending(), event, payload, false),
+    () => env.store.writeStep(env.fence, started, records, event, payload, false),
     event,
+    records,
   );
 }
 
@@ -69,18 +112,29 @@ async function runStep(
 ): Promise<unknown> {
   if (meta.kind !== 'compute') await markStarted(env, meta, index);
   const policy = { ...env.options.defaultRetry, ...meta.retry };
-  const frame = env.frame({ index, name: meta.name, derived: 0 });
+  let previous: Promise<unknown> | null = null;
   const output = await withRetry(policy, env.control.signal, async () => {
+    // An attempt that timed out may still run: the next one starts only once it has settled.
+    if (previous) await previous.then(noop, noop);
+    // A frame per attempt: values drawn inside the body are the same on every retry.
+    const frame = env.frame({ index, name: meta.name, derived: 0 });
     const paused = env.pause('before-call', `step:${meta.name}`);
     if (paused) await paused;
     const renewing = env.lease.ensure(`step ${meta.name}`);
     if (renewing) await renewing;
-    return runStorage.run(frame, () => withTimeout(Promise.resolve().then(call), meta.timeoutMs, meta.name));
+    // The body is tracked on its own: one that outlives its timeout still counts as live (no retry
+    // starts beside it, no park or handover while it runs).
+    const body = env.control.track(
+      runStorage.run(frame, () => Promise.resolve().then(call)),
+      false,
+    );
+    previous = body;
+    return withTimeout(body, meta.timeoutMs, meta.name);
   });
   if (meta.kind === 'model') crashPoint('after-model-output', index);
   env.control.checkActive(false);
   // A step that returns nothing records null: its effect happened, and replay returns the same.
-  const json = toStoredJson(
+  const { json, value } = encodeValue(
     output === undefined ? null : output,
     `output of step "${meta.name}"`,
     env.options.limits.maxOutputBytes,
@@ -89,16 +143,15 @@ async function runStep(
   const metaJson = usage && JSON.stringify(usage);
   const done = cursorAt(env, index, meta.name, 'done');
   const seq = env.log.takeSeq();
-  const writes = [
-    ...env.log.takePending(),
-    { index, name: meta.name, outputJson: json, metaJson, seq, fingerprint },
-  ];
+  const records = env.log.takePending();
+  const writes = [...records, { index, name: meta.name, outputJson: json, metaJson, seq, fingerprint }];
   const payload = { step: index, name: meta.name, kind: meta.kind, ...usage };
   crashPoint('before-step-commit', index);
   try {
     await env.fenced(
       () => env.store.writeStep(env.fence, done, writes, 'run.checkpoint_saved', payload, true),
       'run.checkpoint_saved',
+      records,
     );
   } catch (err) {
     env.log.abandon(seq);
@@ -107,7 +160,7 @@ async function runStep(
   crashPoint('after-step-commit', index);
   env.control.progressed = true;
   await env.log.deliverLive(seq);
-  // The JSON round trip, so the first execution sees exactly what every replay will see. This index
-  // is never read again in this claim, so nothing needs to be remembered.
-  return JSON.parse(json);
+  // The stored form (the codec's decode), so the first execution sees exactly what every replay will
+  // see. This index is never read again in this claim, so nothing needs to be remembered.
+  return value;
 }

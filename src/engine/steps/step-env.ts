@@ -2,7 +2,7 @@ import type { RunCursor } from '../../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
 import type { StepInfo } from '../../interfaces/durable-observer.interface';
 import type { DurableObservers } from '../durable-observers';
-import type { Fence } from '../../store/run-state/fence';
+import type { CheckpointWrite, Fence } from '../../store/run-state/fence';
 import type { CommandRow } from '../../store/run-state/load-replay';
 import type { RunStateStore } from '../../store/run-state/run-state.store';
 import type { LeaseClock } from '../lease-clock';
@@ -32,16 +32,19 @@ export interface StepEnv {
   readonly store: RunStateStore;
   /** The run's commands as loaded for replay (by idempotency key). */
   readonly commands: ReadonlyMap<string, CommandRow>;
+  /** Set in a replay check: nothing is executed or written, a call past the record stops the check. */
+  readonly replayOnly?: ReplayOnly;
   /** Registered observers, or undefined (then steps are not timed at all). */
   readonly observers?: DurableObservers;
   /** The cursor the run was claimed with (moved by ctx.progress). */
   cursor: RunCursor;
 
   /**
-   * Runs a fenced write: the lease counts as renewed from its send time, pending values it carried are
-   * durable, a cancel flag is remembered; LeaseLostError stops the run for good.
+   * Runs a fenced write: the lease counts as renewed from its send time, the pending values it
+   * carried (`carried`, exactly those the statement writes) are durable, a cancel flag is remembered;
+   * LeaseLostError stops the run for good.
    */
-  fenced<T extends object>(write: () => Promise<T>, what: string): Promise<T>;
+  fenced<T extends object>(write: () => Promise<T>, what: string, carried?: CheckpointWrite[]): Promise<T>;
   /** A test-only pause point of this run (inert unless a test installed a hook). */
   pause(point: PausePointName, detail?: string): Promise<void> | undefined;
   /** The database clock now, from the claim's `now()` plus local time elapsed since. */
@@ -52,9 +55,25 @@ export interface StepEnv {
   stepInfo(index: number, name: string, stepKind: StepInfo['stepKind']): StepInfo;
 }
 
-/** Resolves when replay is over: nothing new runs before every recorded result was delivered. */
-export function goLive(env: StepEnv): Promise<void> | undefined {
+/**
+ * Resolves when replay is over: nothing new runs before every recorded result was delivered. In a
+ * replay check (`env.replayOnly`) nothing new runs at all: the call at `index` is where the record
+ * ends, and the check stops there.
+ */
+export function goLive(env: StepEnv, index: number, name: string): Promise<void> | undefined {
+  if (env.replayOnly) {
+    const only = env.replayOnly;
+    return env.log.replayDone().then(() => {
+      throw only.reached(index, name);
+    });
+  }
   return env.log.replaying ? env.log.replayDone() : undefined;
+}
+
+/** A replay that may only read the record (the replay check): a call past its end stops it. */
+export interface ReplayOnly {
+  /** The replay asked for `name` at `index`, which the record does not hold: returns the error to throw. */
+  reached(index: number, name: string): Error;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DurableUsageError } from '../../errors/durable-usage.error';
-import { toStoredJson } from '../../util/json';
+import { encodeValue } from '../../util/json';
 import { runStorage } from '../run-storage';
 import { cursorAt, StepEnv } from './step-env';
 
@@ -21,19 +21,31 @@ export function recordValue<T>(env: StepEnv, name: string, make: () => T, derive
   const index = env.log.allocIndex();
   const rec = env.log.recordedAt(index, name);
   if (rec) return rec.output as T;
-  const value = make();
-  env.log.addPending({ index, name, outputJson: JSON.stringify(value) });
-  return value;
+  if (env.replayOnly) throw env.replayOnly.reached(index, name);
+  const { json, value } = encodeValue(make(), `value of ${name}`, env.options.limits.maxOutputBytes);
+  env.log.addPending({ index, name, outputJson: json });
+  return value as T;
 }
 
 /** `ctx.progress(item, partial)`: moves the intra-step cursor (fenced, no event). */
 export async function progress(env: StepEnv, item: number, partial: unknown): Promise<void> {
   const step = runStorage.getStore()?.step;
-  if (!step) throw new DurableUsageError('ctx.progress() must be called inside a @DurableStep method');
+  if (!step || step.command)
+    throw env.control.halt({
+      kind: 'usage',
+      error: new DurableUsageError(
+        `ctx.progress() must be called inside a @DurableStep method${step ? `, not in the body of ${step.name}` : ''}`,
+      ),
+    });
   env.control.checkActive(false);
   // Refused here (once, not retried) rather than by PostgreSQL on every claim.
-  toStoredJson(partial, `ctx.progress() partial of step "${step.name}"`, env.options.limits.maxOutputBytes);
-  const cursor = cursorAt(env, step.index, step.name, 'started', { item, partial });
+  const stored = encodeValue(
+    partial,
+    `ctx.progress() partial of step "${step.name}"`,
+    env.options.limits.maxOutputBytes,
+  );
+  // The stored form: a retry in this claim reads it back with resumePoint() as a later claim would.
+  const cursor = cursorAt(env, step.index, step.name, 'started', { item, partial: stored.value });
   await env.fenced(() => env.store.progress(env.fence, cursor), 'progress');
   env.cursor = cursor;
 }
@@ -42,7 +54,14 @@ export async function progress(env: StepEnv, item: number, partial: unknown): Pr
 export function resumePoint(env: StepEnv): { item: number; partial: unknown } | null {
   const step = runStorage.getStore()?.step;
   const c = env.cursor;
-  if (!step || c.step !== step.index || c.name !== step.name || c.status !== 'started' || c.item === null) {
+  if (
+    !step ||
+    step.command ||
+    c.step !== step.index ||
+    c.name !== step.name ||
+    c.status !== 'started' ||
+    c.item === null
+  ) {
     return null;
   }
   return { item: c.item, partial: c.partial ?? null };

@@ -1,12 +1,22 @@
 import { DurableUsageError } from '../../errors/durable-usage.error';
 import { SignalTimeoutError } from '../../errors/signal-timeout.error';
 import type { WaitForSignalOptions } from '../../interfaces/command.interface';
+import { decodeStored } from '../../util/json';
 import { runStorage } from '../run-storage';
 import { goLive, StepEnv } from './step-env';
 
-function notInStep(what: string): void {
-  if (runStorage.getStore()?.step)
-    throw new DurableUsageError(`${what} must be called in the workflow body, not inside a @DurableStep`);
+/** A wait inside a step or command body, or with a bad argument: the run fails (usage), once. */
+function misuse(env: StepEnv, message: string): never {
+  throw env.control.halt({ kind: 'usage', error: new DurableUsageError(message) });
+}
+
+function notInStep(env: StepEnv, what: string): void {
+  const step = runStorage.getStore()?.step;
+  if (step)
+    misuse(
+      env,
+      `${what} must be called in the workflow body, not inside ${step.command ? `the body of ${step.name}` : 'a @DurableStep'}`,
+    );
 }
 
 /**
@@ -15,9 +25,9 @@ function notInStep(what: string): void {
  * and no connection while it sleeps.
  */
 export async function sleepStep(env: StepEnv, ms: number): Promise<void> {
-  if (!Number.isFinite(ms) || ms < 0)
-    throw new RangeError(`ctx.sleep(ms): ms must be a finite number >= 0, got ${ms}`);
-  notInStep('ctx.sleep()');
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
+    misuse(env, `ctx.sleep(ms): ms must be a finite number >= 0, got ${String(ms)}`);
+  notInStep(env, 'ctx.sleep()');
   env.control.checkActive();
   const index = env.log.allocIndex();
   const rec = env.log.recordedAt(index, '$sleep');
@@ -25,9 +35,10 @@ export async function sleepStep(env: StepEnv, ms: number): Promise<void> {
     await env.log.replayed(index);
     if (Date.parse(rec.output as string) <= env.dbNow()) return;
   }
-  await goLive(env);
+  await goLive(env, index, '$sleep');
   await env.control.quiesce();
   const seq = rec ? null : env.log.takeSeq();
+  const records = env.log.takePending();
   let until: Date | null;
   try {
     const parked = await env.fenced(
@@ -40,9 +51,10 @@ export async function sleepStep(env: StepEnv, ms: number): Promise<void> {
           event: 'run.sleeping',
           payload: { step: index, ms },
           dueRecord: seq === null ? undefined : { index, name: '$sleep', seq },
-          records: env.log.takePending(),
+          records,
         }),
       'park',
+      records,
     );
     until = parked.availableAt;
   } catch (err) {
@@ -70,9 +82,12 @@ export async function waitForSignalStep(
 ): Promise<unknown> {
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-    throw new RangeError(`ctx.waitForSignal(name, { timeoutMs }): timeoutMs must be >= 0, got ${timeoutMs}`);
+    misuse(
+      env,
+      `ctx.waitForSignal(name, { timeoutMs }): timeoutMs must be a finite number >= 0, got ${timeoutMs}`,
+    );
   }
-  notInStep('ctx.waitForSignal()');
+  notInStep(env, 'ctx.waitForSignal()');
   env.control.checkActive();
   const deadlineIndex = env.log.allocIndex();
   const signalIndex = env.log.allocIndex();
@@ -84,9 +99,10 @@ export async function waitForSignalStep(
     if (o.timedOut) throw new SignalTimeoutError(name, timeoutMs ?? 0);
     return o.payload;
   }
-  await goLive(env);
+  await goLive(env, signalIndex, `$signal:${name}`);
   await env.control.quiesce();
   const seq = env.log.takeSeq();
+  const records = env.log.takePending();
   const reason = `waiting for signal "${name}"`;
   let got;
   try {
@@ -102,9 +118,10 @@ export async function waitForSignalStep(
           reason,
           attemptsDelta: env.control.attemptsDelta('give-back'),
           seq,
-          records: env.log.takePending(),
+          records,
         }),
       'wait-for-signal',
+      records,
     );
   } catch (err) {
     env.log.abandon(seq);
@@ -114,8 +131,9 @@ export async function waitForSignalStep(
     env.log.abandon(seq);
     throw env.control.halt({ kind: 'parked', reason, until: got.availableAt, forOperator: false });
   }
+  env.control.endPark(); // the signal (or the timeout) was there: calls waiting on the park go on
   env.control.progressed = true;
   await env.log.deliverLive(seq);
   if (got.outcome === 'timed_out') throw new SignalTimeoutError(name, timeoutMs ?? 0);
-  return got.payload;
+  return decodeStored(got.payload); // as the replay of this wait will read it
 }

@@ -3,6 +3,7 @@ import { RetentionStore } from '../../store/retention.store';
 import type { RunCursorKey } from '../../util/run-cursor';
 import { IntervalTask } from '../interval-task';
 import type { ResolvedRetentionOptions, RetentionResult } from './retention-options.interface';
+import { replayOnly } from '../../engine/replay-check-report';
 
 /** Injection token of the resolved retention options. */
 export const DURABLE_RETENTION_OPTIONS = Symbol('durable-execution:retention-options');
@@ -33,7 +34,7 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.options.enabled) return;
+    if (!this.options.enabled || replayOnly()) return;
     // Not kept alive: retention never keeps a process alive on its own.
     this.sweeps.start(this.options.intervalMs, { keepAlive: false });
   }

@@ -1,4 +1,5 @@
 import type { RunCursor } from '../../interfaces/run.interface';
+import { decodeStored } from '../../util/json';
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
 
@@ -74,9 +75,9 @@ export async function claimRuns(
   return rows.map((r) => ({
     id: r.id,
     kind: r.kind,
-    input: r.input,
+    input: decodeStored(r.input),
     epoch: Number(r.epoch),
-    cursor: r.cursor,
+    cursor: decodeStored(r.cursor),
     attempts: r.attempts,
     maxAttempts: r.max_attempts,
     cancelRequested: r.cancel_requested,

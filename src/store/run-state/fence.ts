@@ -20,6 +20,11 @@ export interface CheckpointWrite {
   seq?: number | null;
   /** Hash of the call's name and arguments. */
   fingerprint?: string | null;
+  /**
+   * A step failure the workflow saw (meta `{"failed":true}`, output the stored error). Carried like a
+   * recorded value by the next write; dropped when the run is retried because of it.
+   */
+  failure?: boolean;
 }
 
 /** What every run-state statement needs: the pool and the resolved options (lease TTL, event limits). */
@@ -54,15 +59,24 @@ export const extendLeaseBy = (ttlParam: string): string =>
   `lease_expires_at = now() + ${ttlParam} * interval '1 millisecond'`;
 
 /**
- * Inserts the checkpoints of the JSON array `param` (built by `recordset`) for the run of CTE `run`.
- * A recorded value rides on every write until one that carries it commits, so an index may already
- * be there: `do nothing`.
+ * Two CTEs, `<name>` and `<name>_failed`: the checkpoints of the JSON array `param` (built by
+ * `recordset`) inserted for the run of CTE `run`, and a `step.failed` event for each step failure among
+ * them that was inserted (a failure the workflow saw, recorded by the next write after it). A recorded
+ * value rides on every write until one that carries it commits, so an index may already be there:
+ * `do nothing` (and no second event).
  */
-export function insertRecords(t: DurableNames, param: string, attempt = '0'): string {
-  return `insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
+export function insertRecords(t: DurableNames, param: string, attempt = '0', name = 'cp'): string {
+  return `${name} as (
+  insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
   select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), ${attempt}, run.epoch, c.meta, c.seq, c.fingerprint
     from run, jsonb_to_recordset(${param}::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
-  on conflict (run_id, step_index) do nothing`;
+  on conflict (run_id, step_index) do nothing
+  returning run_id, epoch, step_index, step_name, output, meta
+), ${name}_failed as (
+  insert into ${t.events} (run_id, event_type, epoch, payload)
+  select run_id, 'step.failed', epoch, coalesce(meta->'event', '{}'::jsonb)
+    from ${name} where coalesce((meta->>'failed')::boolean, false)
+)`;
 }
 
 /** Builds the jsonb_to_recordset argument without re-serialising already serialised outputs. */

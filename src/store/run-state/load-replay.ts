@@ -1,5 +1,6 @@
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
+import { decodeStored } from '../../util/json';
 
 /**
  * Everything replay needs, in one round trip per claim: the run's checkpoints (with their delivery
@@ -10,11 +11,11 @@ import type { SqlText } from '../durable-names';
 export const LOAD_REPLAY_SQL: SqlText = (t) => `
 select 'checkpoint' as source, step_index, step_name as name, output, null::text as status,
        null::jsonb as error, null::text as resolution, seq, fingerprint, null::jsonb as payload,
-       null::text as command_name
+       null::text as command_name, coalesce((meta->>'failed')::boolean, false) as failed
   from ${t.checkpoints} where run_id = $1
 union all
 select 'command', step_index, idempotency_key, result, status, error, resolution, null, null, payload,
-       command_name
+       command_name, false
   from ${t.commands} where run_id = $1`;
 
 /** A checkpoint as loaded for replay. */
@@ -25,6 +26,8 @@ export interface RecordedStep {
   seq: number | null;
   /** Hash of the call (name and arguments); null when not recorded. */
   fingerprint: string | null;
+  /** The call failed and the workflow saw that failure: `output` is the stored error, rethrown. */
+  failed?: boolean;
 }
 
 /** A command row as loaded for replay. */
@@ -46,28 +49,37 @@ export interface ReplayRecord {
   commands: Map<string, CommandRow>;
 }
 
-/** Checkpoints (index → entry) and commands (key → row) of a run for replay, in one query. */
+/**
+ * Checkpoints (index → entry) and commands (key → row) of a run for replay, in one query. Every value
+ * passes the codec's decode, as the first execution's did.
+ */
 export async function loadForReplay(s: StoreContext, runId: string): Promise<ReplayRecord> {
   const { rows } = await s.db.query(LOAD_REPLAY_SQL, [runId], 'dx_load_replay');
+  return replayRecordOf(rows);
+}
+
+/** The rows of LOAD_REPLAY_SQL as a replay record, every value through the codec's decode. */
+export function replayRecordOf(rows: Record<string, any>[]): ReplayRecord {
   const checkpoints = new Map<number, RecordedStep>();
   const commands = new Map<string, CommandRow>();
   for (const r of rows) {
     if (r.source === 'checkpoint')
       checkpoints.set(r.step_index, {
         name: r.name,
-        output: r.output,
+        output: decodeStored(r.output),
         seq: r.seq,
         fingerprint: r.fingerprint,
+        failed: r.failed,
       });
     else
       commands.set(r.name, {
         index: r.step_index,
         name: r.command_name,
         status: r.status,
-        result: r.output,
-        error: r.error,
+        result: decodeStored(r.output),
+        error: decodeStored(r.error),
         resolution: r.resolution,
-        payload: r.payload,
+        payload: decodeStored(r.payload),
       });
   }
   return { checkpoints, commands };

@@ -56,9 +56,7 @@ with snap as (
 ), rec as (
   insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, seq)
   select run.id, $15, $16, to_jsonb(run.due), 0, run.epoch, $18 from run where $15::int is not null
-), cp as (
-  ${insertRecords(t, '$17')}
-), ev as (
+), ${insertRecords(t, '$17')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, $8, run.epoch, $9::jsonb || jsonb_build_object('availableAt', run.available_at) from run
 )

@@ -26,12 +26,10 @@ ${fencedRun(t, `cursor = $4::jsonb, ${extendLeaseBy('$5')}, updated_at = now()`)
   insert into ${t.commands} (idempotency_key, run_id, step_index, command_name, payload, status, epoch)
   select $6, run.id, $7, $8, $9::jsonb, 'pending', run.epoch from run where not run.cancel_requested
   on conflict (idempotency_key) do update
-     set status = 'pending', epoch = excluded.epoch, resolution = null, updated_at = now()
+     set status = 'pending', epoch = excluded.epoch, resolution = null, error = null, updated_at = now()
    where ai_commands.status in ('pending', 'in_doubt', 'approved') and ai_commands.run_id = excluded.run_id
   returning idempotency_key
-), cp as (
-  ${insertRecords(t, '$11')}
-), ev as (
+), ${insertRecords(t, '$11')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, 'tool.command_reserved', run.epoch, $10::jsonb from run
 )

@@ -3,6 +3,7 @@ import { DURABLE_EXECUTION_OPTIONS } from '../../durable-execution.constants';
 import type { RunCursor } from '../../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
 import { DurableDatabase } from '../durable-database';
+import type { SqlText } from '../durable-names';
 import { claimRuns } from './claim-runs';
 import type { CheckpointWrite, Fence, StoreContext } from './fence';
 import { finishRun, FinishWrite } from './finish-run';
@@ -11,9 +12,14 @@ import { loadForReplay, ReplayRecord } from './load-replay';
 import { parkRun, ParkWrite } from './park-run';
 import { CommandOutcomeWrite, recordCommand } from './record-command';
 import { CommandToReserve, reserveCommand } from './reserve-command';
+import { markCommandInDoubt } from './command-in-doubt';
 import { writeProgress, writeStep } from './step-write';
 import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
 import { WakeListener } from '../wake-listener';
+
+const OTHER_KINDS_SQL: SqlText = (t) =>
+  `select kind, count(*)::int as runs from ${t.runs}
+    where status in ('pending', 'waiting') and kind <> all($1::text[]) group by kind order by kind`;
 
 /**
  * The one home of run-state writes: each method is one SQL statement (one round trip), bound in the
@@ -78,6 +84,20 @@ export class RunStateStore implements StoreContext {
   /** Records a command's outcome with its checkpoint. */
   recordCommand(fence: Fence, cursor: RunCursor, w: CommandOutcomeWrite) {
     return recordCommand(this, fence, cursor, w);
+  }
+
+  /** A dispatched command whose call ended without a definite answer: `in_doubt`, with its error. */
+  commandInDoubt(fence: Fence, w: Parameters<typeof markCommandInDoubt>[2]) {
+    return markCommandInDoubt(this, fence, w);
+  }
+
+  /**
+   * Kinds of unfinished runs (pending or waiting) other than `kinds`, with how many: a worker logs them
+   * at start, since a run of a kind no worker registers (a renamed workflow) waits forever.
+   */
+  async otherKinds(kinds: string[]): Promise<Array<{ kind: string; runs: number }>> {
+    const { rows } = await this.db.query<{ kind: string; runs: number }>(OTHER_KINDS_SQL, [kinds]);
+    return rows;
   }
 
   /** Parks the run (approval, in-doubt, sleep), due at once when something already arrived. */

@@ -28,9 +28,7 @@ ${fencedRun(
   t,
   `cursor = $4::jsonb, attempts = case when $10::boolean then 0 else attempts end,
          ${extendLeaseBy('$5')}, updated_at = now()`,
-)}, cp as (
-  ${insertRecords(t, '$6', '$7')}
-), ev as (
+)}, ${insertRecords(t, '$6', '$7')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, $8, run.epoch, $9::jsonb from run
 )

@@ -66,9 +66,7 @@ with snap as (
 ), deadline as (
   insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch)
   select run.id, $11, $12, coalesce(to_jsonb(run.due), 'null'::jsonb), 0, run.epoch from run where $11::int is not null
-), recs as (
-  ${insertRecords(t, '$8')}
-), ev as (
+), ${insertRecords(t, '$8', '0', 'recs')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id,
          case run.outcome when 'consumed' then 'signal.received' when 'timed_out' then 'signal.timed_out'

@@ -1,0 +1,183 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import type { RunStateStore } from '../store/run-state/run-state.store';
+import type { ReplayRecord } from '../store/run-state/load-replay';
+import { HISTORY_FORMAT, RunHistory } from '../interfaces/run-history.interface';
+import { ReplayHistoryStore } from '../store/replay-history.store';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { decodeStored, encodeValue } from '../util/json';
+import { ActiveRun } from './active-run';
+import { DurableRegistry } from './durable.registry';
+
+/** What a replay check found for one run. */
+export interface ReplayCheckResult {
+  /** The run replayed. */
+  runId: string;
+  /** Its workflow kind. */
+  kind: string;
+  /** The run's status in the record that was replayed. */
+  status: string;
+  /**
+   * How the replay ended: `returned` (run() returned), `threw` (run() threw), `end-of-record` (it asked
+   * for a call the record does not hold yet: where a run that has not finished stands), `skipped`
+   * (the run is being driven right now, or its workflow is not registered in this process).
+   */
+  ended: 'returned' | 'threw' | 'end-of-record' | 'skipped';
+  /** Every way the replay differed from the record; empty when it replayed exactly. */
+  problems: string[];
+}
+
+/** Stops a checked replay at the end of its record. */
+class EndOfRecord extends Error {
+  constructor(
+    readonly index: number,
+    readonly call: string,
+  ) {
+    super(`the replay asked for ${call} at #${index}, past the end of the record`);
+  }
+}
+
+/** A store for a replay that writes nothing: any statement at all is a problem of the check. */
+const READ_ONLY_STORE = new Proxy({} as RunStateStore, {
+  get: (_t, method) => () => Promise.reject(new Error(`the replay tried to write (${String(method)})`)),
+});
+
+/**
+ * The replay check: re-runs a run's workflow code in this process against its stored record, with
+ * every step, command, value and wait answered from the record, and reports where the replay asked
+ * for anything else (order, name, arguments), left a recorded call unasked, or returned another output
+ * (compared byte for byte, key order included). Nothing is executed or written. A run that has not
+ * finished replays up to the end of its record.
+ */
+@Injectable()
+export class ReplayChecker {
+  constructor(
+    private readonly history: ReplayHistoryStore,
+    private readonly registry: DurableRegistry,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+  ) {}
+
+  /** Checks run `runId` as it is stored now. */
+  async check(runId: string): Promise<ReplayCheckResult> {
+    const history = await this.exportHistory(runId);
+    if (!history) return { runId, kind: '?', status: 'missing', ended: 'skipped', problems: ['no such run'] };
+    return this.checkHistory(history);
+  }
+
+  /**
+   * Checks the newest `limit` runs of `kind` (every status but `pending` and `running`), as stored now:
+   * the check a team runs before deploying a changed workflow.
+   */
+  async checkKind(kind: string, limit = 100): Promise<ReplayCheckResult[]> {
+    const out: ReplayCheckResult[] = [];
+    for (const id of await this.history.recentRunIds(kind, limit)) out.push(await this.check(id));
+    return out;
+  }
+
+  /** Checks an exported history (`exportHistory`, or the CLI's `export`) against this process's code. */
+  async checkHistory(history: RunHistory): Promise<ReplayCheckResult> {
+    if (history?.format !== HISTORY_FORMAT)
+      throw new InvalidArgumentError('history', `is not a ${HISTORY_FORMAT} document`);
+    const row = history.run;
+    const base = { runId: row.id, kind: row.kind, status: row.status };
+    const wf = this.registry.getWorkflow(row.kind);
+    // Not checked: a run being driven right now, one whose workflow this process does not register,
+    // and one the engine already failed for non-determinism (its replay diverges: that is its record).
+    const diverged =
+      row.status === 'failed' && (row.error as { code?: unknown })?.code === 'DURABLE_NON_DETERMINISM';
+    if (!wf || row.status === 'running' || row.status === 'pending' || diverged)
+      return { ...base, ended: 'skipped', problems: [] };
+    const record: ReplayRecord = {
+      checkpoints: new Map(history.checkpoints.map(({ index, ...rec }) => [index, rec])),
+      commands: new Map(history.commands.map(({ key, ...cmd }) => [key, cmd])),
+    };
+    return { ...base, ...(await this.replay(history, record, wf.instance)) };
+  }
+
+  /** A run's stored record as one JSON document (from one point in time), or null when there is none. */
+  exportHistory(runId: string): Promise<RunHistory | null> {
+    return this.history.exportHistory(runId);
+  }
+
+  private async replay(
+    history: RunHistory,
+    record: ReplayRecord,
+    workflow: { run(input: unknown, ctx: unknown): unknown },
+  ): Promise<Pick<ReplayCheckResult, 'ended' | 'problems'>> {
+    const row = history.run;
+    const claim = {
+      id: row.id,
+      kind: row.kind,
+      input: row.input,
+      epoch: row.epoch,
+      cursor: row.cursor,
+      attempts: 1,
+      maxAttempts: row.maxAttempts,
+      cancelRequested: false,
+      cancelReason: null,
+      dbNow: new Date(history.exportedAt),
+      sentAt: performance.now(),
+    };
+    const run = new ActiveRun(claim, 'replay-check', record.checkpoints, record.commands, READ_ONLY_STORE, {
+      ...this.options,
+      worker: { ...this.options.worker, leaseTtlMs: 24 * 3600_000 },
+    });
+    let end: EndOfRecord | null = null;
+    run.replayOnly = {
+      reached: (index, call) => {
+        end ??= new EndOfRecord(index, call);
+        return run.control.halt({ kind: 'suspended', reason: end.message });
+      },
+    };
+    let outcome: { output: unknown } | { error: unknown };
+    try {
+      outcome = { output: await run.execute(() => workflow.run(claim.input, run.context)) };
+    } catch (error) {
+      outcome = { error };
+    }
+    await run.control.settled();
+    run.close();
+    const problems: string[] = [];
+    const stop = run.control.stop;
+    if (stop?.kind === 'non-determinism') problems.push(stop.error.message);
+    else if (stop && stop.kind !== 'suspended' && stop.kind !== 'usage')
+      problems.push(`the replay stopped: ${stop.kind}`);
+    const unasked = run.log.unasked();
+    if (unasked.length && !problems.length)
+      problems.push(
+        `the replay never asked for ${unasked.map((u) => `${u.name} at #${u.index}`).join(', ')} of the record`,
+      );
+    const ended = end ? 'end-of-record' : 'output' in outcome ? 'returned' : 'threw';
+    if (row.status === 'succeeded') {
+      if (end) problems.push(`a succeeded run's replay ${(end as EndOfRecord).message}`);
+      else if (!('output' in outcome))
+        problems.push(
+          `a succeeded run's replay threw: ${(outcome.error as Error)?.message ?? String(outcome.error)}`,
+        );
+      else problems.push(...this.compareOutput(row.output, outcome.output));
+    }
+    return { ended, problems };
+  }
+
+  /** The replay's output against the stored one, byte for byte in the stored form (key order included). */
+  private compareOutput(stored: unknown, replayed: unknown): string[] {
+    let text: string;
+    try {
+      text = encodeValue(
+        replayed === undefined ? null : replayed,
+        'replayed output',
+        Number.MAX_SAFE_INTEGER,
+      ).json;
+    } catch (err) {
+      return [`the replay returned an output that cannot be stored: ${(err as Error).message}`];
+    }
+    const want = JSON.stringify(decodeStored(stored ?? null));
+    return text === want ? [] : [`the replay returned ${clip(text)}, the run recorded ${clip(want)}`];
+  }
+}
+
+function clip(s: string): string {
+  return s.length > 300 ? `${s.slice(0, 300)}…` : s;
+}

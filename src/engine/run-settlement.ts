@@ -1,0 +1,64 @@
+import { NonDeterminismError } from '../errors/non-determinism.error';
+import { RunCancelledError } from '../errors/run-cancelled.error';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import type { FinishWrite } from '../store/run-state/finish-run';
+import type { ActiveRun } from './active-run';
+import { isNonRetryable } from './retry';
+import { serializeError } from './serialize-error';
+
+/** The run fails for good with `err`; `reason` goes into the `run.failed` event. @internal */
+export function failedWrite(
+  err: unknown,
+  reason: 'non_retryable' | 'non_determinism' | 'usage',
+): FinishWrite {
+  const error = serializeError(err);
+  return {
+    status: 'failed',
+    error,
+    event: 'run.failed',
+    payload: { reason, error: String(error.message ?? '') },
+  };
+}
+
+/**
+ * How a run whose workflow threw `err` leaves `running`: cancelled, failed for good, dead-lettered
+ * when its attempts are spent, or back to `waiting` with exponential backoff and ±20% jitter.
+ * `transient`: retried whatever the error is (the engine decided so, e.g. a command in doubt).
+ * @internal
+ */
+export function errorWrite(
+  run: ActiveRun,
+  err: unknown,
+  backoff: Pick<ResolvedDurableOptions['reconciler'], 'backoffBaseMs' | 'backoffMaxMs'>,
+  how?: 'transient',
+): FinishWrite {
+  const error = serializeError(err);
+  if (err instanceof RunCancelledError)
+    return { status: 'cancelled', error, event: 'run.cancelled', payload: { by: 'worker' } };
+  if (how !== 'transient' && isNonRetryable(err))
+    return failedWrite(err, err instanceof NonDeterminismError ? 'non_determinism' : 'non_retryable');
+  // Transient: the claim already counted one attempt unless a step committed (which reset attempts).
+  const attempts = run.control.progressed ? 1 : run.claim.attempts;
+  const attemptsDelta = run.control.attemptsDelta('count');
+  if (attempts >= run.claim.maxAttempts) {
+    return {
+      status: 'dead_lettered',
+      error,
+      attemptsDelta,
+      event: 'run.dead_lettered',
+      payload: { reason: 'attempts_exhausted', attempts, error: error.message },
+      parkedReason: `attempts exhausted (${attempts}/${run.claim.maxAttempts}): ${String(error.message)}`,
+    };
+  }
+  const delayMs = Math.round(
+    Math.min(backoff.backoffMaxMs, backoff.backoffBaseMs * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4),
+  );
+  return {
+    status: 'waiting',
+    error,
+    delayMs,
+    attemptsDelta,
+    event: 'run.retry_scheduled',
+    payload: { attempts, delayMs, error: error.message },
+  };
+}

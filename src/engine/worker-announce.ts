@@ -1,0 +1,40 @@
+import type { Logger } from '@nestjs/common';
+import type { RunStateStore } from '../store/run-state/run-state.store';
+
+/**
+ * The worker's start-up lines: who it is and which kinds it runs, then (one query, in the background)
+ * the kinds of unfinished runs it does not run. A run of a kind no worker registers, say after a
+ * workflow was renamed, waits forever: this warning is where an operator first sees it.
+ * @internal
+ */
+export function announceWorker(
+  logger: Logger,
+  store: Pick<RunStateStore, 'otherKinds'>,
+  id: string,
+  concurrency: number,
+  registered: Iterable<string>,
+): void {
+  const kinds = [...registered].sort();
+  logger.log(
+    `worker ${id} up: concurrency ${concurrency}, kinds ${kinds.length ? kinds.join(', ') : '(none registered)'}`,
+  );
+  store.otherKinds(kinds).then(
+    (others) => {
+      if (!others.length) return;
+      const list = others.map((o) => `${o.kind} (${o.runs} run${o.runs === 1 ? '' : 's'})`).join(', ');
+      logger.warn(
+        `unfinished runs of kinds worker ${id} does not run: ${list}. If no worker registers a kind ` +
+          '(renamed or removed?), its runs wait forever: register it again, or cancel them.',
+      );
+    },
+    () => undefined, // the database may not be up yet: the warning is best effort
+  );
+}
+
+/** A run this worker parked until a near time (sleep, signal timeout) is claimed right when it is due. @internal */
+export function wakeWhenDue(due: Date | null, nudge: () => void): void {
+  if (!due) return;
+  const ms = due.getTime() - Date.now();
+  if (ms > 5 * 60_000) return; // far away: the poll will find it
+  setTimeout(nudge, Math.max(0, ms) + 5).unref();
+}
