@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { describeCase, runModel } from '../model/property';
+import { coverageTable, describeCase, runModel } from '../model/property';
 
 /**
  * The model-based property (test/model/): generated programs of the model workflow, outside actions
@@ -13,6 +13,9 @@ describe('model-based property (fast-check)', () => {
     const details = report.counterexample
       ? `seed ${report.seed}, path ${report.path}\n${report.violations.join('\n')}\n${describeCase(report.counterexample)}`
       : '';
+    console.log(
+      `model: ${report.casesRun} cases; coverage per grammar rule:\n${coverageTable(report.coverage)}`,
+    );
     expect(details).toBe('');
     expect(report.casesRun).toBeGreaterThan(0);
   }, 115_000);

@@ -5,6 +5,7 @@
  */
 import { INestApplication } from '@nestjs/common';
 import { CommandGateway, RunRepository } from '../../src';
+import { RuleOp, ruleCommands } from './grammar';
 import type { Action, CmdSpec, Program } from './program';
 import { vendorOf } from './workflow';
 import { world } from './world';
@@ -16,6 +17,8 @@ export function specOf(program: Program, op: string): CmdSpec | undefined {
   for (const o of program.ops) {
     if (o.t === 'cmd' && o.id === op) return o;
     if (o.t === 'fan') for (const b of o.branches) if (b.id === op) return b;
+    if (!['step', 'cmd', 'fan', 'wait', 'sleep', 'clock'].includes(o.t))
+      for (const c of ruleCommands(o as RuleOp)) if (c.op === op) return c.spec;
   }
   return undefined;
 }

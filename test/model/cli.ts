@@ -4,7 +4,18 @@
  * on a violation the shrunk counterexample with its seed; exits 1 then.
  */
 import 'reflect-metadata';
-import { describeCase, runModel } from './property';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+// The replay check on every run of every case (each worker replays a run after each attempt).
+const checkFile =
+  process.env.DURABLE_REPLAY_CHECK ?? path.join(tmpdir(), `durable-model-replay-${process.pid}.jsonl`);
+if (!process.env.DURABLE_REPLAY_CHECK) rmSync(checkFile, { force: true });
+process.env.DURABLE_REPLAY_CHECK = checkFile;
+const replayCheckFailures = (): string[] =>
+  existsSync(checkFile) ? readFileSync(checkFile, 'utf8').split('\n').filter(Boolean) : [];
+import { coverageTable, describeCase, runModel } from './property';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -37,6 +48,13 @@ async function main(): Promise<void> {
   console.log(
     `\ncases run: ${r.casesRun}${r.interrupted ? ' (time limit reached)' : ''}, ${(r.ms / 1000).toFixed(1)} s`,
   );
+  console.log(
+    `coverage per grammar rule (an op counts as replayed when a later epoch replayed it):\n${coverageTable(r.coverage)}`,
+  );
+  const failedChecks = replayCheckFailures();
+  console.log(`replay check: ${failedChecks.length} run(s) did not replay`);
+  for (const f of failedChecks.slice(0, 5)) console.log(`  - ${f}`);
+  if (failedChecks.length) process.exit(1);
   if (!r.failed) {
     console.log('violations: 0');
     process.exit(0);

@@ -11,7 +11,7 @@ import { world } from './world';
 
 export interface ModelWorker {
   id: string;
-  state: 'live' | 'stalled' | 'crashed' | 'deaf';
+  state: 'live' | 'stalled' | 'crashed' | 'deaf' | 'drained';
   /** `runId:epoch` of every claim this worker made. */
   claims: Set<string>;
 }
@@ -44,6 +44,8 @@ export class FaultPlan {
     private readonly during: (fault: number, ms: number) => Promise<void>,
     /** A worker crashed: the harness boots a replacement. */
     private readonly crashed: (w: ModelWorker) => void,
+    /** A worker is shut down gracefully (its drain), while a call of it is held in flight. */
+    private readonly drain: (w: ModelWorker) => void = () => undefined,
   ) {
     this.fired = faults.map(() => false);
     this.hits = faults.map(() => 0);
@@ -70,6 +72,15 @@ export class FaultPlan {
     const f = this.faults[i];
     if (f.kind === 'hold') return this.during(i, f.holdMs);
     this.faulted.add(tag);
+    if (f.kind === 'drain') {
+      // SIGTERM while this call is in flight: the drain (no grace) hands the run over, due at the
+      // lease's end since the call is live; the call goes on for holdMs, then its commit is refused.
+      for (const c of w.claims) this.faulted.add(c);
+      w.state = 'drained';
+      this.drain(w);
+      this.crashed(w); // a replacement pod comes up
+      return new Promise<void>((r) => setTimeout(r, f.holdMs));
+    }
     for (const c of w.claims) this.faulted.add(c);
     if (f.kind === 'crash') {
       w.state = 'crashed';

@@ -4,6 +4,7 @@
  * driven until every run has settled; then the invariant checker.
  */
 import { INestApplication } from '@nestjs/common';
+import { existsSync, readFileSync } from 'node:fs';
 import { RunRepository, RunView } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { Reconciler } from '../../src/maintenance/reconciler.service';
@@ -15,7 +16,8 @@ import { FaultPlan, ModelWorker } from './faults';
 import { checkInvariants } from './invariants';
 import type { Case, ScheduledAction } from './program';
 import { MODEL_KIND, MODEL_PROVIDERS } from './workflow';
-import { resetWorld } from './world';
+import { resetWorld, World } from './world';
+import { RULES, ruleOf } from './grammar';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 const TERMINAL = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
@@ -29,6 +31,25 @@ export interface CaseResult {
   violations: string[];
   runs: RunView[];
   ms: number;
+  /** Grammar rules of this case: entered live (`ran`), and replayed by a later epoch (`replayed`). */
+  coverage: Map<string, { ran: number; replayed: number }>;
+}
+
+/** Per rule of the case's programs: entered by one epoch, entered again by a later one (a replay). */
+function coverageOf(c: Case, runIds: string[], world: World): CaseResult['coverage'] {
+  const out: CaseResult['coverage'] = new Map(RULES.map((r) => [r, { ran: 0, replayed: 0 }]));
+  c.programs.forEach((p, r) => {
+    for (const op of p.ops) {
+      const epochs = new Set(
+        world.observations.filter((o) => o.runId === runIds[r] && o.op === `${op.id}@`).map((o) => o.epoch),
+      );
+      const rule = out.get(ruleOf(op)) ?? { ran: 0, replayed: 0 };
+      if (epochs.size) rule.ran++;
+      if (epochs.size > 1) rule.replayed++;
+      out.set(ruleOf(op), rule);
+    }
+  });
+  return out;
 }
 
 let bootCount = 0;
@@ -77,8 +98,15 @@ export async function runCase(c: Case): Promise<CaseResult> {
         if (a.moment.at === 'hold' && a.moment.fault === i && !applied.has(a)) await apply(a);
     },
     () => void addWorker(),
+    (w) => {
+      const app = (w as Booted).app;
+      void app
+        .get(DurableWorker)
+        .beforeApplicationShutdown()
+        .catch(() => undefined);
+    },
   );
-  let result: CaseResult = { violations: [], runs: [], ms: 0 };
+  let result: CaseResult = { violations: [], runs: [], ms: 0, coverage: new Map() };
   try {
     await addWorker();
     await Promise.all([addWorker(), addWorker()]);
@@ -96,7 +124,14 @@ export async function runCase(c: Case): Promise<CaseResult> {
     if (held.length) await sleep(Math.max(...held) + 100);
     const views = (await Promise.all(runIds.map((id) => runs.get(id)))) as RunView[];
     const violations = [...stuck, ...(await checkInvariants(db, world, c, runIds, plan))];
-    result = { violations, runs: views, ms: Date.now() - t0 };
+    violations.push(...replayCheckProblems(runIds));
+    const coverage = coverageOf(c, runIds, world);
+    // The same programs again, with no fault and every signal at once: each run must end as it did.
+    setPausePointHook(null);
+    plan.releaseAll();
+    if (!stuck.length)
+      violations.push(...(await againWithoutFaults(c, views, live()[0] ?? workers[0], runIds)));
+    result = { violations, runs: views, ms: Date.now() - t0, coverage };
   } finally {
     setPausePointHook(null);
     plan.releaseAll();
@@ -104,6 +139,62 @@ export async function runCase(c: Case): Promise<CaseResult> {
     await dropLater(db);
   }
   return result;
+}
+
+/** Replay checks of this case's runs that failed (the workers check each run after each attempt). */
+function replayCheckProblems(runIds: string[]): string[] {
+  const file = process.env.DURABLE_REPLAY_CHECK;
+  if (!file || !existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { runId: string; problems: string[] })
+    .filter((r) => runIds.includes(r.runId))
+    .map((r) => `run#${runIds.indexOf(r.runId)} did not replay: ${r.problems.join('; ')}`);
+}
+
+/**
+ * The fault-free twin of a case: its programs started again on the same workers (no pause hook, every
+ * signal at start, the operator deciding as before), driven to rest. A run whose case had no cancel or
+ * retry must end as its twin does: same status, same error code (a fault may cost time, never change
+ * an outcome). Dead-lettered runs are left out (attempts spent by crashes are the faults' doing).
+ */
+async function againWithoutFaults(c: Case, views: RunView[], w: Booted, runIds: string[]): Promise<string[]> {
+  const runs = w.app.get(RunRepository);
+  const twins: string[] = [];
+  for (const p of c.programs) twins.push((await runs.start(MODEL_KIND, p)).run.id);
+  for (const a of c.actions)
+    if (a.action.a === 'signal') await applyAction(w.app, twins[a.run], c.programs[a.run], a.action);
+  const worker = w.app.get(DurableWorker);
+  const deadline = Date.now() + CASE_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    await worker.heartbeat().catch(() => undefined);
+    await w.app
+      .get(Reconciler)
+      .sweep()
+      .catch(() => undefined);
+    await worker.tick();
+    await sleep(15);
+    if (!(await settled(w.app, twins))) continue;
+    let decided = false;
+    for (let r = 0; r < twins.length; r++)
+      decided = (await decide(w.app, twins[r], c.programs[r])) || decided;
+    if (!decided) break;
+  }
+  await worker.idle();
+  const out: string[] = [];
+  for (let r = 0; r < twins.length; r++) {
+    const touched = c.actions.some((a) => a.run === r && (a.action.a === 'cancel' || a.action.a === 'retry'));
+    const faulted = views[r];
+    if (touched || !faulted || faulted.status === 'dead_lettered') continue;
+    const twin = (await runs.get(twins[r]))!;
+    const code = (v: RunView) => (v.error as { code?: string } | null)?.code ?? '';
+    if (twin.status !== faulted.status || code(twin) !== code(faulted))
+      out.push(
+        `run#${r} ended ${faulted.status} ${code(faulted)} (${runIds[r]}), its fault-free twin ${twin.status} ${code(twin)}`,
+      );
+  }
+  return out;
 }
 
 /** The database goes once the apps' pools are closed (with force, for a crashed app's leftovers). */

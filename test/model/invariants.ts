@@ -35,6 +35,12 @@ export async function checkInvariants(
   out.push(...checkEffects(world, rows, short));
   runIds.forEach((id, r) => out.push(...checkConsumers(world, rows, id, c.programs[r], short(id))));
   out.push(...checkReExecutions(world, plan, short));
+  // A value drawn inside a command body is the same on every send of its key.
+  for (const [key, values] of world.drawn)
+    if (values.size > 1)
+      out.push(
+        `a command body drew ${values.size} different values under ${key.slice(key.indexOf(':step_'))}`,
+      );
   return out;
 }
 
@@ -67,7 +73,7 @@ function checkEffects(world: World, rows: Rows, short: (id: string) => string): 
   }
   for (const r of rows.commands) {
     if (r.status !== 'succeeded' || r.resolution === 'manual') continue;
-    const v = (r.command_name as string).startsWith('dedup') ? world.dedup : world.plain;
+    const v = (r.command_name as string).startsWith('plain') ? world.plain : world.dedup;
     const n = v.effects(r.idempotency_key);
     if (n !== 1)
       out.push(`${short(r.run_id)} command ${r.payload.op} succeeded (not by an operator) with ${n} effects`);

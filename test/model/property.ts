@@ -4,6 +4,7 @@
  */
 import fc from 'fast-check';
 import { runCase } from './harness';
+import { RULES, ruleOf } from './grammar';
 import { Case, caseArb } from './program';
 
 export interface ModelOptions {
@@ -29,20 +30,42 @@ export interface ModelReport {
   violations: string[];
   path?: string;
   ms: number;
+  /** Per grammar rule, over every case run: ops entered live, and ops replayed by a later epoch. */
+  coverage: Map<string, { ran: number; replayed: number }>;
+}
+
+/** The coverage table: one line per rule, with how often it ran live and was then replayed. */
+export function coverageTable(coverage: ModelReport['coverage']): string {
+  const width = Math.max(...[...coverage.keys()].map((k) => k.length));
+  return [...coverage]
+    .map(
+      ([rule, c]) =>
+        `  ${rule.padEnd(width)}  ran ${String(c.ran).padStart(6)}  replayed after a takeover ${String(c.replayed).padStart(6)}${c.replayed ? '' : '  <- never replayed'}`,
+    )
+    .join('\n');
 }
 
 export async function runModel(o: ModelOptions): Promise<ModelReport> {
   const t0 = Date.now();
   let casesRun = 0;
   let lastViolations: string[] = [];
+  const coverage: ModelReport['coverage'] = new Map(RULES.map((r) => [r, { ran: 0, replayed: 0 }]));
   const property = fc.asyncProperty(caseArb, async (c) => {
     casesRun++;
     const r = await runCase(c);
+    for (const [rule, x] of r.coverage) {
+      const sum = coverage.get(rule) ?? { ran: 0, replayed: 0 };
+      coverage.set(rule, { ran: sum.ran + x.ran, replayed: sum.replayed + x.replayed });
+    }
     if (o.only) r.violations = r.violations.filter((v) => o.only!.test(v));
     if (r.violations.length) {
       lastViolations = r.violations;
       o.log?.(`  case ${casesRun}: ${r.violations.length} violation(s) in ${r.ms} ms: ${r.violations[0]}`);
-    } else o.log?.(`  case ${casesRun}: ok in ${r.ms} ms (${r.runs.map((x) => x.status).join(', ')})`);
+    } else {
+      const how = (x: (typeof r.runs)[number]) =>
+        `${x.status}${x.error ? ` ${(x.error as { code?: string }).code ?? (x.error as { message?: string }).message}` : ''}`;
+      o.log?.(`  case ${casesRun}: ok in ${r.ms} ms (${r.runs.map(how).join(', ')})`);
+    }
     return r.violations.length === 0;
   });
   const details = await fc.check(property, {
@@ -68,12 +91,15 @@ export async function runModel(o: ModelOptions): Promise<ModelReport> {
     violations: details.failed ? lastViolations : [],
     path: details.counterexamplePath ?? undefined,
     ms: Date.now() - t0,
+    coverage,
   };
 }
 
 /** A counterexample in a few lines: programs, actions, faults. */
 export function describeCase(c: Case): string {
   const op = (o: Case['programs'][number]['ops'][number]): string => {
+    if (!['step', 'cmd', 'fan', 'wait', 'sleep', 'clock'].includes(o.t))
+      return `${o.id}:${ruleOf(o)} ${JSON.stringify({ ...o, id: undefined, t: undefined })}`;
     if (o.t === 'step') return `${o.id}:step(${o.kind}${o.nul !== 'none' ? `,NUL in ${o.nul}` : ''})`;
     if (o.t === 'cmd') return `${o.id}:${o.cmd}${o.approval ? `[${o.decision}]` : ''}`;
     if (o.t === 'fan')

@@ -2,6 +2,7 @@
  * Checks on the record alone: no run stranded behind a park, no write of a superseded epoch, every
  * failed run says why, and a deterministic program never fails.
  */
+import { expectedFailure } from './grammar';
 import type { Case } from './program';
 
 export interface Rows {
@@ -23,7 +24,10 @@ export function checkRecord(rows: Rows, c: Case, runIds: string[], short: (id: s
     if (['failed', 'dead_lettered'].includes(run.status) && !run.error)
       out.push(`${name} is ${run.status} with no error`);
     const hasNul = program.ops.some((o) => o.t === 'step' && o.nul !== 'none');
-    if (run.status === 'dead_lettered' || (run.status === 'failed' && !hasNul))
+    // A misuse the program makes on purpose fails it, with that error (and only that one).
+    const expected = expectedFailure(program.ops);
+    const meant = run.status === 'failed' && expected !== null && run.error?.code === expected;
+    if (run.status === 'dead_lettered' || (run.status === 'failed' && !hasNul && !meant))
       out.push(`${name} ${run.status}: ${run.error?.message ?? '(no error)'}`);
     if (TERMINAL.includes(run.status)) continue;
     if (run.cancel_requested_at) out.push(`${name} is ${run.status} with a cancel request left behind`);
@@ -85,7 +89,9 @@ function checkEpochs(rows: Rows, short: (id: string) => string): string[] {
       );
       if (
         !ev.some(
-          (e) => Number(e.epoch) === ep && /checkpoint_saved|command_|command\.resolved/.test(e.event_type),
+          (e) =>
+            Number(e.epoch) === ep &&
+            /checkpoint_saved|step\.failed|command_|command\.resolved/.test(e.event_type),
         )
       )
         out.push(

@@ -8,12 +8,14 @@ import {
   CommandFailedError,
   CommandLookup,
   currentRun,
+  NonRetryableError,
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
   RunContext,
   SignalTimeoutError,
 } from '../../src';
+import { Leaf, RuleOp, ruleWaits } from './grammar';
 import type { CmdName, CmdSpec, Program, StepKind } from './program';
 import { tinyDelay, world } from './world';
 
@@ -22,18 +24,26 @@ export const MODEL_KIND = 'model-program';
 interface StepArgs {
   op: string;
   nul?: 'none' | 'result' | 'progress';
+  /** A map with these keys, in this order (`keys`), or a list of them (`elems`), in the output. */
+  keys?: string[];
+  over?: 'keys' | 'elems';
+  /** Report progress once, as a long loop does. */
+  progress?: boolean;
 }
 export interface StepOutput {
   op: string;
   n: number;
   amount: number;
   note?: string;
+  map?: Record<string, number>;
+  list?: string[];
 }
 interface CmdArgs {
   runId: string;
   op: string;
   amount: number;
   approval: boolean;
+  fail?: 'lost' | 'applied' | 'refused';
 }
 
 /** A step body: its value is derived from the args and a number unique to this execution. */
@@ -45,11 +55,31 @@ async function stepBody(a: StepArgs): Promise<StepOutput> {
   const out: StepOutput = { op: a.op, n, amount: (n % 97) + 1 };
   if (a.nul === 'result') out.note = `nul\u0000${n}`;
   if (a.nul === 'progress') await ctx.progress(0, { note: `nul\u0000${n}` });
+  if (a.progress) await ctx.progress(0, { upTo: n });
+  if (a.over === 'keys') out.map = Object.fromEntries(a.keys!.map((k, i) => [k, n + i]));
+  if (a.over === 'elems') out.list = [...a.keys!];
   return out;
 }
 
 @Injectable()
 export class ModelSteps {
+  /** A step that fails: retried in its claim (`step-transient`), or not (`step-final`). */
+  @DurableStep({ name: 'flaky_step', retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } })
+  async flaky(a: { op: string; mode: 'step-transient' | 'step-final' }): Promise<never> {
+    await tinyDelay();
+    if (a.mode === 'step-final')
+      throw Object.assign(new NonRetryableError(`declined ${a.op}`), { code: 'E_DECLINED' });
+    throw new Error(`upstream 503 for ${a.op}`);
+  }
+
+  /** A step whose body calls a command: refused (a step is re-run as a whole), the run fails. */
+  @DurableStep({ name: 'calls_command' })
+  async callsCommand(a: { runId: string; op: string }): Promise<unknown> {
+    return this.cmds().dedup_lookup({ runId: a.runId, op: `${a.op}c`, amount: 1, approval: false });
+  }
+  /** Set by ModelCommands (each needs the other). */
+  cmds!: () => ModelCommands;
+
   @DurableStep({ name: 'compute_step', kind: 'compute' })
   compute(a: StepArgs): Promise<StepOutput> {
     return stepBody(a);
@@ -68,6 +98,26 @@ const approval = (a: CmdArgs) => a.approval;
 
 @Injectable()
 export class ModelCommands implements CommandLookup {
+  constructor(private readonly steps: ModelSteps) {
+    steps.cmds = () => this;
+  }
+
+  /** Draws a value from the context inside its body and sends it: every send of a key draws the same. */
+  @IdempotentCommand({ name: 'value_cmd', inDoubt: 'retry-with-key' })
+  value_cmd(a: CmdArgs, ctx?: CommandContext) {
+    const drawn = currentRun()!.uuid();
+    const seen = world.drawn.get(ctx!.idempotencyKey) ?? new Set<string>();
+    world.drawn.set(ctx!.idempotencyKey, seen.add(drawn));
+    return world.dedup.apply(ctx!.idempotencyKey, { ...a, drawn });
+  }
+
+  /** Calls a step from its body (a plain call: the command's result is what is recorded). */
+  @IdempotentCommand({ name: 'checked_cmd', inDoubt: 'lookup' })
+  async checked_cmd(a: CmdArgs, ctx?: CommandContext) {
+    const check = await this.steps.compute({ op: `${a.op}n` });
+    return world.dedup.apply(ctx!.idempotencyKey, { ...a, amount: a.amount + (check.n > 0 ? 0 : 1) });
+  }
+
   @IdempotentCommand({ name: 'dedup_lookup', inDoubt: 'lookup', requiresApproval: approval })
   dedup_lookup(a: CmdArgs, ctx?: CommandContext) {
     return world.dedup.apply(ctx!.idempotencyKey, a);
@@ -89,12 +139,12 @@ export class ModelCommands implements CommandLookup {
     return world.plain.apply(ctx!.idempotencyKey, a);
   }
   lookupCommand(command: string, key: string) {
-    return (command.startsWith('dedup') ? world.dedup : world.plain).lookup(key);
+    return vendorOf(command).lookup(key);
   }
 }
 
 /** The vendor a command name goes to. */
-export const vendorOf = (cmd: string) => (cmd.startsWith('dedup') ? world.dedup : world.plain);
+export const vendorOf = (cmd: string) => (cmd.startsWith('plain') ? world.plain : world.dedup);
 
 @DurableWorkflow(MODEL_KIND, { maxAttempts: 8 })
 export class ModelWorkflow {
@@ -107,6 +157,8 @@ export class ModelWorkflow {
     let amount = 0;
     const out: Record<string, unknown> = {};
     for (const op of input.ops) {
+      // Coverage: an op entered by two epochs ran live in one and was replayed by the other.
+      world.observe(ctx.runId, `${op.id}@`, ctx.epoch, { entered: true });
       if (op.t === 'step') amount = (await this.step(ctx, op.kind, { op: op.id, nul: op.nul })).amount;
       else if (op.t === 'cmd') out[op.id] = await this.command(ctx, op, op.id, amount);
       else if (op.t === 'fan') {
@@ -119,13 +171,136 @@ export class ModelWorkflow {
         out[op.id] = results.length;
       } else if (op.t === 'wait') out[op.id] = await this.wait(ctx, op.id, op.timeoutMs);
       else if (op.t === 'sleep') await ctx.sleep(op.ms);
-      else {
+      else if (op.t === 'clock') {
         const v = { now: ctx.now().toISOString(), uuid: ctx.uuid() };
         world.observe(ctx.runId, op.id, ctx.epoch, v);
         out[op.id] = v.uuid;
-      }
+      } else if (op.t === 'dangling') {
+        // Never awaited: run() returns with it live. (The step's own promise is marked handled by the
+        // engine; a helper of the workflow's own that awaits it would reject unhandled.)
+        void this.steps[op.kind]({ op: `${op.id}s` });
+        return out;
+      } else amount = await this.rule(ctx, op, out, amount);
     }
     return out;
+  }
+
+  /** One op of the grammar (issue 19); returns the amount the next command sends. */
+  private async rule(
+    ctx: RunContext,
+    op: RuleOp,
+    out: Record<string, unknown>,
+    amount: number,
+  ): Promise<number> {
+    switch (op.t) {
+      case 'loop': {
+        const r = await this.step(ctx, op.kind, { op: `${op.id}s`, keys: op.keys, over: op.over });
+        const items = op.over === 'keys' ? Object.keys(r.map!) : r.list!;
+        for (const k of items)
+          amount = (await this.step(ctx, op.kind, { op: `${op.id}k${k}s`, progress: true })).amount;
+        out[op.id] = items.join(',');
+        return amount;
+      }
+      case 'branch': {
+        const yes =
+          op.on === 'result'
+            ? (await this.step(ctx, 'compute', { op: `${op.id}s` })).n % 2 === 0
+            : ctx.random() < 0.5;
+        out[op.id] = await this.leaf(
+          ctx,
+          yes ? op.then : op.otherwise,
+          yes ? `${op.id}t` : `${op.id}f`,
+          amount,
+        );
+        return amount;
+      }
+      case 'try':
+        out[op.id] = await this.tryCall(ctx, op, amount);
+        return amount;
+      case 'settle': {
+        const calls = op.branches.map((b, j) => this.leaf(ctx, b, `${op.id}b${j}`, amount));
+        if (op.failing) calls.push(this.steps.flaky({ op: `${op.id}x`, mode: 'step-final' }));
+        if (op.mode === 'allSettled')
+          out[op.id] = (await Promise.allSettled(calls)).map((s) => s.status).join(',');
+        else {
+          out[op.id] = await Promise.race(calls).then(
+            () => 'fulfilled',
+            (e: Error) => `rejected:${e.name}`,
+          );
+          await Promise.allSettled(calls); // no call is left live when run() returns
+        }
+        return amount;
+      }
+      case 'nested':
+        if (op.how === 'cmd-in-step')
+          out[op.id] = await this.steps.callsCommand({ runId: ctx.runId, op: `${op.id}s` });
+        else
+          out[op.id] = await this.observeCmd(ctx, `${op.id}n`, () =>
+            this.cmds.checked_cmd(this.args(ctx, `${op.id}n`, amount)),
+          );
+        return amount;
+      case 'cmdvalue':
+        out[op.id] = await this.observeCmd(ctx, `${op.id}v`, () =>
+          this.cmds.value_cmd(this.args(ctx, `${op.id}v`, amount)),
+        );
+        return amount;
+      case 'late': {
+        // The step's own (engine-handled) promise, held while another call is awaited.
+        const first = this.steps[op.kind]({ op: `${op.id}s` });
+        const between = await this.leaf(ctx, op.between, `${op.id}m`, amount);
+        const v = await first;
+        world.observe(ctx.runId, `${op.id}s`, ctx.epoch, v);
+        out[op.id] = { first: v.op, between: between === null ? null : 'done' };
+        return amount;
+      }
+      case 'sigloop':
+        for (const w of ruleWaits(op)) out[w] = await this.wait(ctx, w, op.timeoutMs);
+        return amount;
+      case 'dangling':
+        return amount; // handled in run(): it ends the program
+    }
+  }
+
+  private args(ctx: RunContext, op: string, amount: number, fail?: CmdArgs['fail']): CmdArgs {
+    return { runId: ctx.runId, op, amount, approval: false, ...(fail ? { fail } : {}) };
+  }
+
+  /** A step or a command of a rule. */
+  private async leaf(ctx: RunContext, l: Leaf, id: string, amount: number): Promise<unknown> {
+    return l.c === 'step' ? this.step(ctx, l.kind, { op: `${id}s` }) : this.command(ctx, l, id, amount);
+  }
+
+  /** `try { <the failing call> } catch { <handler> }`, what the workflow saw as the result. */
+  private async tryCall(
+    ctx: RunContext,
+    op: Extract<RuleOp, { t: 'try' }>,
+    amount: number,
+  ): Promise<unknown> {
+    const id = `${op.id}x`;
+    try {
+      if (op.target === 'step-transient' || op.target === 'step-final')
+        return await this.steps.flaky({ op: id, mode: op.target });
+      const fail = op.target === 'cmd-lost' ? 'lost' : op.target === 'cmd-applied' ? 'applied' : 'refused';
+      const method = this.cmds[op.lookup] as (a: CmdArgs) => Promise<unknown>;
+      return await this.observeCmd(ctx, id, () => method.call(this.cmds, this.args(ctx, id, amount, fail)));
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      if (!(e instanceof CommandFailedError) && !/declined|upstream 503/.test(e.message)) throw err;
+      world.observe(ctx.runId, `${id}!`, ctx.epoch, { caught: `${e.name}:${e.code ?? ''}` });
+      return { caught: e.name, handled: await this.leaf(ctx, op.handler, `${op.id}h`, amount) };
+    }
+  }
+
+  /** A command call whose result (or definite failure) the workflow observes. */
+  private async observeCmd(ctx: RunContext, op: string, call: () => Promise<unknown>): Promise<unknown> {
+    try {
+      const r = await call();
+      world.observe(ctx.runId, op, ctx.epoch, { ok: r });
+      return r;
+    } catch (err) {
+      if (err instanceof CommandFailedError) world.observe(ctx.runId, op, ctx.epoch, { failed: true });
+      throw err;
+    }
   }
 
   private async step(ctx: RunContext, kind: StepKind, a: StepArgs): Promise<StepOutput> {

@@ -26,14 +26,50 @@ export class FakeVendor {
 
   constructor(readonly dedup: boolean) {}
 
-  async apply(key: string, args: { runId: string; op: string; amount: number }): Promise<unknown> {
+  /** Keys whose first call already failed (a 504 happens once per key). */
+  private readonly failedOnce = new Set<string>();
+
+  async apply(
+    key: string,
+    args: {
+      runId: string;
+      op: string;
+      amount: number;
+      fail?: 'lost' | 'applied' | 'refused';
+      drawn?: string;
+    },
+  ): Promise<unknown> {
     await tinyDelay();
+    const { fail, drawn, ...call } = args;
+    if (fail === 'refused') throw Object.assign(new Error('refused by the target'), { retryable: false });
+    if (fail === 'lost' && !this.failedOnce.has(key)) {
+      this.failedOnce.add(key);
+      throw new Error('504 Gateway Timeout (never reached the target)');
+    }
+    const result = await this.applyOnce(key, call, drawn);
+    if (fail === 'applied' && !this.failedOnce.has(key)) {
+      this.failedOnce.add(key);
+      throw new Error('504 Gateway Timeout (the target applied it)');
+    }
+    return result;
+  }
+
+  private async applyOnce(
+    key: string,
+    args: { runId: string; op: string; amount: number },
+    drawn: string | undefined,
+  ): Promise<unknown> {
     const seen = this.results.get(key);
     if (this.dedup && seen !== undefined) {
       this.calls.push({ key, ...args, applied: false });
       return seen;
     }
-    const result = { op: args.op, amount: args.amount, chargeId: `${this.dedup ? 'd' : 'p'}_${++this.n}` };
+    const result = {
+      op: args.op,
+      amount: args.amount,
+      chargeId: `${this.dedup ? 'd' : 'p'}_${++this.n}`,
+      ...(drawn ? { drawn } : {}),
+    };
     this.calls.push({ key, ...args, applied: true });
     if (seen === undefined) this.results.set(key, result);
     return result;
@@ -90,6 +126,8 @@ export class World {
   hits: HookHit[] = [];
   /** Runs (by id) the operator retried, with how many times. */
   retries = new Map<string, number>();
+  /** Values command bodies drew from the context, by idempotency key (every send must draw the same). */
+  drawn = new Map<string, Set<string>>();
   private seq = 0;
   private counter = 0;
 
