@@ -146,13 +146,16 @@ export class RunRepository {
     return (await this.get(id))!;
   }
 
-  /** Re-drives a dead-lettered or failed run from its last checkpoint (replay skips committed steps). */
+  /**
+   * Re-drives a dead-lettered or failed run, or one held for non-determinism (`run.held`, once a deploy
+   * that replays it runs), from its last checkpoint (replay skips committed steps).
+   */
   async retry(id: string, by?: string): Promise<RunView> {
     requireUuid(id, 'id');
     requireText(by, 'by', { optional: true, allowEmpty: true });
     const out = await this.control.retry(id, eventPayload(this.options, 'run.retried', { by: by ?? null }));
     if (!out) throw new RunNotFoundError(id);
-    if (!['dead_lettered', 'failed'].includes(out.previousStatus)) {
+    if (!['dead_lettered', 'failed', 'held'].includes(out.previousStatus)) {
       throw new InvalidRunStateError(id, out.previousStatus, 'retry');
     }
     return (await this.get(id))!;

@@ -27,9 +27,7 @@ const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
 };
 
 /** How a log line names a run: id and kind, nothing of its data. */
-function runLabel(run: ActiveRun): string {
-  return `run ${run.runId} (kind '${run.kind}')`;
-}
+const runLabel = (run: ActiveRun): string => `run ${run.runId} (kind '${run.kind}')`;
 
 /**
  * Drives one claimed run to its next resting point: replays `run()` from the top (checkpoints read
@@ -151,8 +149,10 @@ export class Executor {
         return this.settleError(run, stop.cause, 'transient');
       case 'usage':
         return this.fail(run, stop.error, 'usage');
-      case 'cancelled':
       case 'non-determinism':
+        this.logger.warn(`${runLabel(run)} held for a fixed deploy: ${stop.error.message}`);
+        return this.settleError(run, stop.error);
+      case 'cancelled':
         return this.settleError(run, stop.error);
     }
   }

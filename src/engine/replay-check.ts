@@ -86,7 +86,8 @@ export class ReplayChecker {
     // Not checked: a run being driven right now, one whose workflow this process does not register,
     // and one the engine already failed for non-determinism (its replay diverges: that is its record).
     const diverged =
-      row.status === 'failed' && (row.error as { code?: unknown })?.code === 'DURABLE_NON_DETERMINISM';
+      ['failed', 'waiting'].includes(row.status) &&
+      (row.error as { code?: unknown })?.code === 'DURABLE_NON_DETERMINISM';
     if (!wf || row.status === 'running' || row.status === 'pending' || diverged)
       return { ...base, ended: 'skipped', problems: [] };
     const record: ReplayRecord = {

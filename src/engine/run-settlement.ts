@@ -7,16 +7,30 @@ import { isNonRetryable } from './retry';
 import { serializeError } from './serialize-error';
 
 /** The run fails for good with `err`; `reason` goes into the `run.failed` event. @internal */
-export function failedWrite(
-  err: unknown,
-  reason: 'non_retryable' | 'non_determinism' | 'usage',
-): FinishWrite {
+export function failedWrite(err: unknown, reason: 'non_retryable' | 'usage'): FinishWrite {
   const error = serializeError(err);
   return {
     status: 'failed',
     error,
     event: 'run.failed',
     payload: { reason, error: String(error.message ?? '') },
+  };
+}
+
+/**
+ * A run whose replay diverged from its record is held, not failed: parked with no due time and its
+ * error kept, until a deploy that replays it runs and an operator retries it (RunRepository.retry).
+ * @internal
+ */
+export function heldWrite(err: NonDeterminismError): FinishWrite {
+  const error = serializeError(err);
+  return {
+    status: 'waiting',
+    error,
+    delayMs: 'never',
+    event: 'run.held',
+    payload: { reason: 'non_determinism', error: err.message },
+    parkedReason: `held for a fixed deploy (non-determinism): ${err.message}`,
   };
 }
 
@@ -35,8 +49,8 @@ export function errorWrite(
   const error = serializeError(err);
   if (err instanceof RunCancelledError)
     return { status: 'cancelled', error, event: 'run.cancelled', payload: { by: 'worker' } };
-  if (how !== 'transient' && isNonRetryable(err))
-    return failedWrite(err, err instanceof NonDeterminismError ? 'non_determinism' : 'non_retryable');
+  if (err instanceof NonDeterminismError) return heldWrite(err);
+  if (how !== 'transient' && isNonRetryable(err)) return failedWrite(err, 'non_retryable');
   // Transient: the claim already counted one attempt unless a step committed (which reset attempts).
   const attempts = run.control.progressed ? 1 : run.claim.attempts;
   const attemptsDelta = run.control.attemptsDelta('count');

@@ -85,7 +85,12 @@ export interface DurableEventPayloads {
   /** `run()` returned; the output is stored on the run. */
   'run.succeeded': Record<string, never>;
   /** A non-retryable error (or a replay that diverged) ended the run. */
-  'run.failed': { reason: 'non_retryable' | 'non_determinism' | 'usage'; error: string };
+  'run.failed': { reason: 'non_retryable' | 'usage'; error: string };
+  /**
+   * The run's replay diverged from its record (non-determinism): held with no due time and its error
+   * kept, until a fixed deploy runs and an operator retries it (`RunRepository.retry`).
+   */
+  'run.held': { reason: 'non_determinism'; error: string };
   /** Claims without progress reached `maxAttempts`. */
   'run.dead_lettered': { reason: 'attempts_exhausted'; attempts: number; error: string };
   /** A cancel was requested for a running run; it stops at its next step boundary or heartbeat. */
@@ -138,6 +143,7 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'run.retry_scheduled': true,
   'run.succeeded': true,
   'run.failed': true,
+  'run.held': true,
   'run.dead_lettered': true,
   'run.cancel_requested': true,
   'run.cancelled': true,

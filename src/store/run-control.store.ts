@@ -87,13 +87,15 @@ select cur.status as previous_status, upd.status as status,
  */
 export const RETRY_RUN_SQL: SqlText = (t) => `
 with cur as (
-  select id, status from ${t.runs} where id = $1 for update
+  select id, case when status = 'waiting' and error->>'code' = 'DURABLE_NON_DETERMINISM' and available_at = 'infinity'
+                  then 'held' else status end as status
+    from ${t.runs} where id = $1 for update
 ), upd as (
   update ${t.runs} r
      set status = 'waiting', attempts = 0, available_at = now(), error = null, finished_at = null,
          parked_reason = null, updated_at = now()
     from cur
-   where r.id = cur.id and cur.status in ('dead_lettered', 'failed')
+   where r.id = cur.id and cur.status in ('dead_lettered', 'failed', 'held')
   returning r.id, r.epoch, r.kind
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
@@ -168,7 +170,7 @@ export class RunControlStore {
   }
 
   /** Re-drives a dead-lettered or failed run; its status before (any other: nothing changed), or undefined for an unknown run. */
-  async retry(id: string, event: string): Promise<{ previousStatus: RunStatus } | undefined> {
+  async retry(id: string, event: string): Promise<{ previousStatus: RunStatus | 'held' } | undefined> {
     const { rows } = await this.db.query(RETRY_RUN_SQL, [id, event, this.db.names.wakeChannel]);
     return rows[0] && { previousStatus: rows[0].previous_status };
   }

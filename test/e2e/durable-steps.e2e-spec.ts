@@ -12,7 +12,7 @@ import { DurableWorker } from '../../src/engine/worker.service';
 import { LeaseService } from '../../src/store/lease.service';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
-import { driveUntil, gate } from '../helpers/drive';
+import { driveUntil, driveUntilHeld, gate } from '../helpers/drive';
 
 const calls: Record<string, number> = {};
 const count = (name: string) => (calls[name] = (calls[name] ?? 0) + 1);
@@ -270,7 +270,7 @@ describe('durable steps (in process)', () => {
     expect((await runs.checkpoints(run.id)).map((c) => c.stepName)).toEqual(['renamed']);
   });
 
-  it('fails the run with NonDeterminismError naming both steps when the recorded order differs', async () => {
+  it('holds the run with NonDeterminismError naming both steps when the recorded order differs; a retry after the fix resumes it', async () => {
     const { run } = await runs.start('slow', {});
     // As if an earlier deploy's code had run and recorded another step first (epoch 1).
     await db.query(`update ai_runs set epoch = 1 where id = $1`, [run.id]);
@@ -278,12 +278,25 @@ describe('durable steps (in process)', () => {
       `insert into ai_checkpoints (run_id, step_index, step_name, output, epoch) values ($1, 0, 'Steps.removedStep', '1', 1)`,
       [run.id],
     );
-    const done = await driveUntil(app, db, run.id);
-    expect(done.status).toBe('failed');
-    expect(done.error).toMatchObject({ code: 'DURABLE_NON_DETERMINISM' });
-    expect(done.error?.message).toContain('"Steps.removedStep"');
-    expect(done.error?.message).toContain('"Steps.slow"');
+    const held = await driveUntilHeld(app, db, run.id);
+    // Held for a fixed deploy (invariant 21), not failed for good: no due time, its error kept.
+    expect(held).toMatchObject({ status: 'waiting', error: { code: 'DURABLE_NON_DETERMINISM' } });
+    const [{ forever }] = await db.query(
+      `select available_at = 'infinity' as forever from ai_runs where id = $1`,
+      [run.id],
+    );
+    expect(forever).toBe(true);
+    expect(held.error?.message).toContain('"Steps.removedStep"');
+    expect(held.error?.message).toContain('"Steps.slow"');
     expect(calls.slow).toBeUndefined();
+    expect((await runs.events(run.id)).map((e) => e.type)).toContain('run.held');
+    // The "fixed deploy": the record no longer disagrees; an operator retries the held run.
+    await db.query(
+      `update ai_checkpoints set step_name = 'Steps.slow', output = '"slow-done"' where run_id = $1`,
+      [run.id],
+    );
+    await runs.retry(run.id, 'ops');
+    expect((await driveUntil(app, db, run.id)).status).toBe('succeeded');
   });
 
   it('a stale executor gets LeaseLostError and writes nothing after the takeover', async () => {

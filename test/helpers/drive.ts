@@ -29,3 +29,27 @@ export function gate<T = void>(): { promise: Promise<T | undefined>; open: (v?: 
   const promise = new Promise<T | undefined>((r) => (open = r));
   return { promise, open };
 }
+
+/** Ticks the worker until the run is held for a fixed deploy (non-determinism); throws if it ends first. */
+export async function driveUntilHeld(
+  app: INestApplication,
+  db: TestDatabase,
+  runId: string,
+  maxTicks = 50,
+): Promise<RunView> {
+  const worker = app.get(DurableWorker);
+  const runs = app.get(RunRepository);
+  for (let i = 0; i < maxTicks; i++) {
+    await db.query(
+      `update ai_runs set available_at = now() where id = $1 and status = 'waiting' and available_at < 'infinity'`,
+      [runId],
+    );
+    await worker.tick();
+    await worker.idle();
+    const run = (await runs.get(runId))!;
+    if (run.status === 'waiting' && run.parkedReason?.startsWith('held for a fixed deploy')) return run;
+    if (['succeeded', 'failed', 'cancelled', 'dead_lettered'].includes(run.status))
+      throw new Error(`run ${runId} ended ${run.status}, not held`);
+  }
+  throw new Error(`run ${runId} was not held in ${maxTicks} ticks`);
+}

@@ -17,7 +17,8 @@ import { closeUnsentCommands } from '../run-control.store';
  * or back to `waiting` with a due time. Owner and lease are cleared in the same UPDATE, values still
  * pending from ctx.now()/uuid() are flushed, and the event is written in the same statement.
  * $1 id, $2 worker, $3 epoch, $4 status, $5 output, $6 error, $7 delay ms (waiting; -1: at the end of
- * the lease being given up, for a run whose call may still act until then), $8 attempts delta,
+ * the lease being given up, for a run whose call may still act until then; -2: never, held), $8
+ * attempts delta,
  * $9 recorded values, $10 event type, $11 event payload, $12 parked reason, $13 channel, $14 keys of
  * commands reserved but never sent
  */
@@ -27,6 +28,7 @@ ${fencedRun(
   `status = $4, output = coalesce($5::jsonb, output), error = $6::jsonb,
          worker_id = null, lease_expires_at = null,
          available_at = case when $4 <> 'waiting' then available_at
+                             when $7 = -2 then 'infinity'
                              when $7 < 0 then greatest(now(), lease_expires_at)
                              else now() + $7 * interval '1 millisecond' end,
          attempts = greatest(attempts + $8, 0),
@@ -58,8 +60,11 @@ export interface FinishWrite {
   status: Exclude<RunStatus, 'running' | 'pending'>;
   outputJson?: string | null;
   error?: Record<string, unknown> | null;
-  /** Due after this many ms (waiting); `'lease-end'`: when the lease given up would have ended. */
-  delayMs?: number | 'lease-end';
+  /**
+   * Due after this many ms (waiting); `'lease-end'`: when the lease given up would have ended;
+   * `'never'`: held until an operator retries it.
+   */
+  delayMs?: number | 'lease-end' | 'never';
   attemptsDelta?: number;
   records?: CheckpointWrite[];
   event: string;
@@ -80,7 +85,7 @@ export async function finishRun(s: StoreContext, fence: Fence, w: FinishWrite): 
       w.status,
       w.outputJson ?? null,
       w.error ? JSON.stringify(w.error) : null,
-      w.delayMs === 'lease-end' ? -1 : (w.delayMs ?? 0),
+      w.delayMs === 'lease-end' ? -1 : w.delayMs === 'never' ? -2 : (w.delayMs ?? 0),
       w.attemptsDelta ?? 0,
       recordset(w.records ?? []),
       w.event,
