@@ -6,7 +6,7 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import type { CommandDecision, CommandStore } from '../store/command.store';
 import { eventPayload } from '../store/event-payload';
 import { requireText } from '../util/arguments';
-import { toStoredJson } from '../util/json';
+import { toStoredJson } from '../util/codec';
 import { requireUuid } from '../util/uuid';
 
 /** A decision as the operations below make it (omitted values are null); decide() adds the event payload. */

@@ -10,7 +10,7 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { eventPayload } from '../store/event-payload';
 import type { RunControlStore } from '../store/run-control.store';
 import { MAX_IDEMPOTENCY_KEY_BYTES, requireInt4, requireText, requireTimestamp } from '../util/arguments';
-import { toStoredJson } from '../util/json';
+import { toStoredJson } from '../util/codec';
 
 /**
  * `RunRepository.start` (documented there): resolves and checks the kind, checks every argument before

@@ -27,7 +27,7 @@ import { eventPayload } from '../store/event-payload';
 import { RunControlStore } from '../store/run-control.store';
 import { RunReadStore } from '../store/run-reads.store';
 import { MAX_SIGNAL_NAME_BYTES, requireText } from '../util/arguments';
-import { toStoredJson } from '../util/json';
+import { toStoredJson } from '../util/codec';
 import { pageOfRuns, requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 import { approveCommand, resolveCommand } from './command-decisions';

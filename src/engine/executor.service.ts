@@ -10,7 +10,7 @@ import { redactErrorMessage } from '../options/redact';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import type { FinishWrite } from '../store/run-state/finish-run';
 import { RunStateStore } from '../store/run-state/run-state.store';
-import { toStoredJson } from '../util/json';
+import { toStoredJson } from '../util/codec';
 import { ActiveRun } from './active-run';
 import type { RunStop } from './run-stop';
 import { errorWrite, failedWrite } from './run-settlement';

@@ -7,7 +7,7 @@ import type { ReplayRecord } from '../store/run-state/load-replay';
 import { HISTORY_FORMAT, RunHistory } from '../interfaces/run-history.interface';
 import { ReplayHistoryStore } from '../store/replay-history.store';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
-import { decodeStored, encodeValue } from '../util/json';
+import { decodeStored, encodeValue } from '../util/codec';
 import { ActiveRun } from './active-run';
 import { DurableRegistry } from './durable.registry';
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HISTORY_FORMAT, RunHistory } from '../interfaces/run-history.interface';
-import { decodeStored } from '../util/json';
+import { decodeStored } from '../util/codec';
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
 import { LOAD_REPLAY_SQL, replayRecordOf } from './run-state/load-replay';

@@ -1,5 +1,6 @@
 import { PayloadTooLargeError, SerializationError } from '../errors';
-import { MAX_JSON_DEPTH, storableJson, toStoredJson } from './json';
+import { MAX_JSON_DEPTH, storableJson } from './json';
+import { toStoredJson } from './codec';
 
 describe('toStoredJson', () => {
   const store = (v: unknown, max = 1000) => toStoredJson(v, 'input of run kind "po"', max);

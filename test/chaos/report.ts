@@ -30,9 +30,34 @@ export interface ChaosReport {
     resolvedByLookupFound: number;
     redispatchedWithKey: number;
   };
+  /**
+   * Time to recover per kill, from the trail: for each epoch a dead lease ended (`run.reconciled`),
+   * from its worker's last event to the next claim of the run. Milliseconds.
+   */
+  recovery: { kills: number; p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
   invariants: Array<{ name: string; ok: boolean; violations: number; sample: unknown[] }>;
   ok: boolean;
 }
+
+/** Recovery per dead lease (see ChaosReport.recovery), in one statement over the event trail. */
+const RECOVERY_SQL = `
+with dead as (
+  select run_id, epoch from ai_events where event_type = 'run.reconciled'
+), alive as (
+  select d.run_id, d.epoch, max(e.created_at) as at
+    from dead d join ai_events e on e.run_id = d.run_id and e.epoch = d.epoch and e.event_type <> 'run.reconciled'
+   group by 1, 2
+), back as (
+  select extract(epoch from (select min(c.created_at) from ai_events c
+                              where c.run_id = a.run_id and c.epoch = a.epoch + 1 and c.event_type = 'run.claimed')
+                         - a.at) * 1000 as ms
+    from alive a
+)
+select count(ms)::int as kills,
+       percentile_cont(0.5) within group (order by ms) as p50,
+       percentile_cont(0.99) within group (order by ms) as p99,
+       max(ms)::float8 as max
+  from back where ms is not null`;
 
 export async function summarize(
   url: string,
@@ -64,6 +89,8 @@ export async function summarize(
     const lookups = await one(
       `select count(*)::int as n from ai_events where event_type = 'command.resolved'`,
     );
+    const rec = await one(RECOVERY_SQL);
+    const ms = (v: unknown) => (v === null || v === undefined ? null : Math.round(Number(v)));
     const effects = { ...pay.effects(), ...notify.effects() };
     const requests = notify.requests();
     const lost = runs.total - runs.succeeded - runs.parked - runs.dead_lettered - runs.failed;
@@ -99,6 +126,7 @@ export async function summarize(
         resolvedByLookupFound: lookups.n,
         redispatchedWithKey: Object.values(requests).filter((n) => n > 1).length,
       },
+      recovery: { kills: rec.kills, p50Ms: ms(rec.p50), p99Ms: ms(rec.p99), maxMs: ms(rec.max) },
       invariants: inv,
       ok: lost === 0 && inv.every((i) => i.ok),
     };
@@ -127,6 +155,10 @@ export function formatReport(r: ChaosReport): string {
     ['  in doubt after a dead lease', r.commands.inDoubt],
     ['    settled by lookup (found)', r.commands.resolvedByLookupFound],
     ['    re-sent with the same key', r.commands.redispatchedWithKey],
+    [
+      'time to recover per kill (p50 / p99 / max)',
+      `${r.recovery.p50Ms ?? '-'} / ${r.recovery.p99Ms ?? '-'} / ${r.recovery.maxMs ?? '-'} ms over ${r.recovery.kills} dead leases`,
+    ],
     ['duration', `${(r.durationMs / 1000).toFixed(1)} s`],
   ];
   const w = Math.max(...rows.map(([k]) => k.length));

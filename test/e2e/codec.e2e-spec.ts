@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Client } from 'pg';
 import { SerializationError } from '../../src';
-import { decodeStored, encodeValue } from '../../src/util/json';
+import { decodeStored, encodeValue } from '../../src/util/codec';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /**
@@ -59,6 +59,12 @@ const leaf = fc.oneof(
   fc.constant(undefined),
   fc.date({ min: new Date(0), max: new Date(4102444800000) }),
   fc.integer().map((n) => ({ toJSON: () => ({ wrapped: n, at: 'toJSON' }) })),
+  // Boxed primitives: JSON.stringify unwraps them.
+  fc.oneof(
+    fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => new Number(n)),
+    fc.string({ maxLength: 4 }).map((t) => new String(t)),
+    fc.boolean().map((b) => new Boolean(b)),
+  ),
 );
 const value = fc.letrec((tie) => ({
   node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('array'), tie('object')),

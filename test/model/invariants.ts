@@ -86,6 +86,7 @@ function sourceOf(p: Program, op: string): string | null {
   let last: string | null = null;
   for (const o of p.ops) {
     if (o.t === 'step') last = o.id;
+    if (o.t === 'loop') last = null; // the amount came from the loop's last sub-step: not checked here
     if (o.t === 'cmd' && o.id === op) return last;
     if (o.t === 'fan') for (const b of o.branches) if (b.id === op) return `${b.id}s`;
   }

@@ -2,7 +2,8 @@ import { CommandFailedError } from '../../errors/command-failed.error';
 import { PayloadTooLargeError } from '../../errors/payload-too-large.error';
 import { SerializationError } from '../../errors/serialization.error';
 import type { CommandMetadata } from '../../interfaces/command.interface';
-import { storableJson, toStoredJson } from '../../util/json';
+import { storableJson } from '../../util/json';
+import { toStoredJson } from '../../util/codec';
 import { cursorAt, StepEnv } from './step-env';
 
 /** The command being executed: key, index, name, arguments (JSON) and call fingerprint. */

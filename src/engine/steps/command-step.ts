@@ -1,5 +1,6 @@
 import type { CommandContext, CommandMetadata } from '../../interfaces/command.interface';
-import { jsonEqual, toStoredJson } from '../../util/json';
+import { jsonEqual } from '../../util/json';
+import { toStoredJson } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
 import { withRetry } from '../retry';

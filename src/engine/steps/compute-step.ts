@@ -1,5 +1,5 @@
 import type { StepMetadata } from '../../interfaces/step-options.interface';
-import { encodeValue } from '../../util/json';
+import { encodeValue } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
 import { withRetry, withTimeout } from '../retry';

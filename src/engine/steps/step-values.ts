@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DurableUsageError } from '../../errors/durable-usage.error';
-import { encodeValue } from '../../util/json';
+import { encodeValue } from '../../util/codec';
 import { runStorage } from '../run-storage';
 import { cursorAt, StepEnv } from './step-env';
 

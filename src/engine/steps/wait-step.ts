@@ -1,7 +1,7 @@
 import { DurableUsageError } from '../../errors/durable-usage.error';
 import { SignalTimeoutError } from '../../errors/signal-timeout.error';
 import type { WaitForSignalOptions } from '../../interfaces/command.interface';
-import { decodeStored } from '../../util/json';
+import { decodeStored } from '../../util/codec';
 import { runStorage } from '../run-storage';
 import { goLive, StepEnv } from './step-env';
 

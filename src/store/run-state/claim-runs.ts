@@ -1,5 +1,5 @@
 import type { RunCursor } from '../../interfaces/run.interface';
-import { decodeStored } from '../../util/json';
+import { decodeStored } from '../../util/codec';
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
 

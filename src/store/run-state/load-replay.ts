@@ -1,6 +1,6 @@
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
-import { decodeStored } from '../../util/json';
+import { decodeStored } from '../../util/codec';
 
 /**
  * Everything replay needs, in one round trip per claim: the run's checkpoints (with their delivery
