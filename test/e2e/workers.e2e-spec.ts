@@ -10,6 +10,17 @@ async function insertRuns(db: TestDatabase, n: number): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
+/** Waits until `n` runs were claimed a second time (epoch 2): by the worker that took them over. */
+function claimedAgain(db: TestDatabase, n: number, timeoutMs: number): Promise<void> {
+  const claimed = async () =>
+    (
+      await db.query(
+        `select count(distinct run_id)::int as n from ai_events where event_type = 'run.claimed' and epoch = 2`,
+      )
+    )[0].n === n;
+  return waitFor(claimed, timeoutMs, `the ${n} runs to be claimed by worker B`);
+}
+
 async function statusCounts(db: TestDatabase): Promise<Record<string, number>> {
   const rows = await db.query(`select status, count(*)::int as n from ai_runs group by status`);
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
@@ -183,16 +194,7 @@ describe('workers across OS processes', () => {
     await b.ready;
     const termAt = Date.now();
     a.child.kill('SIGTERM'); // each run's 300 ms step ends within the grace; the run stops at its boundary
-    await waitFor(
-      async () => {
-        const [{ n }] = await db.query(
-          `select count(distinct run_id)::int as n from ai_events where event_type = 'run.claimed' and epoch = 2`,
-        );
-        return n === 3;
-      },
-      10_000,
-      'the 3 runs to be claimed by worker B',
-    );
+    await claimedAgain(db, 3, 10_000);
     const resumeMs = Date.now() - termAt;
     console.log(`resume after SIGTERM drain (calls settled in the grace): ${resumeMs} ms (bound 2000 ms)`);
     expect(resumeMs).toBeLessThan(2000);
@@ -216,16 +218,7 @@ describe('workers across OS processes', () => {
     await b.ready;
     const termAt = Date.now();
     a.child.kill('SIGTERM'); // 4 s step bodies, a 300 ms grace: every run has a call in flight
-    await waitFor(
-      async () => {
-        const [{ n }] = await db.query(
-          `select count(distinct run_id)::int as n from ai_events where event_type = 'run.claimed' and epoch = 2`,
-        );
-        return n === 3;
-      },
-      20_000,
-      'the 3 runs to be claimed by worker B',
-    );
+    await claimedAgain(db, 3, 20_000);
     const resumeMs = Date.now() - termAt;
     console.log(`resume after SIGTERM drain (calls in flight): ${resumeMs} ms (lease ${ttl} ms)`);
     const released = await db.query(`select payload from ai_events where event_type = 'run.released'`);

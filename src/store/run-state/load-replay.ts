@@ -1,5 +1,6 @@
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
+import type { HistoryCheckpoint, HistoryCommand } from '../../interfaces/run-history.interface';
 import { decodeStored } from '../../util/codec';
 
 /**
@@ -18,30 +19,11 @@ select 'command', step_index, idempotency_key, result, status, error, resolution
        command_name, false
   from ${t.commands} where run_id = $1`;
 
-/** A checkpoint as loaded for replay. */
-export interface RecordedStep {
-  name: string;
-  output: unknown;
-  /** Delivery order (null on rows written before replay order was recorded, and on values). */
-  seq: number | null;
-  /** Hash of the call (name and arguments); null when not recorded. */
-  fingerprint: string | null;
-  /** The call failed and the workflow saw that failure: `output` is the stored error, rethrown. */
-  failed?: boolean;
-}
+/** A checkpoint as loaded for replay (as in an exported history, without its index). */
+export type RecordedStep = Omit<HistoryCheckpoint, 'index'>;
 
-/** A command row as loaded for replay. */
-export interface CommandRow {
-  /** The step index it was reserved at, and the command's name. */
-  index: number;
-  name: string;
-  status: string;
-  result: unknown;
-  error: { message?: string } | null;
-  resolution: string | null;
-  /** The arguments it was reserved with. */
-  payload?: unknown;
-}
+/** A command row as loaded for replay (as in an exported history, without its key). */
+export type CommandRow = Omit<HistoryCommand, 'key'>;
 
 /** What a resumed claim replays from: checkpoints by step index, commands by idempotency key. */
 export interface ReplayRecord {
