@@ -88,9 +88,11 @@ class Tools {
     return 'a';
   }
 
-  @DurableStep({ name: 'paid_b', kind: 'model' })
+  /** A compute step: its body starts at once, with no started mark to fail first. */
+  @DurableStep({ name: 'paid_b' })
   async paidB(runId: string) {
     bump(`paid_b:${runId}`);
+    await new Promise((r) => setTimeout(r, 100));
     return 'b';
   }
 
@@ -427,14 +429,15 @@ describe('issue 19: what the first execution saw is what every replay sees', () 
 
   it('item 6: once a park begins, a sibling branch starts no new call (a paid step runs once)', async () => {
     const id = await start({ shape: 'park-sibling' });
+    // paid_b takes 100 ms: started beside the park, its commit would come after the park and fail.
     const run = await driveUntil(app, db, id);
     expect(run.status).toBe('succeeded');
     expect(bodies.get(`paid_b:${id}`)).toBe(1);
-    const started = await db.query(
-      `select count(*)::int as n from ai_events where run_id = $1 and event_type = 'model.call_started'`,
+    const saved = await db.query(
+      `select count(*)::int as n from ai_events where run_id = $1 and event_type = 'run.checkpoint_saved'`,
       [id],
     );
-    expect(started[0].n).toBe(1);
+    expect(saved[0].n).toBe(2); // slow_a and paid_b, each committed once
   });
 
   it('item 7: a step still live when run() returns fails the run with a usage error, never the process', async () => {
