@@ -129,8 +129,12 @@ export async function runCase(c: Case): Promise<CaseResult> {
     // The same programs again, with no fault and every signal at once: each run must end as it did.
     setPausePointHook(null);
     plan.releaseAll();
-    if (!stuck.length)
-      violations.push(...(await againWithoutFaults(c, views, live()[0] ?? workers[0], runIds)));
+    if (!stuck.length) {
+      // On a worker of its own: the case's workers may still hold what its faults froze.
+      const fresh = await bootWorker(db.url);
+      workers.push(fresh);
+      violations.push(...(await againWithoutFaults(c, views, fresh, runIds)));
+    }
     result = { violations, runs: views, ms: Date.now() - t0, coverage };
   } finally {
     setPausePointHook(null);
