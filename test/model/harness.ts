@@ -126,6 +126,13 @@ export async function runCase(c: Case): Promise<CaseResult> {
     const violations = [...stuck, ...(await checkInvariants(db, world, c, runIds, plan))];
     violations.push(...replayCheckProblems(runIds));
     const coverage = coverageOf(c, runIds, world);
+    // Faults that fired, by kind (a drain counts only when the call it held was in flight).
+    c.faults.forEach((f, i) => {
+      if (!plan.fired[i]) return;
+      const key = `fault: ${f.kind}${f.kind === 'drain' ? ' with a call in flight' : ''}`;
+      const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
+      coverage.set(key, { ran: x.ran + 1, replayed: x.replayed + 1 });
+    });
     // The same programs again, with no fault and every signal at once: each run must end as it did.
     setPausePointHook(null);
     plan.releaseAll();

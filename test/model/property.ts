@@ -38,9 +38,10 @@ export interface ModelReport {
 export function coverageTable(coverage: ModelReport['coverage']): string {
   const width = Math.max(...[...coverage.keys()].map((k) => k.length));
   return [...coverage]
-    .map(
-      ([rule, c]) =>
-        `  ${rule.padEnd(width)}  ran ${String(c.ran).padStart(6)}  replayed after a takeover ${String(c.replayed).padStart(6)}${c.replayed ? '' : '  <- never replayed'}`,
+    .map(([rule, c]) =>
+      rule.startsWith('fault:')
+        ? `  ${rule.padEnd(width)}  fired ${String(c.ran).padStart(4)}`
+        : `  ${rule.padEnd(width)}  ran ${String(c.ran).padStart(6)}  replayed after a takeover ${String(c.replayed).padStart(6)}${c.replayed ? '' : '  <- never replayed'}`,
     )
     .join('\n');
 }
