@@ -60,6 +60,7 @@ export async function rawFinish(
       '{}',
       null,
       WAKE_CHANNEL,
+      [], // $14: commands reserved but never sent (none)
     ],
   });
   if (fin.rowCount !== 1) throw new Error(`raw finish lost the fence of run ${run.id}`);
