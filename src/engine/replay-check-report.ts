@@ -14,8 +14,8 @@ export function replayCheckTarget(): string | undefined {
 }
 
 /** Records a failed replay check where the switch says. @internal */
-export function reportReplayProblem(target: string, result: ReplayCheckResult): void {
-  appendFileSync(target, `${JSON.stringify({ ...result, pid: process.pid })}\n`);
+export function reportReplayProblem(target: string, result: ReplayCheckResult, history?: unknown): void {
+  appendFileSync(target, `${JSON.stringify({ ...result, pid: process.pid, history })}\n`);
 }
 
 /** The replay check of run `runId` as an attempt just left it; a problem is logged and reported. @internal */
@@ -29,7 +29,9 @@ export async function checkAfterAttempt(
     const result = await checker.check(runId);
     if (!result.problems.length) return;
     logger.error(`replay check of run ${runId} (kind '${result.kind}'): ${result.problems.join('; ')}`);
-    reportReplayProblem(target, result);
+    // The record replayed, for a post-mortem of a failure that does not come again.
+    const history = await checker.exportHistory(runId).catch(() => undefined);
+    reportReplayProblem(target, result, history);
   } catch (err) {
     logger.warn(`replay check of run ${runId} could not read the run: ${(err as Error).message}`);
   }

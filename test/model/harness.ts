@@ -4,11 +4,13 @@
  * driven until every run has settled; then the invariant checker.
  */
 import { INestApplication } from '@nestjs/common';
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { RunRepository, RunView } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { Reconciler } from '../../src/maintenance/reconciler.service';
-import { setPausePointHook } from '../../src/testing';
+import { exportRunHistory, setPausePointHook } from '../../src/testing';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { applyAction, decide } from './actions';
@@ -125,6 +127,7 @@ export async function runCase(c: Case): Promise<CaseResult> {
     const views = (await Promise.all(runIds.map((id) => runs.get(id)))) as RunView[];
     const violations = [...stuck, ...(await checkInvariants(db, world, c, runIds, plan))];
     violations.push(...replayCheckProblems(runIds));
+    if (violations.length) await dumpFailure(c, runIds, workers[0].app, violations);
     const coverage = coverageOf(c, runIds, world);
     // Faults that fired, by kind (a drain counts only when the call it held was in flight).
     c.faults.forEach((f, i) => {
@@ -150,6 +153,20 @@ export async function runCase(c: Case): Promise<CaseResult> {
     await dropLater(db);
   }
   return result;
+}
+
+/**
+ * A failing case, whole, for the post-mortem of one that does not fail again: the case, its
+ * violations, each run's stored history and its event trail, one JSON line appended to
+ * `DURABLE_MODEL_FAILURES` (default: durable-model-failures.jsonl in the temp folder).
+ */
+async function dumpFailure(c: Case, runIds: string[], app: INestApplication, violations: string[]) {
+  const file = process.env.DURABLE_MODEL_FAILURES ?? path.join(tmpdir(), 'durable-model-failures.jsonl');
+  const runs = app.get(RunRepository);
+  const histories = await Promise.all(runIds.map((id) => exportRunHistory(app, id).catch((e) => String(e))));
+  const trails = await Promise.all(runIds.map((id) => runs.events(id).catch((e) => String(e))));
+  appendFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), case: c, violations, histories, trails })}\n`);
+  console.log(`[model] failing case written to ${file}`);
 }
 
 /** Replay checks of this case's runs that failed (the workers check each run after each attempt). */
