@@ -34,6 +34,7 @@ export type {
   StepKind,
 } from './interfaces/step-options.interface';
 export { RunContext } from './engine/run-context';
+export type { OnRunCancel } from './engine/run-context';
 export { currentRun } from './engine/run-storage';
 export type {
   ApprovalDecision,
@@ -57,6 +58,7 @@ export type {
   ListRunsQuery,
   RunCursor,
   RunEvent,
+  RunCancelInfo,
   RunHistoryQuery,
   RunPage,
   RunStatus,

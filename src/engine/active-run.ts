@@ -10,11 +10,12 @@ import type {
 import type { RunCursor } from '../interfaces/run.interface';
 import type { StepMetadata } from '../interfaces/step-options.interface';
 import type { DurableObservers } from './durable-observers';
-import type { StepInfo } from '../interfaces/durable-observer.interface';
+import type { RunAttemptInfo, StepInfo } from '../interfaces/durable-observer.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import type { CheckpointWrite, Fence } from '../store/run-state/fence';
-import type { CommandRow, RecordedStep } from '../store/run-state/load-replay';
+import type { CommandRow, RecordedStep, ReplayRecord } from '../store/run-state/load-replay';
+import { CLEANUP_BASE, phaseOf, seqFloor } from './cleanup-phase';
 import type { RunStateStore } from '../store/run-state/run-state.store';
 import { LeaseClock } from './lease-clock';
 import { pausePoint, PausePointName } from './pause-points';
@@ -38,7 +39,8 @@ import { sleepStep, waitForSignalStep } from './steps/wait-step';
  */
 export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   readonly context = new RunContext(this);
-  readonly log: ReplayLog;
+  /** The replay log of the phase being driven (`run()`, or the cleanup after a cancel). */
+  log: ReplayLog;
   readonly control: RunControl;
   readonly lease: LeaseClock;
   readonly fence: Fence;
@@ -62,15 +64,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   ) {
     this.fence = { runId: claim.id, workerId, epoch: claim.epoch };
     this.cursor = claim.cursor;
-    this.log = new ReplayLog(
-      recorded,
-      (index, rec, requested, detail) =>
-        this.control.halt({
-          kind: 'non-determinism',
-          error: new NonDeterminismError(claim.id, index, rec, requested, detail),
-        }),
-      new Map([...commands.values()].map((c) => [c.index, c])),
-    );
+    // `run()` replays what it recorded below the cleanup's positions, never the cleanup's own.
+    this.log = this.logOf(phaseOf({ checkpoints: recorded, commands }, 'run'));
     this.control = new RunControl(claim.id, claim.cancelRequested, claim.cancelReason, (error) =>
       this.log.fail(error),
     );
@@ -102,6 +97,33 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   }
   get signal(): AbortSignal {
     return this.control.signal;
+  }
+
+  private logOf(record: ReplayRecord, phase?: { firstIndex: number; seqFloor: number }): ReplayLog {
+    return new ReplayLog(
+      record.checkpoints,
+      (index, rec, requested, detail) =>
+        this.control.halt({
+          kind: 'non-determinism',
+          error: new NonDeterminismError(this.claim.id, index, rec, requested, detail),
+        }),
+      new Map([...record.commands.values()].map((c) => [c.index, c])),
+      phase,
+    );
+  }
+
+  /**
+   * The cancelled run's cleanup phase begins: its own replay log (the cleanup's part of `record`,
+   * positions from CLEANUP_BASE + 1, delivery order after everything `run()` recorded), and run
+   * control that a cancel no longer stops. Values `run()` left pending were written with the marker.
+   */
+  enterCleanup(record: ReplayRecord): void {
+    this.log.fail(new RunSuspended({ kind: 'ended' }));
+    this.log = this.logOf(phaseOf(record, 'cleanup'), {
+      firstIndex: CLEANUP_BASE + 1,
+      seqFloor: seqFloor(record),
+    });
+    this.control.beginCleanup();
   }
 
   /** The attempt is over: replay timers are cleared. */
@@ -143,15 +165,19 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     return { host: this, context: this.context, step };
   }
 
-  stepInfo(index: number, name: string, stepKind: StepInfo['stepKind']): StepInfo {
-    const run = {
+  /** What observers are told about this attempt. */
+  attemptInfo(): RunAttemptInfo {
+    return {
       runId: this.runId,
       kind: this.kind,
       epoch: this.epoch,
       attempt: this.attempt,
       workerId: this.workerId,
     };
-    return { run, index, name, stepKind };
+  }
+
+  stepInfo(index: number, name: string, stepKind: StepInfo['stepKind']): StepInfo {
+    return { run: this.attemptInfo(), index, name, stepKind };
   }
 
   misuse(error: Error): Error {

@@ -37,19 +37,24 @@ export class DurableObservers {
     };
   }
 
-  /** Drives one run attempt (`body`) between `runAttemptStarted` and `runAttemptEnded`. */
-  async runAttempt(
-    info: RunAttemptInfo,
-    body: () => Promise<void>,
-    outcome: () => RunAttemptOutcome,
-  ): Promise<void> {
+  /**
+   * Drives one run attempt (`body`, which says how it ended) between `runAttemptStarted` and
+   * `runAttemptEnded`.
+   */
+  async runAttempt(info: RunAttemptInfo, body: () => Promise<RunAttemptOutcome>): Promise<void> {
     const started = performance.now();
+    let outcome: RunAttemptOutcome = 'unrecorded';
     this.emit((o) => o.runAttemptStarted?.(info));
     try {
-      await this.compose(body, (o) => (o.wrapRunAttempt ? (next) => o.wrapRunAttempt!(info, next) : null));
+      await this.compose(
+        async () => {
+          outcome = await body();
+        },
+        (o) => (o.wrapRunAttempt ? (next) => o.wrapRunAttempt!(info, next) : null),
+      );
     } finally {
       const ms = performance.now() - started;
-      this.emit((o) => o.runAttemptEnded?.(info, outcome(), ms));
+      this.emit((o) => o.runAttemptEnded?.(info, outcome, ms));
     }
   }
 

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from './durable.registry';
-import { DanglingCallError } from '../errors/dangling-call.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from './durable-observers';
@@ -16,6 +15,9 @@ import type { RunStop } from './run-stop';
 import { errorWrite, failedWrite } from './run-settlement';
 import { stepFailuresIn } from './stored-error';
 import { ReplayChecker } from './replay-check';
+import { cleansUp, WorkflowInstance } from './cleanup-phase';
+import { driveCleanup } from './run-cleanup';
+import { drivePhase, PhaseEnd } from './drive-phase';
 import { checkAfterAttempt, replayCheckTarget } from './replay-check-report';
 
 const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
@@ -67,52 +69,46 @@ export class Executor {
   }
 
   private async driveAttempt(run: ActiveRun): Promise<void> {
-    if (!this.observers.active) {
-      await this.attempt(run);
-      return;
-    }
-    const info = {
-      runId: run.runId,
-      kind: run.kind,
-      epoch: run.epoch,
-      attempt: run.attempt,
-      workerId: run.workerId,
-    };
-    let outcome: RunAttemptOutcome = 'unrecorded';
-    await this.observers.runAttempt(
-      info,
-      async () => {
-        outcome = await this.attempt(run);
-      },
-      () => outcome,
-    );
+    if (!this.observers.active) await this.attempt(run);
+    else await this.observers.runAttempt(run.attemptInfo(), () => this.attempt(run));
   }
 
   /** One attempt: the workflow from the top, then the run settled by how it ended. */
   private async attempt(run: ActiveRun): Promise<RunAttemptOutcome> {
     try {
       const wf = this.registry.getWorkflow(run.kind);
-      let end: { output: unknown } | { error: unknown };
-      try {
-        if (!wf) throw new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`);
-        end = { output: await run.execute(() => wf.instance.run(run.claim.input, run.context)) };
-      } catch (error) {
-        end = { error };
-        run.endedWith = error;
-      }
-      // A call still live when run() returned was never awaited: its outcome would be lost (and
-      // replay could not place it). The run fails with a usage error; the call is stopped first.
-      if ('output' in end && run.control.liveCalls > 0 && !run.control.stop)
-        run.control.halt({ kind: 'usage', error: new DanglingCallError(run.kind, run.control.liveCalls) });
-      // Nothing is written while a call of this run is live here: no handover, no finish, beside it.
-      await run.control.settled();
+      // A cancelled run that cleans up: its run() is over (the cancel stopped it), its cleanup resumes.
+      if (wf && run.claim.cancelRequested && cleansUp(wf.instance))
+        return await this.cleanUp(run, wf.instance);
+      const end: PhaseEnd = wf
+        ? await drivePhase(run, () => wf.instance.run(run.claim.input, run.context))
+        : { error: new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`) };
+      if ('error' in end) run.endedWith = end.error;
       const stop = run.control.stop;
+      if (stop?.kind === 'cancelled' && wf && cleansUp(wf.instance))
+        return await this.cleanUp(run, wf.instance);
       if (stop) return await this.settleStop(run, stop);
       if ('error' in end) return await this.settleError(run, end.error);
       return await this.succeed(run, end.output);
     } finally {
       run.close();
     }
+  }
+
+  /** The cleanup phase of a cancelled run (`onCancel`), then the run settled as it says. */
+  private async cleanUp(run: ActiveRun, wf: Required<WorkflowInstance>): Promise<RunAttemptOutcome> {
+    const end = await driveCleanup(run, wf, this.store);
+    if ('stop' in end) return this.settleStop(run, end.stop);
+    if ('lost' in end) return this.settleError(run, end.lost);
+    if ('unrecorded' in end) {
+      this.logger.error(`could not begin the cleanup of ${runLabel(run)}: ${end.unrecorded.message}`);
+      return 'unrecorded';
+    }
+    if (end.write.payload.cleanup === 'failed')
+      this.logger.error(
+        `${runLabel(run)}: its onCancel cleanup failed${this.detail({ message: end.write.payload.cleanupError })}`,
+      );
+    return this.finish(run, end.write);
   }
 
   private async succeed(run: ActiveRun, output: unknown): Promise<RunAttemptOutcome> {

@@ -10,6 +10,9 @@ import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { decodeStored, encodeValue } from '../util/codec';
 import { ActiveRun } from './active-run';
 import { DurableRegistry } from './durable.registry';
+import { cleansUp, CLEANUP_BASE, WorkflowInstance } from './cleanup-phase';
+import { driveCleanup } from './run-cleanup';
+import type { RunStop } from './run-stop';
 
 /** What a replay check found for one run. */
 export interface ReplayCheckResult {
@@ -39,10 +42,38 @@ class EndOfRecord extends Error {
   }
 }
 
-/** A store for a replay that writes nothing: any statement at all is a problem of the check. */
-const READ_ONLY_STORE = new Proxy({} as RunStateStore, {
-  get: (_t, method) => () => Promise.reject(new Error(`the replay tried to write (${String(method)})`)),
-});
+/**
+ * A store for a replay that writes nothing: it reads the record being checked, and any other
+ * statement at all is a problem of the check.
+ */
+function readOnlyStore(record: ReplayRecord): RunStateStore {
+  return new Proxy({} as RunStateStore, {
+    get: (_t, method) =>
+      method === 'loadForReplay'
+        ? () => Promise.resolve(record)
+        : () => Promise.reject(new Error(`the replay tried to write (${String(method)})`)),
+  });
+}
+
+/** The stop of a checked replay that reached the end of its record. */
+const stopAt = (end: EndOfRecord): RunStop => ({ kind: 'suspended', reason: end.message });
+
+/** What one replayed phase did wrong: a divergence, another stop, a recorded call it never asked for. */
+async function phaseProblems(run: ActiveRun): Promise<string[]> {
+  await run.control.settled();
+  run.close();
+  const problems: string[] = [];
+  const stop = run.control.stop;
+  if (stop?.kind === 'non-determinism') problems.push(stop.error.message);
+  else if (stop && stop.kind !== 'suspended' && stop.kind !== 'usage')
+    problems.push(`the replay stopped: ${stop.kind}`);
+  const unasked = run.log.unasked();
+  if (unasked.length && !problems.length)
+    problems.push(
+      `the replay never asked for ${unasked.map((u) => `${u.name} at #${u.index}`).join(', ')} of the record`,
+    );
+  return problems;
+}
 
 /**
  * The replay check: re-runs a run's workflow code in this process against its stored record, with
@@ -105,8 +136,56 @@ export class ReplayChecker {
   private async replay(
     history: RunHistory,
     record: ReplayRecord,
-    workflow: { run(input: unknown, ctx: unknown): unknown },
+    workflow: WorkflowInstance,
   ): Promise<Pick<ReplayCheckResult, 'ended' | 'problems'>> {
+    const row = history.run;
+    const main = this.replayRun(history, record);
+    let end: EndOfRecord | null = null;
+    main.replayOnly = {
+      reached: (index, call) => main.control.halt(stopAt((end ??= new EndOfRecord(index, call)))),
+    };
+    let outcome: { output: unknown } | { error: unknown };
+    try {
+      outcome = { output: await main.execute(() => workflow.run(row.input, main.context)) };
+    } catch (error) {
+      outcome = { error };
+    }
+    const problems = await phaseProblems(main);
+    const ended = end ? 'end-of-record' : 'output' in outcome ? 'returned' : 'threw';
+    if (row.status === 'succeeded') {
+      if (end) problems.push(`a succeeded run's replay ${(end as EndOfRecord).message}`);
+      else if (!('output' in outcome))
+        problems.push(
+          `a succeeded run's replay threw: ${(outcome.error as Error)?.message ?? String(outcome.error)}`,
+        );
+      else problems.push(...this.compareOutput(row.output, outcome.output));
+    }
+    if (cleansUp(workflow) && record.checkpoints.has(CLEANUP_BASE))
+      problems.push(...(await this.replayCleanup(history, record, workflow)));
+    return { ended, problems };
+  }
+
+  /** The cleanup phase of a cancelled run (`onCancel`), replayed against its part of the record. */
+  private async replayCleanup(
+    history: RunHistory,
+    record: ReplayRecord,
+    workflow: Required<WorkflowInstance>,
+  ): Promise<string[]> {
+    const run = this.replayRun(history, record);
+    let end: EndOfRecord | null = null;
+    run.replayOnly = {
+      reached: (index, call) => run.control.halt(stopAt((end ??= new EndOfRecord(index, call)))),
+    };
+    const out = await driveCleanup(run, workflow, readOnlyStore(record));
+    const problems = await phaseProblems(run);
+    if ('unrecorded' in out) problems.push(`the cleanup could not be replayed: ${out.unrecorded.message}`);
+    if (end && history.run.status === 'cancelled')
+      problems.push(`a cancelled run's cleanup ${(end as EndOfRecord).message}`);
+    return problems.map((p) => `onCancel: ${p}`);
+  }
+
+  /** A run driven for a replay only: nothing it does reaches the database. */
+  private replayRun(history: RunHistory, record: ReplayRecord): ActiveRun {
     const row = history.run;
     const claim = {
       id: row.id,
@@ -121,45 +200,10 @@ export class ReplayChecker {
       dbNow: new Date(history.exportedAt),
       sentAt: performance.now(),
     };
-    const run = new ActiveRun(claim, 'replay-check', record.checkpoints, record.commands, READ_ONLY_STORE, {
+    return new ActiveRun(claim, 'replay-check', record.checkpoints, record.commands, readOnlyStore(record), {
       ...this.options,
       worker: { ...this.options.worker, leaseTtlMs: 24 * 3600_000 },
     });
-    let end: EndOfRecord | null = null;
-    run.replayOnly = {
-      reached: (index, call) => {
-        end ??= new EndOfRecord(index, call);
-        return run.control.halt({ kind: 'suspended', reason: end.message });
-      },
-    };
-    let outcome: { output: unknown } | { error: unknown };
-    try {
-      outcome = { output: await run.execute(() => workflow.run(claim.input, run.context)) };
-    } catch (error) {
-      outcome = { error };
-    }
-    await run.control.settled();
-    run.close();
-    const problems: string[] = [];
-    const stop = run.control.stop;
-    if (stop?.kind === 'non-determinism') problems.push(stop.error.message);
-    else if (stop && stop.kind !== 'suspended' && stop.kind !== 'usage')
-      problems.push(`the replay stopped: ${stop.kind}`);
-    const unasked = run.log.unasked();
-    if (unasked.length && !problems.length)
-      problems.push(
-        `the replay never asked for ${unasked.map((u) => `${u.name} at #${u.index}`).join(', ')} of the record`,
-      );
-    const ended = end ? 'end-of-record' : 'output' in outcome ? 'returned' : 'threw';
-    if (row.status === 'succeeded') {
-      if (end) problems.push(`a succeeded run's replay ${(end as EndOfRecord).message}`);
-      else if (!('output' in outcome))
-        problems.push(
-          `a succeeded run's replay threw: ${(outcome.error as Error)?.message ?? String(outcome.error)}`,
-        );
-      else problems.push(...this.compareOutput(row.output, outcome.output));
-    }
-    return { ended, problems };
   }
 
   /** The replay's output against the stored one, byte for byte in the stored form (key order included). */

@@ -58,14 +58,17 @@ export class ReplayLog {
       detail?: string,
     ) => unknown,
     private readonly reserved: ReadonlyMap<number, CommandRow> = new Map(),
+    /** A phase of its own (the cleanup after a cancel): its first index, and the lowest seq it may take. */
+    phase: { firstIndex: number; seqFloor: number } = { firstIndex: 0, seqFloor: 0 },
   ) {
+    this.nextIndex = phase.firstIndex;
     const deliveries = [...recorded.entries()].filter(([, r]) => isDelivery(r.name));
     const key = ([i, r]: [number, RecordedStep]) => (r.seq === null ? i - 2 ** 40 : r.seq);
     deliveries.sort((a, b) => key(a) - key(b) || a[0] - b[0]);
     this.order = deliveries.map(([i]) => i);
     this.undelivered = new Set(this.order);
     const maxSeq = deliveries.reduce((m, [, r]) => Math.max(m, r.seq ?? -1), -1);
-    this.nextSeq = this.liveNext = maxSeq + 1;
+    this.nextSeq = this.liveNext = Math.max(maxSeq + 1, phase.seqFloor);
   }
 
   /** True while recorded results remain to be delivered. */

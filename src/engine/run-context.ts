@@ -1,4 +1,5 @@
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
+import type { RunCancelInfo } from '../interfaces/run.interface';
 import { handed } from './handed';
 
 /** The parts of a driven run that the public context exposes. @internal */
@@ -101,6 +102,20 @@ export class RunContext {
   resumePoint<T = unknown>(): { item: number; partial: T } | null {
     return this.host.resumePoint() as { item: number; partial: T } | null;
   }
+}
+
+/**
+ * A workflow that cleans up after a cancel: when a cancel reaches its running code, `run()` stops
+ * (every call it makes from then on throws RunCancelledError), and once its calls have settled the
+ * engine calls `onCancel(input, ctx, cancel)`. Its steps and commands run and are recorded like
+ * `run()`'s, in a position space of their own; a crash, drain or lost lease during the cleanup resumes
+ * it on the next claim, replaying what it recorded. It may not wait (`sleep`, `waitForSignal`, an
+ * approval): that ends the cleanup with a usage error. The run ends `cancelled` however `onCancel`
+ * ends; its error, if it threw, is in the `run.cancelled` event (`cleanup: 'failed'`). A run
+ * cancelled while `pending` or parked (`waiting`) ends at once, with no cleanup.
+ */
+export interface OnRunCancel<I = any> {
+  onCancel(input: I, ctx: RunContext, cancel: RunCancelInfo): unknown;
 }
 
 function uuidFromSeed(seed: Buffer): string {

@@ -1,3 +1,4 @@
+import { DurableUsageError } from '../errors/durable-usage.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import { RunStop, stopError } from './run-stop';
 import { markEngineStop } from './stop-rejections';
@@ -8,7 +9,6 @@ import { markEngineStop } from './stop-rejections';
  * @internal
  */
 export class RunControl {
-  private readonly abort = new AbortController();
   private stopped: { stop: RunStop; error: Error } | null = null;
   /** Set by a draining worker: the run stops (and is released) at its next step boundary. */
   draining = false;
@@ -28,13 +28,48 @@ export class RunControl {
   private idleWaiters: Array<() => void> = [];
   private settledWaiters: Array<() => void> = [];
 
+  private abort = new AbortController();
+  private cancelFlag: boolean;
+  /**
+   * The run is in its cleanup phase (`onCancel` after a cancel): a cancel no longer stops it, and it
+   * may not park (a parked cancelled run would be due again at once).
+   */
+  private cleaning = false;
+
   constructor(
     private readonly runId: string,
-    /** A cancel is requested; the run stops at its next step boundary. */
-    public cancelRequested: boolean,
+    cancelRequested: boolean,
     private readonly cancelReason: string | null,
     private readonly onStop: (error: Error) => void,
-  ) {}
+  ) {
+    this.cancelFlag = cancelRequested;
+  }
+
+  /** A cancel is requested; the run stops at its next step boundary (not in its cleanup phase). */
+  get cancelRequested(): boolean {
+    return this.cancelFlag;
+  }
+  set cancelRequested(requested: boolean) {
+    if (!this.cleaning) this.cancelFlag = requested;
+  }
+
+  /** True in the cleanup phase of a cancelled run. */
+  get inCleanup(): boolean {
+    return this.cleaning;
+  }
+
+  /**
+   * The run was cancelled and its workflow's `onCancel` runs now: the cancel stop is cleared (a fresh
+   * AbortSignal), and from here on a cancel neither stops the run nor aborts its calls. Any other
+   * stop (lease lost, a drain) still ends the attempt; the next claim resumes the cleanup.
+   */
+  beginCleanup(): void {
+    this.cleaning = true;
+    this.cancelFlag = false;
+    if (this.stopped?.stop.kind === 'cancelled') this.stopped = null;
+    this.park = null; // a park the cancel cut short is over
+    if (this.abort.signal.aborted) this.abort = new AbortController();
+  }
 
   get signal(): AbortSignal {
     return this.abort.signal;
@@ -52,6 +87,8 @@ export class RunControl {
 
   /** Stops the run (the first stop wins): later steps throw its error, the AbortSignal fires. */
   halt(stop: RunStop): Error {
+    // A cleanup phase runs because the run was cancelled: another cancel does not stop it.
+    if (this.cleaning && stop.kind === 'cancelled') return this.stopped?.error ?? stopError(stop);
     this.stopped ??= { stop, error: markEngineStop(stopError(stop)) };
     const { error } = this.stopped;
     if (!this.abort.signal.aborted) this.abort.abort(error);
@@ -97,6 +134,18 @@ export class RunControl {
   endPark(): void {
     this.park?.end();
     this.park = null;
+  }
+
+  /**
+   * `onCancel` may call steps and commands, never wait: a cancelled run that parked would be due
+   * again at once. The cleanup ends with a usage error instead (the run still ends cancelled).
+   */
+  refuseParkInCleanup(what: string): void {
+    if (!this.cleaning) return;
+    const error = new DurableUsageError(
+      `${what} is not allowed in onCancel: a cancelled run cleans up with steps and commands only, and never waits`,
+    );
+    throw this.halt({ kind: 'usage', error });
   }
 
   /** Live calls of this attempt (step bodies, dispatches, lookups) not yet settled. */
@@ -148,6 +197,7 @@ export class RunControl {
    * by the next claim, so the park lets those finish and commit first.
    */
   async quiesce(own = 0): Promise<void> {
+    this.refuseParkInCleanup('waiting for an operator (an approval or a manual in-doubt command)');
     // One event-loop turn first: sibling branches called in the same tick reach their calls.
     await new Promise<void>((r) => setImmediate(r));
     if (!this.park) {

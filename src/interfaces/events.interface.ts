@@ -95,8 +95,14 @@ export interface DurableEventPayloads {
   'run.dead_lettered': { reason: 'attempts_exhausted'; attempts: number; error: string };
   /** A cancel was requested for a running run; it stops at its next step boundary or heartbeat. */
   'run.cancel_requested': { reason: string | null; by?: By };
-  /** The run was cancelled: at once when not running, else by its worker (`{ by: 'worker' }`). */
-  'run.cancelled': { reason: string | null; by?: By } | { by: 'worker' };
+  /**
+   * The run was cancelled: at once when not running, else by its worker (`{ by: 'worker' }`; with
+   * `cleanup` when its workflow has `onCancel`: `done`, or `failed` and the error it ended with).
+   */
+  'run.cancelled':
+    { reason: string | null; by?: By } | { by: 'worker'; cleanup?: 'done' | 'failed'; cleanupError?: string };
+  /** A cancel reached the running workflow and its `onCancel` cleanup begins (once per run). */
+  'run.cleanup_started': Record<string, never>;
   /** A failed or dead-lettered run was put back to `pending`. */
   'run.retried': { by: By | null };
   /** The reconciler found the run's lease expired and made it due again (or dead-lettered it). */
@@ -147,6 +153,7 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'run.dead_lettered': true,
   'run.cancel_requested': true,
   'run.cancelled': true,
+  'run.cleanup_started': true,
   'run.retried': true,
   'run.reconciled': true,
   'run.pruned': true,

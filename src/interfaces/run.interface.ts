@@ -82,6 +82,19 @@ export interface WorkflowClass<I = any, O = any> {
   new (...args: any[]): { run(input: I, ...rest: any[]): O | Promise<O> };
 }
 
+/** What a workflow's `onCancel(input, ctx, cancel)` is told about the cancel and the run before it. */
+export interface RunCancelInfo {
+  /** The reason given to `RunRepository.cancel(id, reason)`, or null. */
+  reason: string | null;
+  /**
+   * What `run()` recorded before the cancel, in position order: steps (`name`) and commands
+   * (`command:<name>`), each with its recorded output (for a failure: the stored error, `failed`).
+   * A command that was never sent is not here; one whose outcome is unknown is listed in doubt by
+   * `CommandGateway.listForRun(id, { status: 'in_doubt' })` once the run has ended.
+   */
+  completed: Array<{ index: number; name: string; output: unknown; failed: boolean }>;
+}
+
 /** The input type of a workflow class's `run()`. */
 export type WorkflowInput<W> = W extends WorkflowClass<infer I, any> ? I : never;
 

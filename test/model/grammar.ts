@@ -103,6 +103,7 @@ export const RULES = [
   'call awaited later',
   'dangling call at return',
   'signals in a loop',
+  'cleanup after a cancel (onCancel)',
 ];
 
 /** The engine error a program's run must fail with (the first misuse it reaches), or null. */

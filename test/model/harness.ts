@@ -50,6 +50,12 @@ function coverageOf(c: Case, runIds: string[], world: World): CaseResult['covera
       if (epochs.size > 1) rule.replayed++;
       out.set(ruleOf(op), rule);
     }
+    const cleanups = new Set(
+      world.observations.filter((o) => o.runId === runIds[r] && o.op === 'cleanup@').map((o) => o.epoch),
+    );
+    const rule = out.get('cleanup after a cancel (onCancel)')!;
+    if (cleanups.size) rule.ran++;
+    if (cleanups.size > 1) rule.replayed++;
   });
   return out;
 }
@@ -165,7 +171,10 @@ async function dumpFailure(c: Case, runIds: string[], app: INestApplication, vio
   const runs = app.get(RunRepository);
   const histories = await Promise.all(runIds.map((id) => exportRunHistory(app, id).catch((e) => String(e))));
   const trails = await Promise.all(runIds.map((id) => runs.events(id).catch((e) => String(e))));
-  appendFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), case: c, violations, histories, trails })}\n`);
+  appendFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), case: c, violations, histories, trails })}\n`,
+  );
   console.log(`[model] failing case written to ${file}`);
 }
 

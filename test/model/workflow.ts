@@ -12,6 +12,7 @@ import {
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
+  RunCancelInfo,
   RunContext,
   SignalTimeoutError,
 } from '../../src';
@@ -183,6 +184,22 @@ export class ModelWorkflow {
       } else amount = await this.rule(ctx, op, out, amount);
     }
     return out;
+  }
+
+  /**
+   * The cleanup after a cancel: a command whose amount is how many commands run() had completed (read
+   * from the cancel info, so every resume of the cleanup sends the same), then a step.
+   */
+  async onCancel(_input: Program, ctx: RunContext, cancel: RunCancelInfo): Promise<void> {
+    world.observe(ctx.runId, 'cleanup@', ctx.epoch, { entered: true });
+    const paid = cancel.completed.filter((c) => c.name.startsWith('command:') && !c.failed).length;
+    await this.command(
+      ctx,
+      { cmd: 'dedup_lookup', approval: false, decision: 'approve', resolution: 'retry' },
+      'cleanupc',
+      paid,
+    );
+    await this.step(ctx, 'compute', { op: 'cleanups' });
   }
 
   /** One op of the grammar (issue 19); returns the amount the next command sends. */

@@ -114,11 +114,11 @@ async function dispatch(
     'tool.command_reserved',
     records,
   );
+  // A cancel stops the run here (the first stop wins; not in the cleanup after a cancel).
   if (cancelRequested) env.control.halt({ kind: 'cancelled', error: env.control.cancelled() });
   // Settled meanwhile (an operator decided it): never send it again; the next claim replays the
   // decision from the row.
-  else if (!reserved)
-    env.control.halt({ kind: 'suspended', reason: `command ${cmd.key} was settled meanwhile` });
+  if (!reserved) env.control.halt({ kind: 'suspended', reason: `command ${cmd.key} was settled meanwhile` });
   env.control.unsent.add(cmd.key); // until the call is made: a run that stops before never sent it
   env.control.checkActive(false); // a cancelled run never calls another command (a drain lets it finish)
   crashPoint('after-command-reserve', cmd.index);

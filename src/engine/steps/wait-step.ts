@@ -17,6 +17,7 @@ function notInStep(env: StepEnv, what: string): void {
       env,
       `${what} must be called in the workflow body, not inside ${step.command ? `the body of ${step.name}` : 'a @DurableStep'}`,
     );
+  env.control.refuseParkInCleanup(what);
 }
 
 /**

@@ -11,12 +11,14 @@ import {
   StoreContext,
 } from './fence';
 import type { SqlText } from '../durable-names';
+import { CLEANUP_BASE } from './cleanup-mark';
 
 /**
  * Reserve a command before dispatch, fenced, in one statement: the run's cursor says `started`, the
  * command row exists (new) or is taken back from pending / in_doubt / approved for a re-dispatch under
  * this epoch, and `tool.command_reserved` is in the trail. Returns the cancel flag so a cancelled run
- * never dispatches (and then reserves nothing, so no command is left in doubt that was never sent),
+ * never dispatches (and then reserves nothing, so no command is left in doubt that was never sent;
+ * the cleanup after a cancel, at positions above CLEANUP_BASE, does reserve),
  * and `reserved` = 0 when the row was already settled (an operator decided it meanwhile): the caller
  * must not dispatch then. $1 id, $2 worker, $3 epoch, $4 cursor, $5 ttl ms, $6 key, $7 step index, $8 name,
  * $9 payload, $10 event payload, $11 recorded values
@@ -24,7 +26,8 @@ import type { SqlText } from '../durable-names';
 export const RESERVE_COMMAND_SQL: SqlText = (t) => `
 ${fencedRun(t, `cursor = $4::jsonb, ${extendLeaseBy('$5')}, updated_at = now()`)}, cmd as (
   insert into ${t.commands} (idempotency_key, run_id, step_index, command_name, payload, status, epoch)
-  select $6, run.id, $7, $8, $9::jsonb, 'pending', run.epoch from run where not run.cancel_requested
+  select $6, run.id, $7, $8, $9::jsonb, 'pending', run.epoch from run
+   where not run.cancel_requested or $7 > ${CLEANUP_BASE} -- the cleanup after a cancel reserves its own
   on conflict (idempotency_key) do update
      set status = 'pending', epoch = excluded.epoch, resolution = null, error = null, updated_at = now()
    where ai_commands.status in ('pending', 'in_doubt', 'approved') and ai_commands.run_id = excluded.run_id

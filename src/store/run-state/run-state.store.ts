@@ -9,6 +9,7 @@ import type { CheckpointWrite, Fence, StoreContext } from './fence';
 import { finishRun, FinishWrite } from './finish-run';
 import { heartbeat, renewLease } from './heartbeat';
 import { loadForReplay, ReplayRecord } from './load-replay';
+import { markCleanup } from './cleanup-mark';
 import { parkRun, ParkWrite } from './park-run';
 import { CommandOutcomeWrite, recordCommand } from './record-command';
 import { CommandToReserve, reserveCommand } from './reserve-command';
@@ -64,6 +65,16 @@ export class RunStateStore implements StoreContext {
     progressMade: boolean,
   ) {
     return writeStep(this, fence, cursor, checkpoints, event, payload, progressMade);
+  }
+
+  /** A cancelled run's cleanup begins: its marker checkpoint (with the cancel reason) and values pending. */
+  markCleanup(
+    fence: Fence,
+    marker: { index: number; name: string },
+    cursor: RunCursor,
+    records: CheckpointWrite[],
+  ) {
+    return markCleanup(this, fence, marker, cursor, records);
   }
 
   /** Moves the intra-step cursor (ctx.progress). */

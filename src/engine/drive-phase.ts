@@ -1,0 +1,25 @@
+import { DanglingCallError } from '../errors/dangling-call.error';
+import type { ActiveRun } from './active-run';
+
+/** How a phase's code (`run()` or `onCancel()`) ended: its return value or what it threw. @internal */
+export type PhaseEnd = { output: unknown } | { error: unknown };
+
+/**
+ * Runs one phase of a workflow (`run()`, or the cleanup `onCancel()`) in the run's async-local frame,
+ * and resolves once no call of it is live. A call still live when the code returned was never awaited:
+ * its outcome would be lost (and replay could not place it), so the run stops with a usage error
+ * (DanglingCallError). Nothing is written while a call of this run is live: no handover, no finish.
+ * @internal
+ */
+export async function drivePhase(run: ActiveRun, body: () => unknown): Promise<PhaseEnd> {
+  let end: PhaseEnd;
+  try {
+    end = { output: await run.execute(body) };
+  } catch (error) {
+    end = { error };
+  }
+  if ('output' in end && run.control.liveCalls > 0 && !run.control.stop)
+    run.control.halt({ kind: 'usage', error: new DanglingCallError(run.kind, run.control.liveCalls) });
+  await run.control.settled();
+  return end;
+}
