@@ -12,9 +12,10 @@ import { ReplayChecker } from './engine/replay-check';
 import { ReplayHistoryStore } from './store/replay-history.store';
 import { Reconciler } from './maintenance/reconciler.service';
 import { DurableWorker } from './engine/worker.service';
-import { CheckpointService } from './store/checkpoint.service';
+import { CheckpointService } from './api/checkpoint.service';
 import { CommandGateway } from './api/command-gateway.service';
-import { LeaseService } from './store/lease.service';
+import { LeaseService } from './api/lease.service';
+import { LeaseHolderStore } from './store/lease-holders.store';
 import { RunRepository } from './api/run.repository';
 import { RunResultWaiter } from './api/run-results';
 import { RunStateStore } from './store/run-state/run-state.store';
@@ -45,6 +46,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     CheckpointService,
     CommandGateway,
     LeaseService,
+    LeaseHolderStore,
     RunStateStore,
     RunRepository,
     RunResultWaiter,

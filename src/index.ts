@@ -51,6 +51,10 @@ export type {
 // Starting and reading runs.
 export { RunRepository } from './api/run.repository';
 export { CommandGateway } from './api/command-gateway.service';
+export { CheckpointService } from './api/checkpoint.service';
+export type { StepOutput, StepRef } from './api/checkpoint.service';
+export { LeaseService } from './api/lease.service';
+export type { RunLeaseView, WorkerReleaseResult } from './interfaces/lease.interface';
 export type { CommandView } from './interfaces/command.interface';
 export { RUN_STATUSES, TERMINAL_STATUSES } from './interfaces/run.interface';
 export type {

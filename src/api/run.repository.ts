@@ -21,7 +21,6 @@ import type {
   WorkflowOutput,
 } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import { CheckpointService } from '../store/checkpoint.service';
 import { CommandStore } from '../store/command.store';
 import { eventPayload } from '../store/event-payload';
 import { RunControlStore } from '../store/run-control.store';
@@ -57,7 +56,6 @@ export class RunRepository {
     private readonly reads: RunReadStore,
     private readonly control: RunControlStore,
     private readonly commands: CommandStore,
-    private readonly checkpointService: CheckpointService,
     private readonly results: RunResultWaiter,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
   ) {
@@ -208,6 +206,6 @@ export class RunRepository {
   /** The run's checkpoints in step order; with a `query`, one part of them by step index (as `events`). */
   async checkpoints(id: string, query?: RunHistoryQuery): Promise<CheckpointView[]> {
     requireUuid(id, 'id');
-    return this.checkpointService.list(id, requireHistoryRange(query));
+    return this.reads.checkpoints(id, requireHistoryRange(query));
   }
 }

@@ -107,7 +107,8 @@ export interface DurableEventPayloads {
   'run.retried': { by: By | null };
   /** The reconciler found the run's lease expired and made it due again (or dead-lettered it). */
   'run.reconciled': {
-    reason: 'lease_expired';
+    /** `lease_expired` (the reconciler), or `worker_gone` (`LeaseService.releaseWorker`). */
+    reason: 'lease_expired' | 'worker_gone';
     previousWorker: string | null;
     outcome: 'waiting' | 'dead_lettered';
     attempts: number;

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import type { RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
+import type { CheckpointView, RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
 import type { HistoryRange, KeyedRun, RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
 import { ALL, readHistory } from './run-history';
 import { CURSOR_KEY_SQL, cursorValues, keyedRuns } from './run-keyset';
-import { toEvent, toRunView } from './run-row.mapper';
+import { toCheckpoint, toEvent, toRunView } from './run-row.mapper';
 import type { SqlText } from './durable-names';
 
 /** One run by id. $1 run id */
@@ -31,6 +31,10 @@ export const AWAIT_RUN_SQL: SqlText = (t) => `update ${t.runs} set notify_on_fin
 
 /** What a waiter reads after AWAIT_RUN_SQL, in a snapshot of its own. $1 run id */
 export const RUN_OUTCOME_SQL: SqlText = (t) => `select status, output, error from ${t.runs} where id = $1`;
+
+/** A run's checkpoints of one step name (its primary key's range, filtered). $1 run id, $2 step name */
+export const CHECKPOINTS_NAMED_SQL: SqlText = (t) =>
+  `select * from ${t.checkpoints} where run_id = $1 and step_name = $2 order by step_index`;
 
 /** Where a run stands for someone waiting on its result. */
 export interface RunOutcome {
@@ -70,6 +74,17 @@ export class RunReadStore {
   /** The run's events in `range` (run-history.ts); all of them, oldest first, by default. */
   async events(id: string, range: HistoryRange = ALL): Promise<RunEvent[]> {
     return (await readHistory(this.db, 'events', id, range)).map(toEvent);
+  }
+
+  /** The run's checkpoints in `range` (run-history.ts); all of them, in position order, by default. */
+  async checkpoints(id: string, range: HistoryRange = ALL): Promise<CheckpointView[]> {
+    return (await readHistory(this.db, 'checkpoints', id, range)).map(toCheckpoint);
+  }
+
+  /** The run's checkpoints of one step name, in position order. */
+  async checkpointsNamed(id: string, name: string): Promise<CheckpointView[]> {
+    const { rows } = await this.db.query(CHECKPOINTS_NAMED_SQL, [id, name]);
+    return rows.map(toCheckpoint);
   }
 
   /** Marks the run to be announced when it ends (once), then reads it in a fresh snapshot; undefined for an unknown run. */

@@ -9,7 +9,7 @@ import {
   RunRepository,
 } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
-import { LeaseService } from '../../src/store/lease.service';
+import { RunStateStore } from '../../src/store/run-state/run-state.store';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, driveUntilHeld, gate } from '../helpers/drive';
@@ -311,7 +311,7 @@ describe('durable steps (in process)', () => {
       `update ai_runs set status = 'waiting', worker_id = null, lease_expires_at = null where id = $1`,
       [run.id],
     );
-    const lease = app.get(LeaseService);
+    const lease = app.get(RunStateStore);
     const [claimB] = await lease.claim('worker-B', ['slow'], 1);
     expect(claimB.epoch).toBe(2);
     const takeoverEventId = Number((await db.query(`select max(id) as id from ai_events`))[0].id);

@@ -3,16 +3,16 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { Client } from 'pg';
 import { Column, DataSource, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import {
+  CheckpointService,
   CommandGateway,
   DurableExecutionModule,
   DurableExecutionModuleOptions,
   DurableWorkflow,
   InvalidOptionsError,
+  LeaseService,
   RunRepository,
 } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
-import { CheckpointService } from '../../src/store/checkpoint.service';
-import { LeaseService } from '../../src/store/lease.service';
 import { DurableDatabase } from '../../src/store/durable-database';
 import { bootError as bootErrorWith, bootModules } from '../helpers/app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../helpers/database';

@@ -7,7 +7,9 @@
 # migrations; MIGRATIONS=app: the app's DataSource lists DURABLE_EXECUTION_MIGRATIONS with
 # migrationsRun: true, and the module has database.migrationsRun: false):
 #   - an API process (worker.enabled false, the workflow not registered) starts a typed run over HTTP
-#     (runs.start(GreetingWorkflow, input)), and DurableExceptionFilter maps every request-time code;
+#     (runs.start(GreetingWorkflow, input)), its controller reads it through the four injected services
+#     (RunRepository, CheckpointService, CommandGateway, LeaseService), and DurableExceptionFilter maps
+#     every request-time code;
 #   - a worker process (the workflow registered) finishes it: the run is polled to 'succeeded';
 #   - in both processes the app's interval ticks about once per 100 ms (7-13 ticks in 1 s, not twice);
 #   - on the app-migrated database, a boot with the module's migrationsRun left true fails fast with
@@ -108,6 +110,11 @@ scenario() { # app-dir label migrations-mode
     { cat "$proc_log" >&2; fail "$label/$mode: DurableExceptionFilter did not map a code to its status"; }
   [ "$(sql "$url" "select status from ai_runs where id = '$id'")" = pending ] ||
     fail "$label/$mode: the run is not pending after the API process started it"
+  # The four services of the card, injected into the app's controller.
+  local overview
+  overview="$(node -e 'fetch(process.argv[1]).then((r) => r.text()).then((t) => console.log(t))' "http://127.0.0.1:$port/runs/$id/overview")"
+  [ "$overview" = '{"status":"pending","checkpoints":0,"commands":0,"holder":null}' ] ||
+    { cat "$proc_log" >&2; fail "$label/$mode: GET /runs/:id/overview (the four services) answered $overview"; }
   stop "$api"
 
   boot "$dir" "$label-$mode-worker" ROLE=worker MIGRATIONS="$mode" DATABASE_URL="$url"

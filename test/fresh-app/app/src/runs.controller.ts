@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { RunRepository } from 'nestjs-durable-execution';
+import { CheckpointService, CommandGateway, LeaseService, RunRepository } from 'nestjs-durable-execution';
 import { GreetingWorkflow } from './greeting.workflow';
 import { TicksService } from './ticks.service';
 
@@ -9,6 +9,9 @@ import { TicksService } from './ticks.service';
 export class RunsController {
   constructor(
     private readonly runs: RunRepository,
+    private readonly checkpoints: CheckpointService,
+    private readonly commands: CommandGateway,
+    private readonly leases: LeaseService,
     private readonly ticks: TicksService,
     private readonly dataSource: DataSource,
   ) {}
@@ -22,6 +25,18 @@ export class RunsController {
     const { run } = await this.runs.start(GreetingWorkflow, { name: body.name });
     const typed: { greeting: string; ref: string } | null = run.output; // the class's output type
     return { id: run.id, status: typed === null ? run.status : 'unexpected' };
+  }
+
+  /** The card's four services, injected into the app's own controller, each asked about one run. */
+  @Get('runs/:id/overview')
+  async overview(@Param('id') id: string) {
+    const run = await this.runs.get(id);
+    return {
+      status: run?.status ?? null,
+      checkpoints: (await this.checkpoints.list(id)).length,
+      commands: (await this.commands.listForRun(id)).length,
+      holder: await this.leases.holder(id),
+    };
   }
 
   @Get('ticks')

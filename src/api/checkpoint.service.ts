@@ -1,0 +1,82 @@
+import { Injectable } from '@nestjs/common';
+import { COMMAND_METADATA, STEP_METADATA } from '../durable-execution.constants';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import type { CheckpointView, RunHistoryQuery } from '../interfaces/run.interface';
+import { RunReadStore } from '../store/run-reads.store';
+import { requireHistoryRange } from '../util/run-cursor';
+import { requireUuid } from '../util/uuid';
+
+/** A `@DurableStep` or `@IdempotentCommand` method (e.g. `Steps.prototype.classify`), or its recorded name. */
+export type StepRef = string | ((...args: any[]) => unknown);
+
+/** What a step method's calls were recorded as: its return value, awaited (as stored: JSON). */
+export type StepOutput<S> = S extends (...args: any[]) => infer R ? Awaited<R> : unknown;
+
+/**
+ * Reads what runs recorded, step by step: the app's own API (outputs come back as stored, without the
+ * module's `redact` hook). A step is named by its method (`Steps.prototype.classify`, which also types
+ * its output) or by its recorded name (`'classify'`, `'command:charge'`). Checkpoints are written only
+ * by the engine, each in the fenced statement of the transition it records.
+ */
+@Injectable()
+export class CheckpointService {
+  /** @internal Created by Nest dependency injection: not part of the API. */
+  constructor(private readonly reads: RunReadStore) {}
+
+  /**
+   * The run's checkpoints in position order (steps, commands, recorded values such as `$uuid`); with a
+   * `query`, one page of them by position (`after`, `before`, `limit`, as `RunRepository.events`).
+   */
+  async list(runId: string, query?: RunHistoryQuery): Promise<CheckpointView[]> {
+    return this.reads.checkpoints(requireUuid(runId, 'runId'), requireHistoryRange(query));
+  }
+
+  /** The checkpoint at position `index` of the run, or null. */
+  async at(runId: string, index: number): Promise<CheckpointView | null> {
+    if (!Number.isSafeInteger(index) || index < 0)
+      throw new InvalidArgumentError('index', `must be an integer from 0, got ${String(index)}`);
+    const [cp] = await this.list(runId, { after: index - 1 < 0 ? undefined : index - 1, limit: 1 });
+    return cp && cp.stepIndex === index ? cp : null;
+  }
+
+  /**
+   * What every call of one step returned in this run, in call order (a command: its results). Calls
+   * that failed, and commands that did not succeed, are left out. Typed by the method when given one:
+   * `outputsOf(id, Steps.prototype.classify)` is `Promise<Array<Awaited<ReturnType<classify>>>>`.
+   */
+  async outputsOf<S extends StepRef>(runId: string, step: S): Promise<Array<StepOutput<S>>> {
+    const name = recordedName(step);
+    const rows = await this.reads.checkpointsNamed(requireUuid(runId, 'runId'), name);
+    const out: unknown[] = [];
+    for (const cp of rows) {
+      if ((cp.meta as { failed?: boolean } | null)?.failed) continue;
+      if (!name.startsWith('command:')) out.push(cp.output);
+      else if ((cp.output as { status?: string })?.status === 'succeeded')
+        out.push((cp.output as { result?: unknown }).result ?? null);
+    }
+    return out as Array<StepOutput<S>>;
+  }
+
+  /** What the last call of one step returned in this run (as `outputsOf`), or undefined when none did. */
+  async lastOutputOf<S extends StepRef>(runId: string, step: S): Promise<StepOutput<S> | undefined> {
+    return (await this.outputsOf(runId, step)).at(-1);
+  }
+}
+
+/** The name a step or command is recorded under. */
+function recordedName(step: StepRef): string {
+  if (typeof step === 'string') {
+    if (!step) throw new InvalidArgumentError('step', 'must be a step name or a decorated method');
+    return step;
+  }
+  if (typeof step === 'function') {
+    const s = Reflect.getMetadata(STEP_METADATA, step) as { name: string } | undefined;
+    if (s) return s.name;
+    const c = Reflect.getMetadata(COMMAND_METADATA, step) as { name: string } | undefined;
+    if (c) return `command:${c.name}`;
+  }
+  throw new InvalidArgumentError(
+    'step',
+    'must be a step name or a method decorated with @DurableStep or @IdempotentCommand (e.g. Steps.prototype.classify)',
+  );
+}

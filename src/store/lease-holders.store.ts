@@ -1,0 +1,102 @@
+import { Injectable } from '@nestjs/common';
+import type { RunLeaseView, WorkerReleaseResult } from '../interfaces/lease.interface';
+import { DurableDatabase } from './durable-database';
+import type { SqlText } from './durable-names';
+
+const LEASE_COLUMNS = `id, kind, worker_id, epoch, lease_expires_at, cursor`;
+
+/** The lease of one run, when a worker holds it. $1 run id */
+const HOLDER_SQL: SqlText = (t) =>
+  `select ${LEASE_COLUMNS} from ${t.runs} where id = $1 and status = 'running'`;
+
+/** The runs one worker holds (partial index ai_runs_worker_idx), soonest lease end first. $1 worker */
+const HELD_BY_SQL: SqlText = (t) =>
+  `select ${LEASE_COLUMNS} from ${t.runs} where worker_id = $1 and status = 'running'
+    order by lease_expires_at, id`;
+
+/**
+ * Releases every run a worker known to be dead holds, in one statement: each row locked and moved out
+ * of `running` (so the dead worker's fenced writes, bound to its (worker, epoch), match nothing from
+ * here on), its reserved commands `in_doubt`, one `run.reconciled` event each (reason `worker_gone`).
+ * A run with nothing in flight (no reserved command, no model/tool step marked started) is due at once
+ * (idle workers are woken); one that may still be calling out is due at its old lease deadline, as if
+ * the lease had run out: the pod was cut off, and its last call may still reach the target until then.
+ * Attempts spent dead-letter the run, as a lease expiry does. $1 worker id
+ */
+export const RELEASE_WORKER_SQL: SqlText = (t) => `
+with gone as (
+  select id, worker_id, lease_expires_at from ${t.runs}
+   where worker_id = $1 and status = 'running'
+   for update
+), live as (
+  select g.id, g.worker_id, g.lease_expires_at,
+         (r.cursor->>'status' = 'started'
+          or exists (select 1 from ${t.commands} c where c.run_id = g.id and c.status = 'pending')) as live
+    from gone g join ${t.runs} r on r.id = g.id
+), upd as (
+  update ${t.runs} r
+     set status = case when r.attempts >= r.max_attempts then 'dead_lettered' else 'waiting' end,
+         worker_id = null, lease_expires_at = null,
+         available_at = case when l.live then greatest(now(), l.lease_expires_at) else now() end,
+         parked_reason = case when r.attempts >= r.max_attempts
+                              then 'worker gone with attempts exhausted (' || r.attempts || '/' || r.max_attempts || ')' end,
+         finished_at = case when r.attempts >= r.max_attempts then now() end,
+         updated_at = now()
+    from live l
+   where r.id = l.id
+  returning r.id, r.kind, r.epoch, r.status, r.attempts, l.worker_id as previous_worker, r.available_at,
+            r.notify_on_finish, l.live
+), doubt as (
+  update ${t.commands} c set status = 'in_doubt', updated_at = now()
+    from upd where c.run_id = upd.id and c.status = 'pending'
+  returning c.run_id, c.idempotency_key
+), ev as (
+  insert into ${t.events} (run_id, event_type, epoch, payload)
+  select id, 'run.reconciled', epoch,
+         jsonb_build_object('reason', 'worker_gone', 'previousWorker', previous_worker,
+                            'outcome', status, 'attempts', attempts, 'availableAt', available_at,
+                            'inDoubt', coalesce((select jsonb_agg(d.idempotency_key) from doubt d where d.run_id = upd.id), '[]'))
+    from upd
+)
+select id, status, available_at, live,
+       coalesce((select array_agg(d.idempotency_key::text order by d.idempotency_key) from doubt d where d.run_id = upd.id), '{}') as in_doubt,
+       (select count(pg_notify('${t.doneChannel}', u.id::text)) from upd u
+         where u.id = upd.id and u.notify_on_finish and u.status = 'dead_lettered') as announced,
+       (select count(pg_notify('${t.wakeChannel}', u.kind)) from upd u
+         where u.id = upd.id and u.status = 'waiting' and not u.live) as woke
+  from upd`;
+
+const toLease = (r: Record<string, any>): RunLeaseView => ({
+  runId: r.id,
+  kind: r.kind,
+  workerId: r.worker_id,
+  epoch: Number(r.epoch),
+  leaseExpiresAt: r.lease_expires_at,
+  cursor: r.cursor,
+});
+
+/** Reads who holds runs, and releases the runs of a worker known dead. @internal */
+@Injectable()
+export class LeaseHolderStore {
+  constructor(private readonly db: DurableDatabase) {}
+
+  async holder(runId: string): Promise<RunLeaseView | null> {
+    const { rows } = await this.db.query(HOLDER_SQL, [runId]);
+    return rows[0] ? toLease(rows[0]) : null;
+  }
+
+  async heldBy(workerId: string): Promise<RunLeaseView[]> {
+    return (await this.db.query(HELD_BY_SQL, [workerId])).rows.map(toLease);
+  }
+
+  async releaseWorker(workerId: string): Promise<WorkerReleaseResult[]> {
+    const { rows } = await this.db.query(RELEASE_WORKER_SQL, [workerId], 'dx_release_worker');
+    return rows.map((r) => ({
+      runId: r.id,
+      status: r.status,
+      availableAt: r.available_at,
+      callInFlight: r.live,
+      inDoubt: r.in_doubt,
+    }));
+  }
+}
