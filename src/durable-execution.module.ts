@@ -16,6 +16,7 @@ import { CheckpointService } from './api/checkpoint.service';
 import { CommandGateway } from './api/command-gateway.service';
 import { LeaseService } from './api/lease.service';
 import { LeaseHolderStore } from './store/lease-holders.store';
+import { DurableJobs } from './engine/durable-jobs';
 import { RunRepository } from './api/run.repository';
 import { RunResultWaiter } from './api/run-results';
 import { RunStateStore } from './store/run-state/run-state.store';
@@ -35,8 +36,8 @@ import { RunStatsReader } from './store/run-stats.reader';
  * ```
  */
 @Module({
-  // No ScheduleModule.forRoot(): the library's timers are its own, so an app's own ScheduleModule (and its
-  // @Interval/@Cron) is explored once.
+  // No ScheduleModule.forRoot(): the module's jobs join the app's SchedulerRegistry when the app imports
+  // ScheduleModule.forRoot() (DurableJobs), so the app's own @Interval/@Cron are explored once.
   imports: [DiscoveryModule],
   providers: [
     { provide: DURABLE_EXECUTION_OPTIONS, useFactory: resolveOptions, inject: [RAW_OPTIONS_TOKEN] },
@@ -47,6 +48,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     CommandGateway,
     LeaseService,
     LeaseHolderStore,
+    DurableJobs,
     RunStateStore,
     RunRepository,
     RunResultWaiter,

@@ -190,6 +190,8 @@ export type { DurableHealthResult } from './observability/durable-health.indicat
 export { DurableRetentionModule } from './maintenance/retention/durable-retention.module';
 export type { DurableRetentionAsyncOptions } from './maintenance/retention/durable-retention.module';
 export { DurableRetention, RETENTION_INTERVAL_NAME } from './maintenance/retention/durable-retention.service';
+export { DURABLE_JOB_NAMES } from './engine/durable-jobs';
+export type { JobCadence } from './engine/durable-jobs';
 export type {
   DurableRetentionOptions,
   RetentionResult,

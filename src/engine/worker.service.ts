@@ -19,6 +19,7 @@ import { pausePoint } from './pause-points';
 import { Executor } from './executor.service';
 import type { WakeListener } from '../store/wake-listener';
 import { longTimeout } from '../util/timers';
+import { DURABLE_JOB_NAMES, DurableJobs, jobName, ScheduledJob } from './durable-jobs';
 import { announceWorker, wakeWhenDue } from './worker-announce';
 import { installStopRejectionGuard } from './stop-rejections';
 import { replayOnly } from './replay-check-report';
@@ -42,8 +43,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   private errors = 0;
   private listener?: WakeListener;
   private unguard?: () => void;
-  /** Poll and heartbeat timers: plain intervals owned by this service (no @nestjs/schedule). */
-  private pollTimer?: NodeJS.Timeout;
+  /** The claim poll, a job (DurableJobs); the heartbeat is a timer of its own (the drain needs it). */
+  private poll?: ScheduledJob;
   private beatTimer?: NodeJS.Timeout;
 
   constructor(
@@ -52,6 +53,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     private readonly registry: DurableRegistry,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
+    private readonly jobs: DurableJobs,
   ) {}
 
   /** This worker's identity in the record (`worker_id`). */
@@ -69,7 +71,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     if (!w.enabled || replayOnly()) return;
     // Not unref'd: a worker-only process (createApplicationContext) lives on these timers, also while
     // every database connection is down. beforeApplicationShutdown clears them.
-    this.pollTimer = setInterval(() => this.pollTick(), w.pollIntervalMs);
+    const poll = jobName(DURABLE_JOB_NAMES.workerPoll, this.options.database.schema);
+    this.poll = this.jobs.start(poll, { everyMs: w.pollIntervalMs }, () => this.pollTick(), true);
     this.beatTimer = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
     this.listener = this.store.wakeListener(() => this.nudge());
     this.listener.start();
@@ -209,15 +212,15 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   async beforeApplicationShutdown(): Promise<void> {
     if (this.draining) return;
     this.draining = true; // also when the timers are off (tick() driven): no claim after this point
-    clearInterval(this.pollTimer);
-    this.pollTimer = undefined;
+    this.poll?.stop(); // @nestjs/schedule may have cleared it already: harmless
+    this.poll = undefined;
     // Runs stop at their next step boundary and release themselves; none starts a new step. The
     // heartbeat keeps running meanwhile: a drain longer than the lease must not let another worker
     // take runs this one is still driving.
     for (const f of this.inFlight.values()) if (f.run) f.run.control.draining = true;
     // Closing the LISTEN connection is a round trip: not on the drain's clock.
     const unlistened = this.listener?.stop();
-    // A timer of the drain's own (as before, when the regular heartbeat lived in SchedulerRegistry).
+    // A timer of the drain's own, beside the regular heartbeat (neither is a @nestjs/schedule job).
     const drainBeat = setInterval(() => void this.safeHeartbeat(), this.options.worker.heartbeatMs);
     const deadline = new Promise<void>((r) => longTimeout(r, this.options.worker.drainTimeoutMs, true));
     await Promise.race([this.idle(), deadline]);

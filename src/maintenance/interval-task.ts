@@ -1,13 +1,15 @@
 import { Logger } from '@nestjs/common';
+import type { DurableJobs, JobCadence, ScheduledJob } from '../engine/durable-jobs';
 
 /**
- * A background sweep on a plain interval timer owned by its service (no @nestjs/schedule): a tick that
- * comes while the previous one still runs is skipped, a tick that fails is logged as a warning (the next
- * one retries), and `stop` clears the timer and waits for the tick in progress. @internal
+ * A background sweep run as a job of the module (see DurableJobs: in the app's SchedulerRegistry when
+ * it imports ScheduleModule.forRoot(), else a timer of its own): a tick that comes while the previous
+ * one still runs is skipped, a tick that fails is logged as a warning (the next one retries), and
+ * `stop` ends the job and waits for the tick in progress. @internal
  */
 export class IntervalTask {
   private readonly logger = new Logger('DurableExecution');
-  private timer?: NodeJS.Timeout;
+  private job?: ScheduledJob;
   private running?: Promise<void>;
 
   /**
@@ -19,24 +21,33 @@ export class IntervalTask {
     private readonly tick: () => Promise<void>,
   ) {}
 
-  /** Whether the timer is armed (between `start` and `stop`). */
+  /** Whether the job runs (between `start` and `stop`). */
   get started(): boolean {
-    return this.timer !== undefined;
+    return this.job !== undefined;
+  }
+
+  /** Whether the job is in the app's SchedulerRegistry. */
+  get inRegistry(): boolean {
+    return this.job?.inRegistry ?? false;
   }
 
   /**
-   * Arms the timer. `keepAlive: false` unrefs it: the task never keeps a process alive on its own;
-   * `true` is for a task a process may live on (it is cleared by `stop`).
+   * Starts the job `jobName` on `cadence`. `keepAlive: false`: it never keeps a process alive on its
+   * own; `true` is for a task a process may live on (it ends with `stop`).
    */
-  start(intervalMs: number, { keepAlive }: { keepAlive: boolean }): void {
-    this.timer = setInterval(() => void this.safeTick(), intervalMs);
-    if (!keepAlive) this.timer.unref();
+  start(
+    jobs: DurableJobs,
+    jobName: string,
+    cadence: JobCadence,
+    { keepAlive }: { keepAlive: boolean },
+  ): void {
+    this.job = jobs.start(jobName, cadence, () => void this.safeTick(), keepAlive);
   }
 
-  /** Clears the timer; resolves once a tick in progress has ended. */
+  /** Ends the job; resolves once a tick in progress has ended. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.job?.stop();
+    this.job = undefined;
     await this.running;
   }
 

@@ -4,6 +4,7 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { DurableObservers } from '../engine/durable-observers';
 import { ExpiredLeaseStore } from '../store/expired-leases.store';
 import { IntervalTask } from './interval-task';
+import { DURABLE_JOB_NAMES, DurableJobs, jobName } from '../engine/durable-jobs';
 import { replayOnly } from '../engine/replay-check-report';
 
 /** Outcome of one sweep. */
@@ -14,24 +15,30 @@ export interface ReconcileResult {
 
 /**
  * Recovers runs whose worker died: expired leases go back to `waiting` with backoff, or are
- * dead-lettered when attempts are spent. Runs on an interval from options; safe on every pod.
+ * dead-lettered when attempts are spent. A job on `reconciler.intervalMs` or `reconciler.cron`
+ * (`durable-execution:reconciler` in the app's SchedulerRegistry); safe on every pod.
  */
 @Injectable()
 export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
-  /** The sweep interval: a plain timer owned by this service (no @nestjs/schedule). */
+  /** The sweep: a job in the app's SchedulerRegistry (`durable-execution:reconciler`), or a timer of its own. */
   private readonly sweeps = new IntervalTask('reconciler sweep', () => this.sweepAndLog());
 
   constructor(
     private readonly leases: ExpiredLeaseStore,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
+    private readonly jobs: DurableJobs,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.reconciler.enabled || replayOnly()) return;
     // Kept alive: a reconciler-only process lives on this timer; onApplicationShutdown clears it.
-    this.sweeps.start(this.options.reconciler.intervalMs, { keepAlive: true });
+    const r = this.options.reconciler;
+    const name = jobName(DURABLE_JOB_NAMES.reconciler, this.options.database.schema);
+    this.sweeps.start(this.jobs, name, r.cron ? { cron: r.cron } : { everyMs: r.intervalMs }, {
+      keepAlive: true,
+    });
   }
 
   onApplicationShutdown(): Promise<void> {

@@ -80,6 +80,11 @@ export interface ReconcilerOptions {
   enabled?: boolean;
   /** Sweep period. Default 5000 ms. */
   intervalMs?: number;
+  /**
+   * Sweep on a cron expression instead (`CronExpression.EVERY_5_SECONDS`, `'*\/10 * * * * *'`): the job
+   * `durable-execution:reconciler` in the app's SchedulerRegistry. Not with `intervalMs`.
+   */
+  cron?: string;
   /** Runs handled per sweep statement. Default 100. */
   batchSize?: number;
   /** Backoff base for a run whose lease expired. Default 1000 ms. */
@@ -134,7 +139,7 @@ export interface ResolvedDurableOptions {
   database: Required<Pick<DatabaseOptions, 'poolSize' | 'migrationsRun' | 'schema'>> &
     Pick<DatabaseOptions, 'url' | 'dataSourceName' | 'dataSource'>;
   worker: Required<WorkerOptions>;
-  reconciler: Required<ReconcilerOptions>;
+  reconciler: Required<Omit<ReconcilerOptions, 'cron'>> & Pick<ReconcilerOptions, 'cron'>;
   limits: Required<LimitOptions>;
   defaultMaxAttempts: number;
   defaultRetry: Required<RetryPolicy>;

@@ -48,6 +48,7 @@ export class WorkerOptionsSchema {
 export class ReconcilerOptionsSchema {
   @IsOptional() @IsBoolean() enabled?: boolean;
   @IsOptional() @IsInt() @Min(10) intervalMs?: number;
+  @IsOptional() @IsString() cron?: string;
   @IsOptional() @IsInt() @Min(1) @Max(10_000) batchSize?: number;
   @IsOptional() @IsInt() @Min(0) backoffBaseMs?: number;
   @IsOptional() @IsInt() @Min(0) backoffMaxMs?: number;

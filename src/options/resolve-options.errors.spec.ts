@@ -127,6 +127,16 @@ describe('resolveOptions', () => {
         'intervalMs must not be less than 10',
       ],
       [
+        'reconciler.cron',
+        { database: { url: URL }, reconciler: { cron: 'every five seconds' } },
+        'is not a cron expression (Unknown alias: eve)',
+      ],
+      [
+        'reconciler.cron',
+        { database: { url: URL }, reconciler: { cron: '*/5 * * * * *', intervalMs: 5000 } },
+        'cannot be given with reconciler.intervalMs (one cadence)',
+      ],
+      [
         'reconciler.batchSize',
         { database: { url: URL }, reconciler: { batchSize: 0 } },
         'batchSize must not be less than 1',

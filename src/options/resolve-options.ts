@@ -1,3 +1,4 @@
+import { cronProblem } from '../util/cron';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { hostname } from 'node:os';
@@ -125,6 +126,12 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     backoffMaxMs: 300_000,
     ...stripUnset(raw.reconciler),
   };
+  if (isRecord(raw.reconciler) && typeof raw.reconciler.cron === 'string') {
+    const problem = cronProblem(raw.reconciler.cron);
+    if (problem) problems.push(`reconciler.cron: ${problem}`);
+    if (raw.reconciler.intervalMs !== undefined && raw.reconciler.intervalMs !== null)
+      problems.push('reconciler.cron: cannot be given with reconciler.intervalMs (one cadence)');
+  }
   if (reconciler.backoffBaseMs > reconciler.backoffMaxMs) {
     problems.push(
       `reconciler.backoffBaseMs: must not exceed reconciler.backoffMaxMs (${reconciler.backoffMaxMs}); got ${reconciler.backoffBaseMs}`,

@@ -1,9 +1,11 @@
 import { Injectable, ModuleMetadata } from '@nestjs/common';
-import { Interval, ScheduleModule } from '@nestjs/schedule';
+import { CronExpression, Interval, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import * as nestTypeorm from '@nestjs/typeorm';
 import {
   DurableDataSource,
+  DURABLE_JOB_NAMES,
   DurableExecutionModule,
+  DurableRetentionModule,
   DurableStep,
   DurableWorkflow,
   InvalidOptionsError,
@@ -34,6 +36,23 @@ class MisuseWorkflow {
   @DurableStep()
   async noop() {
     return null;
+  }
+}
+
+@Injectable()
+class SlowSteps {
+  @DurableStep({ name: 'host_slow_step' })
+  async slow(ms: number) {
+    await new Promise((r) => setTimeout(r, ms));
+    return 'slept';
+  }
+}
+
+@DurableWorkflow('host-slow')
+class SlowWorkflow {
+  constructor(private readonly steps: SlowSteps) {}
+  async run(input: { ms: number }) {
+    return this.steps.slow(input.ms);
   }
 }
 
@@ -158,6 +177,11 @@ describe('fitting into an existing app', () => {
       [AppTicker, HostEchoWorkflow],
     );
     try {
+      // The module's jobs are the app's jobs: listed (and stoppable) in its SchedulerRegistry.
+      const registry = app.get(SchedulerRegistry);
+      expect(registry.getIntervals()).toEqual(
+        expect.arrayContaining([DURABLE_JOB_NAMES.workerPoll, DURABLE_JOB_NAMES.reconciler]),
+      );
       AppTicker.ticks = 0;
       await new Promise((r) => setTimeout(r, 1000));
       const ticks = AppTicker.ticks;
@@ -169,6 +193,49 @@ describe('fitting into an existing app', () => {
       expect(done.output).toEqual({ hello: 'worker' });
     } finally {
       await app.close();
+    }
+  });
+
+  it('cadences as cron expressions: the reconciler and retention are cron jobs of the app; a drain still works after @nestjs/schedule cleared its jobs', async () => {
+    const app = await boot(
+      [
+        ScheduleModule.forRoot(),
+        DurableExecutionModule.forRoot({
+          database: { url: db.url },
+          worker: {
+            enabled: true,
+            pollIntervalMs: 100,
+            drainTimeoutMs: 5000,
+            heartbeatMs: 100,
+            leaseTtlMs: 1000,
+          },
+          reconciler: { enabled: true, cron: CronExpression.EVERY_SECOND },
+        }),
+        DurableRetentionModule.forRoot({ pruneAfterMs: 86_400_000, cron: CronExpression.EVERY_DAY_AT_3AM }),
+      ],
+      [SlowWorkflow, SlowSteps],
+    );
+    let closed = false;
+    try {
+      const registry = app.get(SchedulerRegistry);
+      expect([...registry.getCronJobs().keys()].sort()).toEqual([
+        DURABLE_JOB_NAMES.reconciler,
+        DURABLE_JOB_NAMES.retention,
+      ]);
+      expect(registry.getCronJobs().get(DURABLE_JOB_NAMES.retention)!.cronTime.source).toBe('0 03 * * *');
+      expect(registry.getIntervals()).toContain(DURABLE_JOB_NAMES.workerPoll);
+      const runs = app.get(RunRepository);
+      const { run } = await runs.start('host-slow', { ms: 1500 });
+      await waitForStatus(runs, run.id, 'running');
+      // Closing: @nestjs/schedule clears every job, the worker drains on its own heartbeat meanwhile
+      // (a 1.5 s step against a 1 s lease): the run finishes here, never taken over.
+      await app.close();
+      closed = true;
+      const after = await db.query(`select status, epoch from ai_runs where id = $1`, [run.id]);
+      expect(after).toEqual([{ status: 'succeeded', epoch: '1' }]);
+      expect(registry.getCronJobs().size).toBe(0);
+    } finally {
+      if (!closed) await app.close();
     }
   });
 

@@ -11,7 +11,8 @@
 #     (RunRepository, CheckpointService, CommandGateway, LeaseService), and DurableExceptionFilter maps
 #     every request-time code;
 #   - a worker process (the workflow registered) finishes it: the run is polled to 'succeeded';
-#   - in both processes the app's interval ticks about once per 100 ms (7-13 ticks in 1 s, not twice);
+#   - in both processes the app's interval ticks about once per 100 ms (7-13 ticks in 1 s, not twice),
+#     and the worker process lists the module's jobs (worker poll, reconciler) in its SchedulerRegistry;
 #   - on the app-migrated database, a boot with the module's migrationsRun left true fails fast with
 #     DURABLE_SCHEMA_CONFLICT.
 # Needs psql and a PostgreSQL where the user may create databases: FRESH_APP_PG_URL, else DATABASE_URL,
@@ -119,7 +120,10 @@ scenario() { # app-dir label migrations-mode
 
   boot "$dir" "$label-$mode-worker" ROLE=worker MIGRATIONS="$mode" DATABASE_URL="$url"
   [[ "$proc_line" == "READY worker ticks="* ]] || { cat "$proc_log" >&2; fail "$label/$mode: the worker process did not boot: $proc_line"; }
-  local worker=$proc_pid worker_ticks="${proc_line#READY worker ticks=}"
+  local worker=$proc_pid rest="${proc_line#READY worker ticks=}"
+  local worker_ticks="${rest%% *}" jobs="${rest#* jobs=}"
+  [ "$jobs" = "durable-execution:reconciler,durable-execution:worker-poll" ] ||
+    fail "$label/$mode: the module's jobs in the app's SchedulerRegistry are '$jobs'"
   ticks_ok "$worker_ticks" "$label/$mode worker process"
   local status=""
   for _ in $(seq 1 150); do

@@ -2,6 +2,8 @@ import { DynamicModule, FactoryProvider, Module, ModuleMetadata } from '@nestjs/
 import { InvalidOptionsError } from '../../errors/invalid-options.error';
 import { DURABLE_RETENTION_OPTIONS, DurableRetention } from './durable-retention.service';
 import { RetentionStore } from '../../store/retention.store';
+import { DurableJobs } from '../../engine/durable-jobs';
+import { cronProblem } from '../../util/cron';
 import type { DurableRetentionOptions, ResolvedRetentionOptions } from './retention-options.interface';
 
 const HOUR = 3_600_000;
@@ -20,6 +22,11 @@ export function resolveRetentionOptions(o: DurableRetentionOptions): ResolvedRet
   positive('batchSize', o?.batchSize, true);
   positive('maxBatchesPerSweep', o?.maxBatchesPerSweep, true);
   positive('intervalMs', o?.intervalMs, true);
+  if (o?.cron !== undefined) {
+    const problem = cronProblem(o.cron);
+    if (problem) problems.push(`retention.cron ${problem}`);
+    if (o.intervalMs !== undefined) problems.push('retention.cron cannot be given with retention.intervalMs');
+  }
   if (problems.length) throw new InvalidOptionsError(problems);
   return {
     pruneAfterMs: o.pruneAfterMs,
@@ -27,6 +34,7 @@ export function resolveRetentionOptions(o: DurableRetentionOptions): ResolvedRet
     batchSize: o.batchSize ?? 500,
     maxBatchesPerSweep: o.maxBatchesPerSweep ?? 1000,
     intervalMs: o.intervalMs ?? HOUR,
+    ...(o.cron !== undefined ? { cron: o.cron } : {}),
     enabled: o.enabled ?? true,
   };
 }
@@ -50,6 +58,7 @@ export class DurableRetentionModule {
         { provide: DURABLE_RETENTION_OPTIONS, useValue: resolved },
         DurableRetention,
         RetentionStore,
+        DurableJobs,
       ],
       exports: [DurableRetention],
     };
@@ -79,6 +88,7 @@ export class DurableRetentionModule {
         },
         DurableRetention,
         RetentionStore,
+        DurableJobs,
       ],
       exports: [DurableRetention],
     };

@@ -2,24 +2,24 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { RetentionStore } from '../../store/retention.store';
 import type { RunCursorKey } from '../../util/run-cursor';
 import { IntervalTask } from '../interval-task';
+import { DURABLE_JOB_NAMES, DurableJobs } from '../../engine/durable-jobs';
 import type { ResolvedRetentionOptions, RetentionResult } from './retention-options.interface';
 import { replayOnly } from '../../engine/replay-check-report';
 
 /** Injection token of the resolved retention options. */
 export const DURABLE_RETENTION_OPTIONS = Symbol('durable-execution:retention-options');
 /**
- * Former name of the retention interval in `SchedulerRegistry`. The interval is now a plain timer owned by
- * `DurableRetention` (see `DurableRetention.scheduled`); kept for compatibility.
- * @deprecated
+ * The name of the retention sweep in the app's `SchedulerRegistry` (`DURABLE_JOB_NAMES.retention`).
+ * @deprecated Use `DURABLE_JOB_NAMES.retention`.
  */
-export const RETENTION_INTERVAL_NAME = 'durable-execution:retention';
+export const RETENTION_INTERVAL_NAME = DURABLE_JOB_NAMES.retention;
 
 /** Statuses whose history can go: nothing can replay a succeeded or cancelled run again. */
 const PRUNABLE = ['succeeded', 'cancelled'];
 
 /**
- * Deletes the history of old finished runs in batches, on an interval of its own (a plain timer,
- * like the reconciler's), safe on every pod at once (SKIP LOCKED). Never touches a live run, a run that
+ * Deletes the history of old finished runs in batches, as a job (`durable-execution:retention` in the
+ * app's SchedulerRegistry, or a timer of its own, like the reconciler's), safe on every pod at once (SKIP LOCKED). Never touches a live run, a run that
  * can still be retried, or a run with a command an operator must settle.
  */
 @Injectable()
@@ -31,12 +31,15 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
   constructor(
     private readonly store: RetentionStore,
     @Inject(DURABLE_RETENTION_OPTIONS) private readonly options: ResolvedRetentionOptions,
+    private readonly jobs: DurableJobs,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.options.enabled || replayOnly()) return;
     // Not kept alive: retention never keeps a process alive on its own.
-    this.sweeps.start(this.options.intervalMs, { keepAlive: false });
+    const o = this.options;
+    const cadence = o.cron ? { cron: o.cron } : { everyMs: o.intervalMs };
+    this.sweeps.start(this.jobs, DURABLE_JOB_NAMES.retention, cadence, { keepAlive: false });
   }
 
   onApplicationShutdown(): Promise<void> {

@@ -14,13 +14,18 @@ export interface DurableRetentionOptions {
   maxBatchesPerSweep?: number;
   /** Sweep period. Default 1 hour. */
   intervalMs?: number;
+  /**
+   * Sweep on a cron expression instead (`CronExpression.EVERY_DAY_AT_3AM`, `'0 3 * * *'`): the job
+   * `durable-execution:retention` in the app's SchedulerRegistry. Not with `intervalMs`.
+   */
+  cron?: string;
   /** Sweep on the interval in this process. Default true; off: call `DurableRetention.sweep()` yourself. */
   enabled?: boolean;
 }
 
 /** Options with defaults filled in. @internal */
-export type ResolvedRetentionOptions = Required<Omit<DurableRetentionOptions, 'deleteRunsAfterMs'>> &
-  Pick<DurableRetentionOptions, 'deleteRunsAfterMs'>;
+export type ResolvedRetentionOptions = Required<Omit<DurableRetentionOptions, 'deleteRunsAfterMs' | 'cron'>> &
+  Pick<DurableRetentionOptions, 'deleteRunsAfterMs' | 'cron'>;
 
 /** What one sweep removed. */
 export interface RetentionResult {

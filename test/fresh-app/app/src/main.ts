@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { DurableExceptionFilter } from 'nestjs-durable-execution';
 import { AppModule } from './app.module';
 import { TicksService } from './ticks.service';
@@ -12,7 +13,12 @@ async function bootstrap(): Promise<void> {
     });
     worker.enableShutdownHooks();
     const ticks = await worker.get(TicksService).over(1000);
-    console.log(`READY worker ticks=${ticks}`);
+    // The module's jobs, as the app's SchedulerRegistry lists them (with the app's own).
+    const registry = worker.get(SchedulerRegistry);
+    const jobs = [...registry.getIntervals(), ...registry.getCronJobs().keys()].filter((n) =>
+      n.startsWith('durable-execution:'),
+    );
+    console.log(`READY worker ticks=${ticks} jobs=${jobs.sort().join(',')}`);
     return;
   }
   const api = await NestFactory.create(AppModule.forRole('api'), { abortOnError: false });
