@@ -106,6 +106,7 @@ export {
   RunFailedError,
   RunNotFoundError,
   SchemaConflictError,
+  SchemaNotReadyError,
   SerializationError,
   SignalTimeoutError,
   StepTimeoutError,

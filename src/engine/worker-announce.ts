@@ -38,3 +38,22 @@ export function wakeWhenDue(due: Date | null, nudge: () => void): void {
   if (ms > 5 * 60_000) return; // far away: the poll will find it
   setTimeout(nudge, Math.max(0, ms) + 5).unref();
 }
+
+/** How long after bootstrap a worker looks for a SIGTERM listener (`enableShutdownHooks` may come after init). */
+export const SHUTDOWN_HOOKS_CHECK_MS = 2000;
+
+/**
+ * Warns once when, shortly after bootstrap, nothing in the process listens for SIGTERM: without
+ * `app.enableShutdownHooks()` a deploy's SIGTERM kills the worker without a drain, and its runs wait out
+ * their leases before another worker resumes them. @internal
+ */
+export function warnWithoutShutdownHooks(logger: Logger): void {
+  setTimeout(() => {
+    if (process.listenerCount('SIGTERM') > 0) return;
+    logger.warn(
+      'worker: nothing in this process listens for SIGTERM: call app.enableShutdownHooks() where the app is ' +
+        'created. Without it a deploy kills this worker without a drain, and its runs wait for their leases ' +
+        '(worker.leaseTtlMs) to run out before another worker resumes them.',
+    );
+  }, SHUTDOWN_HOOKS_CHECK_MS).unref();
+}

@@ -20,7 +20,7 @@ import { Executor } from './executor.service';
 import type { WakeListener } from '../store/wake-listener';
 import { longTimeout } from '../util/timers';
 import { DURABLE_JOB_NAMES, DurableJobs, jobName, ScheduledJob } from './durable-jobs';
-import { announceWorker, wakeWhenDue } from './worker-announce';
+import { announceWorker, wakeWhenDue, warnWithoutShutdownHooks } from './worker-announce';
 import { installStopRejectionGuard } from './stop-rejections';
 import { replayOnly } from './replay-check-report';
 
@@ -77,6 +77,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     this.listener = this.store.wakeListener(() => this.nudge());
     this.listener.start();
     announceWorker(this.logger, this.store, this.id, w.concurrency, this.registry.kinds());
+    warnWithoutShutdownHooks(this.logger);
   }
 
   /** Claims right away (NOTIFY, a finished run, a test). Coalesces concurrent calls. */

@@ -25,3 +25,4 @@ export * from './dangling-call.error';
 export * from './run-failed.error';
 export * from './result-timeout.error';
 export * from './mount-mismatch.error';
+export * from './schema-not-ready.error';

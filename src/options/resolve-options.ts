@@ -94,6 +94,8 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
       );
     }
     problems.push(...dataSourceProblems(dataSource));
+    const urlProblem = databaseUrlProblem(database.url);
+    if (urlProblem) problems.push(`database.url: ${urlProblem}`);
   }
   const worker = {
     enabled: true,
@@ -169,4 +171,18 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
 function stripUnset<T extends object>(o: T | undefined): Partial<T> {
   if (!isRecord(o)) return {};
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as Partial<T>;
+}
+
+/** Why a `database.url` can never work (not a URL, not postgres), or null. Never quotes the URL (it may hold a password). */
+function databaseUrlProblem(url: unknown): string | null {
+  if (typeof url !== 'string' || !url) return null; // missing or not a string: reported elsewhere
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'is not a URL; give postgres://user:password@host:5432/database';
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:')
+    return `must be a postgres:// or postgresql:// URL; got ${parsed.protocol}// (give postgres://user:password@host:5432/database)`;
+  return null;
 }

@@ -8,7 +8,16 @@ import type {
   DurableDataSource,
   ResolvedDurableOptions,
 } from '../options/durable-execution-options.interface';
-import { durableSchemaIsCurrent, runDurableMigrations } from './run-migrations';
+import { durableSchemaIsCurrent, missingDurableSchema, runDurableMigrations } from './run-migrations';
+import { SchemaNotReadyError } from '../errors/schema-not-ready.error';
+
+/** PostgreSQL's answers to a connection that no retry can change (SQLSTATE → what it means). */
+const NEVER_CONNECTS: Record<string, string> = {
+  '3D000': 'the database does not exist (create it, or fix the database name)',
+  '28P01': 'the password was refused',
+  '28000': 'the role may not connect (unknown role, or no pg_hba.conf entry for it)',
+  '42501': 'the role lacks the privilege to connect',
+};
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { durableNames, DurableNames, SqlText } from './durable-names';
 
@@ -92,6 +101,10 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
       // Up to date (every boot but the first after an upgrade): no migration DataSource, no lock.
       if (db.migrationsRun && !(await durableSchemaIsCurrent(this.ds, this.names))) {
         await runDurableMigrations(this.ds, { schema: this.names.schema });
+      } else if (!db.migrationsRun) {
+        // Someone else applies them: fail the boot now if nobody did, not at the first request.
+        const missing = await missingDurableSchema(this.ds, this.names);
+        if (missing.length) throw new SchemaNotReadyError(this.names.schema ?? 'public', missing);
       }
     } catch (err) {
       if (this.owned && this.ds?.isInitialized) await this.ds.destroy().catch(() => undefined);
@@ -179,6 +192,10 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
         await ds.initialize();
         return;
       } catch (err) {
+        // An answer that will be the same on every try (no such database, a wrong password, an unknown
+        // role) fails the boot at once, with PostgreSQL's reason; only an unreachable server is retried.
+        const never = NEVER_CONNECTS[(err as { code?: string }).code ?? ''];
+        if (never) throw new InvalidOptionsError([`database: ${never}: ${(err as Error).message}`]);
         if (i >= attempts) throw err;
         this.logger.warn(`PostgreSQL not reachable (attempt ${i}/${attempts}): ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, 300 * 2 ** i));
