@@ -8,7 +8,8 @@ import type {
   DurableDataSource,
   ResolvedDurableOptions,
 } from '../options/durable-execution-options.interface';
-import { durableSchemaIsCurrent, missingDurableSchema, runDurableMigrations } from './run-migrations';
+import { durableSchemaIsCurrent, runDurableMigrations } from './run-migrations';
+import { missingDurableSchema } from './schema-check';
 import { SchemaNotReadyError } from '../errors/schema-not-ready.error';
 
 /** PostgreSQL's answers to a connection that no retry can change (SQLSTATE → what it means). */

@@ -1,0 +1,38 @@
+import type { DurableDataSource } from '../options/durable-execution-options.interface';
+import { DEFAULT_NAMES, DurableNames } from './durable-names';
+import { DURABLE_TABLES } from './run-migrations';
+
+/** Columns later migrations add (table, column): one missing means the schema is behind. */
+const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
+  ['ai_checkpoints', 'seq'],
+  ['ai_checkpoints', 'fingerprint'],
+  ['ai_runs', 'notify_on_finish'],
+];
+
+/**
+ * What the module's schema lacks, read-only: its missing tables, then the columns later migrations add
+ * (`ai_runs.notify_on_finish`); empty when it is there, whoever applied it (the module, the CLI, or
+ * the app's own migrations, recorded in the app's migrations table). Checked at boot when the module
+ * does not apply its migrations (`database.migrationsRun: false`).
+ */
+export async function missingDurableSchema(
+  ds: Pick<DurableDataSource, 'query'>,
+  names: DurableNames = DEFAULT_NAMES,
+): Promise<string[]> {
+  const items = [
+    ...DURABLE_TABLES.map((t) => ({
+      label: t,
+      qualified: `${names.prefix}${t}`,
+      column: null as string | null,
+    })),
+    ...LATER_COLUMNS.map(([t, c]) => ({ label: `${t}.${c}`, qualified: `${names.prefix}${t}`, column: c })),
+  ];
+  const rows: { label: string }[] = await ds.query(
+    `select i.label from unnest($1::text[], $2::text[], $3::text[]) as i(label, qualified, col)
+      where to_regclass(i.qualified) is null
+         or (i.col is not null and not exists (select 1 from pg_attribute a
+              where a.attrelid = to_regclass(i.qualified) and a.attname = i.col and not a.attisdropped))`,
+    [items.map((i) => i.label), items.map((i) => i.qualified), items.map((i) => i.column)],
+  );
+  return rows.map((r) => r.label);
+}
