@@ -5,6 +5,7 @@ import { CommandApprovalStates1764500000000 } from './1764500000000-command-appr
 import { HotLeaseRenewal1764600000000 } from './1764600000000-hot-lease-renewal';
 import { ReplayOrder1764700000000 } from './1764700000000-replay-order';
 import { RunResultNotify1764800000000 } from './1764800000000-run-result-notify';
+import { AdminSessions1764900000000 } from './1764900000000-admin-sessions';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -12,6 +13,7 @@ export {
   HotLeaseRenewal1764600000000,
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
+  AdminSessions1764900000000,
 };
 
 /**
@@ -26,6 +28,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   HotLeaseRenewal1764600000000,
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
+  AdminSessions1764900000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

@@ -132,6 +132,7 @@ export {
   HotLeaseRenewal1764600000000,
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
+  AdminSessions1764900000000,
 } from '../migrations';
 export type { DurableMigrationClass, DurableMigrationOptions } from '../migrations';
 

@@ -3,13 +3,17 @@ import { timingSafeEqual } from 'node:crypto';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { isDurableAdminAction } from './admin-access.guard';
 import { DURABLE_OPERATOR } from './admin.constants';
+import type { AdminSessionStore } from '../store/admin-sessions.store';
 import {
   crossSiteProblem,
   DURABLE_ADMIN_CSRF_HEADER,
   DURABLE_ADMIN_SESSION_COOKIE,
-  mintSession,
+  isSessionToken,
+  keyRef,
+  newSalt,
+  newSessionToken,
   readCookies,
-  verifySession,
+  tokenHash,
 } from './login/admin-session';
 
 /** One key's holder: the name recorded as `by`, and whether they may only read. */
@@ -40,6 +44,8 @@ export interface ApiKeyAdminGuardOptions {
 export class ApiKeyAdminGuard implements CanActivate {
   private readonly holders: Array<{ key: Buffer; holder: ApiKeyHolder }>;
   private readonly header: string;
+  /** The server-side sessions of the sign-in page, attached by the admin module (`login: true`). */
+  private sessions?: { store: AdminSessionStore; ttlMs: number };
 
   constructor(options: ApiKeyAdminGuardOptions) {
     const entries = Object.entries(options?.keys ?? {});
@@ -56,7 +62,7 @@ export class ApiKeyAdminGuard implements CanActivate {
     this.header = (options.header ?? 'x-api-key').toLowerCase();
   }
 
-  canActivate(context: ExecutionContext): boolean {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest();
     const headers = req?.headers ?? {};
     const bearer = /^Bearer\s+(.+)$/i.exec(String(headers.authorization ?? ''))?.[1];
@@ -66,7 +72,7 @@ export class ApiKeyAdminGuard implements CanActivate {
       holder = this.find(Buffer.from(given));
       if (!holder) throw new UnauthorizedException('Unknown API key.');
     } else {
-      holder = this.fromCookie(req, context);
+      holder = await this.fromCookie(req, context);
     }
     if (holder.readOnly && isDurableAdminAction(context)) {
       throw new ForbiddenException(`${holder.operator} may read runs but not act on them.`);
@@ -76,14 +82,16 @@ export class ApiKeyAdminGuard implements CanActivate {
   }
 
   /** The holder signed in by the session cookie; 401 without one or with a bad one. */
-  private fromCookie(req: any, context: ExecutionContext): ApiKeyHolder {
-    const sessions = readCookies(req, DURABLE_ADMIN_SESSION_COOKIE);
-    if (!sessions.length) throw new UnauthorizedException(`An API key is required (${this.header} header).`);
-    const keys = this.holders.map((h) => h.key);
-    const index = sessions.map((s) => verifySession(s, keys)).find((i) => i >= 0) ?? -1;
-    if (index < 0) {
+  private async fromCookie(req: any, context: ExecutionContext): Promise<ApiKeyHolder> {
+    const cookies = readCookies(req, DURABLE_ADMIN_SESSION_COOKIE);
+    if (!cookies.length) throw new UnauthorizedException(`An API key is required (${this.header} header).`);
+    let holder: ApiKeyHolder | undefined;
+    for (const token of cookies.filter(isSessionToken)) {
+      holder ??= await this.sessionHolder(token);
+    }
+    if (!holder) {
       throw new UnauthorizedException(
-        'The sign-in cookie is not valid (expired, damaged or of another key).',
+        'The sign-in cookie is not valid (expired, signed out, damaged, or of a key no longer accepted).',
       );
     }
     if (isDurableAdminAction(context)) {
@@ -96,7 +104,22 @@ export class ApiKeyAdminGuard implements CanActivate {
         );
       }
     }
-    return this.holders[index].holder;
+    return holder;
+  }
+
+  /** The holder of a live session `token`: its row, and a key of this guard that its salted reference matches. */
+  private async sessionHolder(token: string): Promise<ApiKeyHolder | undefined> {
+    if (!this.sessions) return undefined;
+    const row = await this.sessions.store.find(tokenHash(token), this.sessions.ttlMs);
+    if (!row) return undefined;
+    const stored = Buffer.from(row.keyRef, 'hex');
+    let found: ApiKeyHolder | undefined;
+    for (const { key, holder } of this.holders) {
+      const ref = keyRef(key, row.salt);
+      if (ref.length === stored.length && timingSafeEqual(ref, stored) && holder.operator === row.operator)
+        found ??= holder;
+    }
+    return found;
   }
 
   /** Compares against every key in constant time per key, so timing tells nothing about a near miss. */
@@ -109,14 +132,37 @@ export class ApiKeyAdminGuard implements CanActivate {
   }
 }
 
-/** A session cookie value for `key` if it is one of the guard's keys, else undefined. @internal */
-export function issueAdminSession(guard: ApiKeyAdminGuard, key: string, ttlMs: number): string | undefined {
-  const given = Buffer.from(key);
-  let match: Buffer | undefined;
-  for (const h of guard['holders']) {
-    if (h.key.length === given.length && timingSafeEqual(h.key, given) && !match) match = h.key;
-  }
-  return match ? mintSession(match, Date.now() + ttlMs) : undefined;
+/** Gives the guard the server-side sessions of the sign-in page. @internal */
+export function attachAdminSessions(guard: ApiKeyAdminGuard, store: AdminSessionStore, ttlMs: number): void {
+  guard['sessions'] = { store, ttlMs };
+}
+
+/**
+ * Signs the holder of `key` in: a new random session stored on the server (its hash, the operator, a
+ * salted reference to the key), and its token for the cookie; undefined when `key` is none of the
+ * guard's. @internal
+ */
+export async function issueAdminSession(guard: ApiKeyAdminGuard, key: string): Promise<string | undefined> {
+  const sessions = guard['sessions'];
+  const match = guard['find'](Buffer.from(key));
+  if (!match || !sessions) return undefined;
+  const entry = guard['holders'].find((h) => h.holder === match)!;
+  const token = newSessionToken();
+  const salt = newSalt();
+  await sessions.store.create(
+    tokenHash(token),
+    { operator: match.operator, keyRef: keyRef(entry.key, salt).toString('hex'), salt },
+    sessions.ttlMs,
+  );
+  return token;
+}
+
+/** Ends the sessions whose tokens the request's cookie carries (sign-out). @internal */
+export async function revokeAdminSessions(guard: ApiKeyAdminGuard, req: unknown): Promise<void> {
+  const sessions = guard['sessions'];
+  if (!sessions) return;
+  for (const token of readCookies(req, DURABLE_ADMIN_SESSION_COOKIE).filter(isSessionToken))
+    await sessions.store.revoke(tokenHash(token));
 }
 
 /** The header the guard reads the key from (lower case). @internal */

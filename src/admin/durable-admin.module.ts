@@ -1,3 +1,4 @@
+import { AdminSessionStore } from '../store/admin-sessions.store';
 import { DynamicModule, Module, Provider, Type } from '@nestjs/common';
 import { observabilityModule } from '../observability/durable-observability.module';
 import { DURABLE_OBSERVABILITY_OPTIONS } from '../observability/observability.constants';
@@ -121,7 +122,15 @@ function adminModule(
         ? []
         : [observabilityModule(mount.observability, observability, imports)]),
     ],
-    providers: [options, AdminGuardRef, AdminAccessGuard, AdminRedactor, AdminRunsService, AdminRunsStore],
+    providers: [
+      options,
+      AdminGuardRef,
+      AdminAccessGuard,
+      AdminRedactor,
+      AdminRunsService,
+      AdminRunsStore,
+      AdminSessionStore,
+    ],
     controllers,
   };
 }

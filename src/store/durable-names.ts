@@ -21,6 +21,8 @@ export interface DurableNames {
   readonly commands: string;
   readonly events: string;
   readonly signals: string;
+  /** Sign-in sessions of the admin page (`login: true`). */
+  readonly adminSessions: string;
   /** The module's own migrations table (`ai_migrations`), qualified as the tables are. */
   readonly migrations: string;
   /** NOTIFY channel that wakes idle workers of this schema. */
@@ -74,6 +76,7 @@ export function durableNames(schema?: string): DurableNames {
     commands: `${prefix}ai_commands`,
     events: `${prefix}ai_events`,
     signals: `${prefix}ai_signals`,
+    adminSessions: `${prefix}ai_admin_sessions`,
     migrations: `${prefix}ai_migrations`,
     wakeChannel: own === undefined ? WAKE_CHANNEL : scoped(WAKE_CHANNEL, '_', own),
     doneChannel: own === undefined ? DONE_CHANNEL : scoped(DONE_CHANNEL, '_', own),

@@ -2,6 +2,9 @@ import type { DurableDataSource } from '../options/durable-execution-options.int
 import { DEFAULT_NAMES, DurableNames } from './durable-names';
 import { DURABLE_TABLES } from './run-migrations';
 
+/** Tables later migrations add. */
+const LATER_TABLES = ['ai_admin_sessions'] as const;
+
 /** Columns later migrations add (table, column): one missing means the schema is behind. */
 const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_checkpoints', 'seq'],
@@ -20,7 +23,7 @@ export async function missingDurableSchema(
   names: DurableNames = DEFAULT_NAMES,
 ): Promise<string[]> {
   const items = [
-    ...DURABLE_TABLES.map((t) => ({
+    ...[...DURABLE_TABLES, ...LATER_TABLES].map((t) => ({
       label: t,
       qualified: `${names.prefix}${t}`,
       column: null as string | null,

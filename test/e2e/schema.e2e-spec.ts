@@ -26,7 +26,15 @@ import { bootApp, bootError, bootModules } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
 
-const TABLES = ['ai_checkpoints', 'ai_commands', 'ai_events', 'ai_migrations', 'ai_runs', 'ai_signals'];
+const TABLES = [
+  'ai_admin_sessions',
+  'ai_checkpoints',
+  'ai_commands',
+  'ai_events',
+  'ai_migrations',
+  'ai_runs',
+  'ai_signals',
+];
 const NAME_RULE =
   'must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_';
 

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 
 /** The cookie the admin sign-in page sets (HttpOnly, SameSite=Strict, Path = the admin path). */
 export const DURABLE_ADMIN_SESSION_COOKIE = 'durable_admin_session';
@@ -10,36 +10,32 @@ export const DURABLE_ADMIN_SESSION_COOKIE = 'durable_admin_session';
  */
 export const DURABLE_ADMIN_CSRF_HEADER = 'x-durable-admin';
 
-const VERSION = 'v1';
-const TOKEN = /^v1\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
+/** A session token as the cookie carries it: 32 random bytes, base64url. */
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
-function mac(key: Buffer, expires: string): Buffer {
-  return createHmac('sha256', key).update(`durable-admin-session.${VERSION}.${expires}`).digest();
+/** A new session token: random, unrelated to any key. @internal */
+export function newSessionToken(): string {
+  return randomBytes(32).toString('base64url');
 }
 
-/**
- * A session for the holder of `key`, valid until `expiresAtMs`: `v1.<expiry in s>.<HMAC-SHA256 keyed by
- * the API key>`. It holds neither the key nor anything that reveals it; changing the key ends it. @internal
- */
-export function mintSession(key: Buffer, expiresAtMs: number): string {
-  const expires = String(Math.floor(expiresAtMs / 1000));
-  return `${VERSION}.${expires}.${mac(key, expires).toString('base64url')}`;
+/** Whether a cookie value has the shape of a session token (checked before any database read). @internal */
+export function isSessionToken(value: string): boolean {
+  return TOKEN.test(value);
 }
 
-/**
- * The index in `keys` of the key that signed `token`, or -1 when it is malformed, expired or signed by
- * none of them. Never throws, whatever the token holds; compares in constant time. @internal
- */
-export function verifySession(token: string, keys: Buffer[], nowMs = Date.now()): number {
-  const m = TOKEN.exec(token);
-  if (!m || Number(m[1]) * 1000 <= nowMs) return -1;
-  const given = Buffer.from(m[2], 'base64url');
-  if (given.length !== 32) return -1;
-  let found = -1;
-  keys.forEach((key, i) => {
-    if (timingSafeEqual(mac(key, m[1]), given) && found < 0) found = i;
-  });
-  return found;
+/** What the server stores of a token: its SHA-256 (a read of the table gives no live session). @internal */
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** The stored reference to the key a session signed in with: HMAC-SHA256 of the key under a per-session salt. @internal */
+export function keyRef(key: Buffer, salt: string): Buffer {
+  return createHmac('sha256', salt).update(key).digest();
+}
+
+/** A new per-session salt. @internal */
+export function newSalt(): string {
+  return randomBytes(16).toString('base64url');
 }
 
 /** Every value of cookie `name` in the request's Cookie header, as sent (not decoded). @internal */
