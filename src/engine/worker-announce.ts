@@ -47,8 +47,8 @@ export const SHUTDOWN_HOOKS_CHECK_MS = 2000;
  * `app.enableShutdownHooks()` a deploy's SIGTERM kills the worker without a drain, and its runs wait out
  * their leases before another worker resumes them. @internal
  */
-export function warnWithoutShutdownHooks(logger: Logger): void {
-  setTimeout(() => {
+export function warnWithoutShutdownHooks(logger: Logger): NodeJS.Timeout {
+  return setTimeout(() => {
     if (process.listenerCount('SIGTERM') > 0) return;
     logger.warn(
       'worker: nothing in this process listens for SIGTERM: call app.enableShutdownHooks() where the app is ' +

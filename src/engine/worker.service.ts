@@ -40,12 +40,13 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   private claiming = false;
   private again = false;
   private idleTicks = 0;
-  private errors = 0;
+  private errors = 0; // claims failed in a row
   private listener?: WakeListener;
   private unguard?: () => void;
   /** The claim poll, a job (DurableJobs); the heartbeat is a timer of its own (the drain needs it). */
   private poll?: ScheduledJob;
   private beatTimer?: NodeJS.Timeout;
+  private hooksCheck?: NodeJS.Timeout; // the look for a SIGTERM listener, 2 s after bootstrap
 
   constructor(
     private readonly store: RunStateStore,
@@ -69,15 +70,14 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   onApplicationBootstrap(): void {
     const w = this.options.worker;
     if (!w.enabled || replayOnly()) return;
-    // Not unref'd: a worker-only process (createApplicationContext) lives on these timers, also while
-    // every database connection is down. beforeApplicationShutdown clears them.
+    // Kept alive: a worker-only process lives on these timers (also with the database down).
     const poll = jobName(DURABLE_JOB_NAMES.workerPoll, this.options.database.schema);
     this.poll = this.jobs.start(poll, { everyMs: w.pollIntervalMs }, () => this.pollTick(), true);
     this.beatTimer = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
     this.listener = this.store.wakeListener(() => this.nudge());
     this.listener.start();
     announceWorker(this.logger, this.store, this.id, w.concurrency, this.registry.kinds());
-    warnWithoutShutdownHooks(this.logger);
+    this.hooksCheck = warnWithoutShutdownHooks(this.logger);
   }
 
   /** Claims right away (NOTIFY, a finished run, a test). Coalesces concurrent calls. */
@@ -213,6 +213,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   async beforeApplicationShutdown(): Promise<void> {
     if (this.draining) return;
     this.draining = true; // also when the timers are off (tick() driven): no claim after this point
+    clearTimeout(this.hooksCheck);
     this.poll?.stop(); // @nestjs/schedule may have cleared it already: harmless
     this.poll = undefined;
     // Runs stop at their next step boundary and release themselves; none starts a new step. The
