@@ -33,6 +33,7 @@ export class AdminRedactor {
       error: r.error === null ? null : this.value('run.error', r.error),
       parkedReason: r.parkedReason === null ? null : this.value('run.parked_reason', r.parkedReason),
       cancelReason: r.cancelReason === null ? null : this.value('run.cancel_reason', r.cancelReason),
+      idempotencyKey: r.idempotencyKey === null ? null : this.value('run.idempotency_key', r.idempotencyKey),
     };
   }
 
@@ -49,11 +50,12 @@ export class AdminRedactor {
   /** A checkpoint; a `$signal:<name>` wait's `{ payload }` goes through as `signal.payload`. */
   checkpoint(c: CheckpointView): CheckpointView {
     if (!this.hook) return c;
+    const meta = c.meta === null ? null : this.value('checkpoint.meta', c.meta);
     const out = c.output as { payload?: unknown } | null;
     if (c.stepName.startsWith('$signal:') && out && typeof out === 'object' && 'payload' in out) {
-      return { ...c, output: { ...out, payload: this.value('signal.payload', out.payload) } };
+      return { ...c, meta, output: { ...out, payload: this.value('signal.payload', out.payload) } };
     }
-    return { ...c, output: this.value('checkpoint.output', c.output) };
+    return { ...c, meta, output: this.value('checkpoint.output', c.output) };
   }
 
   command(c: CommandView): CommandView;

@@ -3,6 +3,7 @@ import { WORKFLOW_METADATA } from '../durable-execution.constants';
 import { DurableRegistry } from '../engine/durable.registry';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { UnknownRunKindError } from '../errors/unknown-run-kind.error';
 import type { StartRunOptions, StartRunResult, WorkflowClass } from '../interfaces/run.interface';
 import type { WorkflowMetadata } from '../interfaces/step-options.interface';
@@ -32,11 +33,12 @@ export class RunStarter {
     input: unknown,
     opts: StartRunOptions,
   ): Promise<Omit<StartRunResult, 'result'>> {
-    const kind = typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow) : kindOrWorkflow;
+    const kind = requireKind(
+      typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow) : kindOrWorkflow,
+    );
     const wf = this.registry.getWorkflow(kind);
     if (!wf) {
       if (this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
-      requireText(kind, 'kind');
       if (!this.unregisteredKinds.has(kind)) {
         this.unregisteredKinds.add(kind);
         this.logger.debug(
@@ -83,4 +85,25 @@ function workflowKind(workflow: WorkflowClass): string {
     );
   }
   return meta.kind;
+}
+
+/** The longest kind the runs table takes (`check (length(kind) between 1 and 200)`). */
+export const MAX_KIND_LENGTH = 200;
+
+/**
+ * A kind as `start()` may store and log it: a non-empty string of at most MAX_KIND_LENGTH characters
+ * with no control character (a newline in a kind would forge a log line). InvalidArgumentError (400)
+ * otherwise, checked before anything is looked up, written or logged.
+ */
+export function requireKind(kind: unknown): string {
+  const text = requireText(kind, 'kind');
+  if (text.length > MAX_KIND_LENGTH)
+    throw new InvalidArgumentError(
+      'kind',
+      `must be at most ${MAX_KIND_LENGTH} characters, got ${text.length}`,
+    );
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(text))
+    throw new InvalidArgumentError('kind', 'must not contain control characters (newlines, tabs, NUL)');
+  return text;
 }

@@ -16,14 +16,15 @@ export class IdempotencyConflictError extends DurableExecutionError {
     requestedKind: string,
   ) {
     const differs = existingKind === requestedKind ? 'input' : 'kind';
+    // The message reaches HTTP clients (DurableExceptionFilter): it names neither the other run nor its
+    // kind, which may belong to another caller. `existingRunId` is there for the app's own code.
     super(
       'DURABLE_IDEMPOTENCY_CONFLICT',
       differs === 'kind'
-        ? `Idempotency key "${idempotencyKey}" already belongs to run ${existingRunId} of kind "${existingKind}", ` +
-            `not "${requestedKind}". Use a key that is unique per logical run.`
-        : `Idempotency key "${idempotencyKey}" already belongs to run ${existingRunId} of kind "${existingKind}", ` +
-            'started with a different input. A retry must send the same input; use a new key for a new logical run. ' +
-            'Nothing was written.',
+        ? `Idempotency key ${JSON.stringify(idempotencyKey.slice(0, 120))} already belongs to a run of another kind. ` +
+            'Use a key that is unique per logical run. Nothing was written.'
+        : `Idempotency key ${JSON.stringify(idempotencyKey.slice(0, 120))} already belongs to a run started with a different input. ` +
+            'A retry must send the same input; use a new key for a new logical run. Nothing was written.',
     );
     this.differs = differs;
   }

@@ -12,7 +12,7 @@ export class UnknownRunKindError extends DurableExecutionError {
   ) {
     super(
       'DURABLE_UNKNOWN_RUN_KIND',
-      `No @DurableWorkflow('${kind}') is registered in this app (known kinds: ${known.length ? known.join(', ') : 'none'}). ` +
+      `No @DurableWorkflow(${JSON.stringify(kind.slice(0, 80))}) is registered in this app (known kinds: ${known.length ? known.join(', ') : 'none'}). ` +
         "Add the workflow class to a module's providers, or fix the kind. (A producer-only process, with worker.enabled: false, may start kinds it does not register.)",
     );
   }

@@ -1,4 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { redactErrorMessage } from '../options/redact';
 import type * as OTel from '@opentelemetry/api';
 import type { DurableObserver, RunAttemptInfo, StepInfo } from '../interfaces/durable-observer.interface';
 import { DurableObservers } from '../engine/durable-observers';
@@ -26,6 +29,7 @@ export class DurableTracing implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly observers: DurableObservers,
     @Inject(DURABLE_OBSERVABILITY_OPTIONS) private readonly options: DurableObservabilityOptions,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly engine: ResolvedDurableOptions,
   ) {}
 
   onModuleInit(): void {
@@ -102,8 +106,16 @@ export class DurableTracing implements OnModuleInit, OnModuleDestroy {
       const parked = (err as Error | null)?.name === 'RunSuspended';
       span.setAttribute('durable.outcome', parked ? 'parked' : 'failed');
       if (!parked) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+        // A step's error message can quote run data: the span gets it through `redact` (as `run.error`),
+        // and no stack (its first line is the message again).
+        const e = err as Error & { code?: unknown };
+        const message = redactErrorMessage(this.engine.redact, String(e?.message ?? err));
+        span.recordException({
+          name: e?.name ?? 'Error',
+          message,
+          ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+        });
+        span.setStatus({ code: SpanStatusCode.ERROR, message });
       }
       throw err;
     } finally {

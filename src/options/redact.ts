@@ -10,7 +10,9 @@ import type { DurableEventType } from '../interfaces/events.interface';
  *   log lines pass `{ message }` and show the `message` that comes back.
  * - `run.parked_reason`, `run.cancel_reason`: those texts (a dead-lettered run's parked reason quotes
  *   its error message).
+ * - `run.idempotency_key`: the key a run was started with (an order reference, an email, ...).
  * - `checkpoint.output`: a step's (or command's, or recorded value's) checkpointed output.
+ * - `checkpoint.meta`: what a checkpoint records beside it (a model step's `usage` and `requestId`).
  * - `signal.payload`: a signal's payload, as checkpointed by `ctx.waitForSignal`.
  * - `command.args`, `command.result`, `command.error`: a side-effect command's arguments and outcome.
  */
@@ -21,7 +23,9 @@ export const REDACT_SURFACES = [
   'run.error',
   'run.parked_reason',
   'run.cancel_reason',
+  'run.idempotency_key',
   'checkpoint.output',
+  'checkpoint.meta',
   'signal.payload',
   'command.args',
   'command.result',

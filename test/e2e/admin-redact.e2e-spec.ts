@@ -44,6 +44,12 @@ class SecretSteps {
   async echo(secret: string) {
     return { echo: secret };
   }
+
+  /** A model step: its `usage` and `requestId` land in the checkpoint's meta as well. */
+  @DurableStep({ name: 'think', kind: 'model' })
+  async think(secret: string) {
+    return { text: 'ok', usage: { promptTokens: 3, note: secret }, requestId: `req-${secret}` };
+  }
 }
 
 @Injectable()
@@ -67,6 +73,7 @@ class SecretiveWorkflow {
   ) {}
   async run(input: { secret: string }, ctx: RunContext) {
     await this.steps.echo(input.secret);
+    await this.steps.think(input.secret);
     await this.commands.ship({ note: input.secret });
     try {
       await this.commands.refuse({ note: input.secret });
@@ -139,7 +146,8 @@ describe('redact hook on every admin surface', () => {
     plain = await boot(db.url, false);
     hidden = await boot(db.url, true);
     const runs = plain.app.get(RunRepository);
-    secretRun = (await runs.start('secretive', { secret: SECRET })).run.id;
+    secretRun = (await runs.start('secretive', { secret: SECRET }, { idempotencyKey: `order-${SECRET}` })).run
+      .id;
     await driveUntil(plain.app, db, secretRun, ['waiting']);
     // Operator actions go through the app with the hook: their responses are surfaces too.
     actionResponses.push(
@@ -165,6 +173,9 @@ describe('redact hook on every admin surface', () => {
     const outputs = JSON.stringify(detail.checkpoints.map((c: { output: unknown }) => c.output));
     expect(outputs).toContain(`{"echo":"${SECRET}"}`);
     expect(outputs).toContain(`{"payload":{"s":"${SECRET}"}}`);
+    const metas = JSON.stringify(detail.checkpoints.map((c: { meta: unknown }) => c.meta));
+    expect(metas).toContain(`req-${SECRET}`);
+    expect(detail.run.idempotencyKey).toBe(`order-${SECRET}`);
     const [ship, refuse] = detail.commands;
     expect(ship.payload).toEqual({ note: SECRET });
     expect(ship.result).toEqual({ receipt: SECRET });
@@ -191,6 +202,9 @@ describe('redact hook on every admin surface', () => {
     expect(detail.run.parkedReason).toContain('[hidden:run.parked_reason]');
     const outputs = JSON.stringify(detail.checkpoints.map((c: { output: unknown }) => c.output));
     expect(outputs).toContain('{"echo":"[hidden:checkpoint.output]"}');
+    const metas = JSON.stringify(detail.checkpoints.map((c: { meta: unknown }) => c.meta));
+    expect(metas).toContain('req-[hidden:checkpoint.meta]');
+    expect(detail.run.idempotencyKey).toBe('order-[hidden:run.idempotency_key]');
     expect(outputs).toContain('{"payload":{"s":"[hidden:signal.payload]"}}');
     const [ship, refuse] = detail.commands;
     expect(ship.payload).toEqual({ note: '[hidden:command.args]' });

@@ -121,7 +121,28 @@ class Pay {
   }
 }
 
-const providers: Type<unknown>[] = [Steps, Triple, Pay];
+const SPAN_SECRET = 'sk_live_SPAN_SECRET_77';
+
+@Injectable()
+class LeakySteps {
+  @DurableStep({ name: 'leak', retry: { maxAttempts: 1 } })
+  async leak(): Promise<never> {
+    throw Object.assign(new Error(`card declined for ${SPAN_SECRET}`), {
+      retryable: false,
+      code: 'E_DECLINED',
+    });
+  }
+}
+
+@DurableWorkflow('leaky', { maxAttempts: 1 })
+class Leaky {
+  constructor(private readonly s: LeakySteps) {}
+  async run() {
+    return this.s.leak();
+  }
+}
+
+const providers: Type<unknown>[] = [Steps, Triple, Pay, LeakySteps, Leaky];
 
 const boot = (
   url: string,
@@ -333,6 +354,36 @@ describe('observability: metrics, traces, health', () => {
     } finally {
       await b.app.close();
       await other.drop();
+    }
+  });
+
+  it("a failed step's span carries its error through the redact hook, with no stack", async () => {
+    const hooked = await bootHttpApp(db.url, {
+      options: {
+        worker: { enabled: false },
+        redact: (key, value) =>
+          key === 'run.error'
+            ? { ...value, message: String(value.message).replace(SPAN_SECRET, '[hidden]') }
+            : value,
+      },
+      imports: [DurableAdminModule.forRoot({ allowAnonymous: true, observability: { metrics: false } })],
+      providers,
+      logger: [],
+    });
+    try {
+      recorder.spans = [];
+      const { run } = await hooked.app.get(RunRepository).start('leaky', {});
+      expect((await driveUntil(hooked.app, db, run.id)).status).toBe('failed');
+      const step = recorder.spans.find((s) => s.name === 'durable.step leak')!;
+      expect(step.status).toMatchObject({ message: 'card declined for [hidden]' });
+      expect(step.exceptions).toEqual([
+        { name: 'Error', message: 'card declined for [hidden]', code: 'E_DECLINED' },
+      ]);
+      expect(JSON.stringify(recorder.spans.map((s) => [s.attributes, s.status, s.exceptions]))).not.toContain(
+        SPAN_SECRET,
+      );
+    } finally {
+      await hooked.app.close();
     }
   });
 });
