@@ -89,13 +89,13 @@ describe('resolveOptions', () => {
       ['empty', ''],
     ])('refuses a schema that is not a plain identifier (%s), naming database.schema', (_label, schema) => {
       expect(failure({ database: { url: URL, schema } }).problems).toEqual([
-        `database.schema: must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_; got '${schema}'`,
+        `database.schema: must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_, not information_schema; got '${schema}'`,
       ]);
     });
 
     it('refuses a schema that is not a string', () => {
       expect(failure({ database: { url: URL, schema: 7 } }).problems).toEqual([
-        'database.schema: must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_; got number',
+        'database.schema: must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_, not information_schema; got number',
       ]);
     });
   });

@@ -36,7 +36,7 @@ const TABLES = [
   'ai_signals',
 ];
 const NAME_RULE =
-  'must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_';
+  'must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_, not information_schema';
 
 @Injectable()
 class Doubler {
