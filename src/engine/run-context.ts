@@ -1,6 +1,7 @@
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
 import type { RunCancelInfo } from '../interfaces/run.interface';
 import { handed } from './handed';
+import { clockNow } from './test-clock';
 
 /** The parts of a driven run that the public context exposes. @internal */
 export interface RunContextHost {
@@ -53,8 +54,8 @@ export class RunContext {
   now(): Date {
     const iso = this.host.record(
       '$now',
-      () => new Date().toISOString(),
-      () => new Date().toISOString(),
+      () => new Date(clockNow()).toISOString(),
+      () => new Date(clockNow()).toISOString(),
     );
     return new Date(iso);
   }

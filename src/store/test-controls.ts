@@ -14,11 +14,48 @@ export const EXPIRE_CRASHED_LEASES_SQL: SqlText = (
       where status = 'running' and (worker_id like $1 or worker_id = any($2::text[]))`;
 
 /**
- * The testing kit's clock skip: a run parked until a time is due now. A run parked until woken (an
- * approval, a signal without timeout: available_at infinity) stays parked. $1 run id
+ * The test clock's skip, in the database: `$1` ms pass for what timers compare. Waiting runs due at a
+ * time become due that much sooner, and the due times runs recorded (a sleep's `$sleep`, a signal wait's
+ * `$deadline:<name>`) move back by as much, so the replay finds them passed. Runs of one id (`$2`), or
+ * all unfinished runs (`$2` null). Leases, and everything else, stay: a faked `now()` would expire
+ * every lease. $1 ms, $2 run id or null
  */
-export const MAKE_WAITING_RUN_DUE_SQL: SqlText = (t) =>
-  `update ${t.runs} set available_at = now() where id = $1 and status = 'waiting' and available_at < 'infinity'`;
+export const ADVANCE_CLOCK_SQL: SqlText = (t) => `
+with due as (
+  update ${t.runs} set available_at = available_at - $1 * interval '1 millisecond'
+   where status = 'waiting' and available_at < 'infinity' and ($2::uuid is null or id = $2)
+  returning id
+), marks as (
+  update ${t.checkpoints} c
+     set output = to_jsonb((c.output #>> '{}')::timestamptz - $1 * interval '1 millisecond')
+    from ${t.runs} r
+   where r.id = c.run_id and r.status in ('pending', 'running', 'waiting') and ($2::uuid is null or r.id = $2)
+     and (c.step_name = '$sleep' or c.step_name like '$deadline:%')
+     and jsonb_typeof(c.output) = 'string' and c.output #>> '{}' <> 'infinity'
+  returning c.run_id
+)
+select (select count(*) from due)::int as due`;
+
+/** How long run $1 still waits for its due time (0 when not waiting until a time). $1 run id */
+export const WAIT_LEFT_SQL: SqlText = (t) => `
+select coalesce((select greatest(extract(epoch from (available_at - now())) * 1000, 0)::float8
+                   from ${t.runs} where id = $1 and status = 'waiting' and available_at < 'infinity'), 0) as ms`;
+
+/** Skips `ms` of durable time for run `runId`, or for every unfinished run; how many waiting runs moved. @internal */
+export async function advanceDurableClock(
+  app: INestApplicationContext,
+  ms: number,
+  runId: string | null,
+): Promise<number> {
+  const { rows } = await databaseOf(app).query<{ due: number }>(ADVANCE_CLOCK_SQL, [ms, runId]);
+  return rows[0].due;
+}
+
+/** How long run `runId` still waits for its due time, in ms (0 when it does not). @internal */
+export async function waitLeftOf(app: INestApplicationContext, runId: string): Promise<number> {
+  const { rows } = await databaseOf(app).query<{ ms: number }>(WAIT_LEFT_SQL, [runId]);
+  return Math.ceil(Number(rows[0].ms));
+}
 
 /** Expires the leases of running runs whose worker id is LIKE `workerPattern` or in `workerIds`; how many. @internal */
 export async function expireCrashedLeases(
@@ -28,11 +65,6 @@ export async function expireCrashedLeases(
 ): Promise<number> {
   const { rowCount } = await databaseOf(app).query(EXPIRE_CRASHED_LEASES_SQL, [workerPattern, workerIds]);
   return rowCount;
-}
-
-/** Makes run `runId` due now if it is parked until a time. @internal */
-export async function makeWaitingRunDue(app: INestApplicationContext, runId: string): Promise<void> {
-  await databaseOf(app).query(MAKE_WAITING_RUN_DUE_SQL, [runId]);
 }
 
 function databaseOf(app: INestApplicationContext): DurableDatabase {

@@ -6,7 +6,9 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { fork } from 'node:child_process';
 import type { RunView } from '../interfaces/run.interface';
-import { expireCrashedLeases, makeWaitingRunDue } from '../store/test-controls';
+import { advanceDurableClock, expireCrashedLeases, waitLeftOf } from '../store/test-controls';
+import { moveTestClock } from '../engine/test-clock';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { CrashPointName } from '../engine/crash-points';
 import { Reconciler } from '../maintenance/reconciler.service';
 import { DurableWorker } from '../engine/worker.service';
@@ -94,8 +96,11 @@ export async function releaseCrashedRuns(
 }
 
 /**
- * Drives one run in this process (worker `tick()`s, waiting runs made due at once) until it reaches one
- * of `statuses`. Use with `worker: { enabled: false }` in the test's module options.
+ * Drives one run in this process (worker `tick()`s) until it reaches one of `statuses`. A run parked
+ * until a time (a sleep, a signal wait with a timeout, a retry's backoff) has that time skipped for it
+ * (as `advanceTestClock` does, for this run only), so a `ctx.sleep(24h)` takes one more tick, not a
+ * day. A run waiting for a signal with no timeout, or for an operator, waits for them. Use with
+ * `worker: { enabled: false }` in the test's module options.
  */
 export async function driveRun(
   app: INestApplicationContext,
@@ -106,13 +111,39 @@ export async function driveRun(
   const worker = app.get(DurableWorker, { strict: false });
   const runs = app.get(RunRepository, { strict: false });
   for (let i = 0; i < maxTicks; i++) {
-    await makeWaitingRunDue(app, runId);
+    const left = await waitLeftOf(app, runId);
+    if (left > 0) await advanceDurableClock(app, left, runId);
     await worker.tick();
     await worker.idle();
     const run = await runs.get(runId);
     if (run && statuses.includes(run.status)) return run;
   }
   throw new Error(`run ${runId} did not reach ${statuses.join(' / ')} within ${maxTicks} ticks`);
+}
+
+/**
+ * The test clock (Temporal's time-skipping environment is the model): `ms` of durable time pass at
+ * once, against the real PostgreSQL. Every unfinished run's sleeps and signal-wait timeouts come that
+ * much closer (runs whose due time has now passed are due: drive them with `driveRun` or
+ * `worker.tick()`), and `ctx.now()` in this process reads that much later from here on. Leases do not
+ * move (a faked database clock would expire every lease), and a worker in another process keeps its own
+ * `ctx.now()`. Call `resetTestClock()` between tests. Resolves with how many waiting runs moved.
+ * @example
+ * ```ts
+ * await advanceTestClock(app, 3 * 24 * 3600_000); // the 3-day approval timeout passes
+ * expect((await driveRun(app, id)).output).toEqual({ approved: false });
+ * ```
+ */
+export async function advanceTestClock(app: INestApplicationContext, ms: number): Promise<number> {
+  if (!Number.isSafeInteger(ms) || ms < 0)
+    throw new InvalidArgumentError('ms', `must be an integer number of milliseconds >= 0, got ${String(ms)}`);
+  moveTestClock(ms);
+  return advanceDurableClock(app, ms, null);
+}
+
+/** Puts `ctx.now()` of this process back on the wall clock (what the database recorded stays as it is). */
+export function resetTestClock(): void {
+  moveTestClock('reset');
 }
 
 export { HISTORY_FORMAT } from '../interfaces/run-history.interface';
