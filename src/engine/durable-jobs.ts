@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { SchedulerRegistry } from '@nestjs/schedule';
+import type { SchedulerRegistry } from '@nestjs/schedule';
 import { cronPackage } from '../util/cron';
 
 /**
@@ -42,10 +42,16 @@ export class DurableJobs {
 
   constructor(private readonly moduleRef: ModuleRef) {}
 
-  /** The app's SchedulerRegistry, when it imports `ScheduleModule.forRoot()`. */
+  /**
+   * The app's SchedulerRegistry, when it imports `ScheduleModule.forRoot()`. `@nestjs/schedule` is
+   * loaded only here: a copy this process cannot load (an ESM-only major under jest) means no registry,
+   * and the module's own timers.
+   */
   registry(): SchedulerRegistry | undefined {
+    const schedule = loadSchedule();
+    if (!schedule) return undefined;
     try {
-      return this.moduleRef.get(SchedulerRegistry, { strict: false });
+      return this.moduleRef.get(schedule.SchedulerRegistry, { strict: false });
     } catch {
       return undefined;
     }
@@ -84,6 +90,16 @@ export class DurableJobs {
         if (registry?.doesExist('cron', name)) registry.deleteCronJob(name);
       },
     };
+  }
+}
+
+/** `@nestjs/schedule`, or undefined when this process cannot load it. */
+function loadSchedule(): { SchedulerRegistry: typeof SchedulerRegistry } | undefined {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('@nestjs/schedule') as { SchedulerRegistry: typeof SchedulerRegistry };
+  } catch {
+    return undefined;
   }
 }
 

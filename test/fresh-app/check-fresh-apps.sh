@@ -14,7 +14,9 @@
 #   - in both processes the app's interval ticks about once per 100 ms (7-13 ticks in 1 s, not twice),
 #     and the worker process lists the module's jobs (worker poll, reconciler) in its SchedulerRegistry;
 #   - on the app-migrated database, a boot with the module's migrationsRun left true fails fast with
-#     DURABLE_SCHEMA_CONFLICT.
+#     DURABLE_SCHEMA_CONFLICT;
+#   - the app's own jest test (app/test/) skips a 24 h sleep and a 3-day signal timeout with the
+#     package's test clock (nestjs-durable-execution/testing).
 # Needs psql and a PostgreSQL where the user may create databases: FRESH_APP_PG_URL, else DATABASE_URL,
 # else postgres://root@127.0.0.1:5432/test. Packs dist/ as built: run `npm run build` first.
 set -euo pipefail
@@ -42,7 +44,7 @@ tarball="$work/$(npm pack --silent --pack-destination "$work" | tail -1)"
 # Two apps from the same template, installed in parallel (npm's cache serves what it already has).
 install_app() { # dir typeorm-range
   mkdir -p "$1"
-  cp -r "$template/src" "$template/tsconfig.json" "$1/"
+  cp -r "$template/src" "$template/test" "$template/tsconfig.json" "$template/tsconfig.spec.json" "$1/"
   sed -e "s#@TARBALL@#$tarball#" -e "s#@TYPEORM@#$2#" "$template/package.json.in" > "$1/package.json"
   (cd "$1" && npm install --prefer-offline --no-audit --no-fund --loglevel=error >install.log 2>&1) ||
     { cat "$1/install.log" >&2; return 1; }
@@ -155,10 +157,23 @@ scenario() { # app-dir label migrations-mode
   echo "fresh apps: $label, migrations by the $mode: run $id started by the API process (typed; 8 error codes mapped by the filter), succeeded in the worker; ticks in 1 s: API $api_ticks, worker $worker_ticks$([ "$mode" = app ] && echo '; module migrationsRun true fails with DURABLE_SCHEMA_CONFLICT') ($((SECONDS - t0)) s)"
 }
 
+# The app's own jest test with the package's test clock: a 24 h sleep and a 3-day timeout skipped.
+clock_test() { # app-dir label
+  local db="fresh_app_$$_clock_${2//[^a-z0-9]/_}"
+  dbs+=("$db")
+  sql "$admin_url" "create database \"$db\""
+  local t0=$SECONDS
+  (cd "$1" && DATABASE_URL="$(db_url "$db")" ./node_modules/.bin/jest >"$work/$db.log" 2>&1) ||
+    { cat "$work/$db.log" >&2; fail "$2: the app's jest test with the test clock failed"; }
+  sql "$admin_url" "drop database \"$db\" with (force)"
+  echo "fresh apps: $2: the app's jest test skipped a 24 h sleep and a 3-day signal timeout ($((SECONDS - t0)) s)"
+}
+
 for app in app-typeorm03 app-typeorm1; do
   dir="$work/$app"
   label="typeorm@$(node -p 'require(process.argv[1]).version' "$dir/node_modules/typeorm/package.json")"
   scenario "$dir" "$label" module
   scenario "$dir" "$label" app
+  clock_test "$dir" "$label"
 done
 echo "fresh apps: done in $((SECONDS - start_s)) s"
