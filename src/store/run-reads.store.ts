@@ -24,10 +24,18 @@ export const LIST_RUNS_SQL: SqlText = (t) => `select *, ${CURSOR_KEY_SQL} as cre
 
 /**
  * Marks a live run to be announced on `durable_execution_done` when it ends (once: the flag is only set
- * while unset, so a waiter polling it costs no write). $1 run id
+ * while unset, so a waiter polling it costs no write). The mark locks the row for a moment, and a claim
+ * in that moment skips it (SKIP LOCKED) after the start's wake-up was already spent: a run that is due
+ * wakes the workers again when the mark commits, or it would wait for the next poll. $1 run id
  */
-export const AWAIT_RUN_SQL: SqlText = (t) => `update ${t.runs} set notify_on_finish = true
-        where id = $1 and not notify_on_finish and status in ('pending', 'running', 'waiting')`;
+export const AWAIT_RUN_SQL: SqlText = (t) => `
+with upd as (
+  update ${t.runs} set notify_on_finish = true
+   where id = $1 and not notify_on_finish and status in ('pending', 'running', 'waiting')
+  returning kind, status, available_at
+)
+select count(pg_notify('${t.wakeChannel}', kind)) as woke
+  from upd where status in ('pending', 'waiting') and available_at <= now()`;
 
 /** What a waiter reads after AWAIT_RUN_SQL, in a snapshot of its own. $1 run id */
 export const RUN_OUTCOME_SQL: SqlText = (t) => `select status, output, error from ${t.runs} where id = $1`;

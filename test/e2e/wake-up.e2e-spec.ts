@@ -66,3 +66,42 @@ describe('LISTEN/NOTIFY wake-up on the real schedule', () => {
     expect(again).toBeLessThan(2000);
   });
 });
+
+/**
+ * A claim skips a row that is locked (SKIP LOCKED). `result()` marks the run it waits for (a row lock
+ * for a moment): a claim woken by the start's NOTIFY in that moment finds nothing, and with a long poll
+ * the run waited for the next one (the schema test's "wakes a's idle worker at once" failed this way
+ * under load). The mark wakes the workers again when it commits.
+ */
+describe('a waiter marking a due run wakes the workers again', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let listener: import('pg').Client;
+  const heard: string[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('wake_mark');
+    app = await bootApp(db.url, [Echo, WakeWorkflow]); // no worker: the test counts the wake-ups
+    const { Client } = await import('pg');
+    listener = new Client({ connectionString: db.url });
+    await listener.connect();
+    await listener.query('listen durable_execution_wake');
+    listener.on('notification', (n) => heard.push(String(n.payload)));
+  });
+  afterAll(async () => {
+    await listener?.end();
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('a pending run: the start wakes once, the first result() once more, later ones not', async () => {
+    const runs = app.get(RunRepository);
+    const { run } = await runs.start('wake', { v: 1 });
+    await waitFor(async () => heard.length === 1, 2000, 'the start to wake');
+    await runs.result(run.id, { timeoutMs: 50 }).catch(() => undefined);
+    await waitFor(async () => heard.length === 2, 2000, 'the mark to wake again');
+    await runs.result(run.id, { timeoutMs: 50 }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(heard).toEqual(['wake', 'wake']);
+  });
+});
