@@ -16,6 +16,10 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_NOT_SERIALIZABLE: HttpStatus.BAD_REQUEST,
   DURABLE_INVALID_OPTIONS: HttpStatus.BAD_REQUEST,
   DURABLE_PAYLOAD_TOO_LARGE: HttpStatus.PAYLOAD_TOO_LARGE,
+  // A "wait for the result" endpoint: the run goes on (poll it, or wait again) ...
+  DURABLE_RESULT_TIMEOUT: HttpStatus.ACCEPTED,
+  // ... or it ended without an output (failed, dead-lettered, cancelled).
+  DURABLE_RUN_FAILED: HttpStatus.UNPROCESSABLE_ENTITY,
 };
 
 /** What the filter answers. */
@@ -35,8 +39,10 @@ interface FastifyLike {
 
 /**
  * Maps the library's errors to HTTP answers `{ statusCode, code, message }`: run or command not found →
- * 404, invalid run or command state and idempotency conflict → 409, invalid argument, unserializable
- * input and invalid options → 400, payload too large → 413. Any other `DurableExecutionError` is a
+ * 404, invalid run or command state and idempotency conflict → 409, invalid argument, unknown kind,
+ * unserializable input and invalid options → 400, payload too large → 413; for an endpoint that waits
+ * on `RunRepository.result()`: the wait timed out → 202 (the run goes on), the run ended failed,
+ * dead-lettered or cancelled → 422 (its status and error code, never its error message: run data). Any other `DurableExecutionError` is a
  * server fault: 500 with Nest's generic body (no message leaked), logged. Catches only
  * `DurableExecutionError`, so the app's other errors reach its other filters untouched. Works on Express
  * and Fastify; in non-HTTP contexts it rethrows.
@@ -54,7 +60,7 @@ export class DurableExceptionFilter implements ExceptionFilter<DurableExecutionE
     const status = DURABLE_HTTP_STATUS[exception.code];
     let body: DurableErrorBody;
     if (status) {
-      body = { statusCode: status, code: exception.code, message: exception.message };
+      body = { statusCode: status, code: exception.code, message: publicMessage(exception) };
     } else {
       this.logger.error(exception.message, exception.stack);
       body = { statusCode: HttpStatus.INTERNAL_SERVER_ERROR, message: 'Internal server error' };
@@ -66,4 +72,16 @@ export class DurableExceptionFilter implements ExceptionFilter<DurableExecutionE
       (res as FastifyLike).code(body.statusCode).send(body); // Fastify's reply
     }
   }
+}
+
+/** What the answer says: the error's message, except a failed run's, whose message quotes run data. */
+function publicMessage(exception: DurableExecutionError): string {
+  if (exception.code !== 'DURABLE_RUN_FAILED') return exception.message;
+  const e = exception as DurableExecutionError & {
+    runId?: string;
+    status?: string;
+    runError?: { code?: unknown } | null;
+  };
+  const code = typeof e.runError?.code === 'string' ? ` (error code ${e.runError.code})` : '';
+  return `Run ${e.runId} ended ${e.status}${code}: read it with RunRepository.get for its error.`;
 }

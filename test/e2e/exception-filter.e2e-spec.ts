@@ -13,6 +13,8 @@ import {
   InvalidRunStateError,
   LeaseLostError,
   PayloadTooLargeError,
+  ResultTimeoutError,
+  RunFailedError,
   RunNotFoundError,
   RunRepository,
   SerializationError,
@@ -34,6 +36,9 @@ const ERRORS: Record<string, () => DurableExecutionError> = {
   'payload-too-large': () => new PayloadTooLargeError('input of run kind "x"', 2_000_000, 1_000_000),
   'lease-lost': () => new LeaseLostError(ID, 3, 'step commit'),
   misuse: () => new DurableUsageError('ctx.progress() must be called inside a @DurableStep method'),
+  'result-timeout': () => new ResultTimeoutError(ID, 30_000, 'running'),
+  'run-failed': () =>
+    new RunFailedError(ID, 'failed', { message: 'card 4242 4242 4242 4242 declined', code: 'E_DECLINED' }),
 };
 
 @Controller('throw')
@@ -109,11 +114,20 @@ describe('DurableExceptionFilter', () => {
     ['payload-too-large', 413, 'DURABLE_PAYLOAD_TOO_LARGE'],
     ['lease-lost', 500, undefined],
     ['misuse', 500, undefined],
+    ['result-timeout', 202, 'DURABLE_RESULT_TIMEOUT'],
+    ['run-failed', 422, 'DURABLE_RUN_FAILED'],
   ])('%s → %i', async (name, status, code) => {
     const res = await fetch(`${base}/${name}`);
     expect(res.status).toBe(status);
     const body = await res.json();
-    if (code) {
+    if (code === 'DURABLE_RUN_FAILED') {
+      // The run's error message is run data: the answer has its status and error code only.
+      expect(body).toEqual({
+        statusCode: 422,
+        code,
+        message: `Run ${ID} ended failed (error code E_DECLINED): read it with RunRepository.get for its error.`,
+      });
+    } else if (code) {
       expect(body).toEqual({ statusCode: status, code, message: ERRORS[name]().message });
     } else {
       // A server fault: Nest's generic answer, nothing of the message.
