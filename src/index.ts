@@ -73,11 +73,17 @@ export type {
   WorkflowInput,
   WorkflowOutput,
 } from './interfaces/run.interface';
-export { DURABLE_EVENT_TYPES, isDurableEvent } from './interfaces/events.interface';
+export {
+  DURABLE_EVENT_PAYLOAD_KEYS,
+  DURABLE_EVENT_TYPES,
+  isDurableEvent,
+} from './interfaces/events.interface';
 export type {
   DurableEventPayloads,
   DurableEventType,
+  CommandRef,
   ModelUsagePayload,
+  NotSent,
   By,
 } from './interfaces/events.interface';
 

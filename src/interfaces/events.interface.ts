@@ -17,6 +17,21 @@ export interface ModelUsagePayload {
   requestId?: unknown;
 }
 
+/** The command an outcome event is about: its idempotency key, its name, and its step index. */
+export interface CommandRef {
+  key: string;
+  name: string;
+  step: number;
+}
+
+/**
+ * On an event that ends a claim: the idempotency keys of commands this claim reserved but never sent
+ * (the run stopped between the reserve and the call); their reservations were withdrawn.
+ */
+export interface NotSent {
+  notSent?: string[];
+}
+
 /**
  * Payload of each event type, by type. `availableAt` is the due time PostgreSQL recorded (ISO text, or
  * `infinity` for a park that waits for an operator or a signal without a timeout).
@@ -40,16 +55,16 @@ export interface DurableEventPayloads {
   /** A command was reserved (row `pending`) just before its dispatch. */
   'tool.command_reserved': { key: string; name: string; step: number };
   /** A command succeeded; `recovered` when an earlier attempt's stored success was recorded on replay. */
-  'tool.command_succeeded': { recovered?: true };
+  'tool.command_succeeded': CommandRef & { recovered?: true };
   /** A command failed permanently; `error` when the dispatch threw (absent when replayed from the row). */
-  'tool.command_failed': { error?: string };
+  'tool.command_failed': CommandRef & { error?: string };
   /**
    * A dispatch ended with an error that does not say whether the target acted (not a NonRetryableError
    * nor one the command declares definite): the command is in doubt until its policy settles it.
    */
   'tool.command_in_doubt': { key: string; name: string; step: number; error: string };
   /** A command rejected by an operator was recorded as the step's outcome. */
-  'tool.command_rejected': Record<string, never>;
+  'tool.command_rejected': CommandRef;
   /** The run parked on a command whose outcome a crash hid (`inDoubt: 'manual'`). */
   'command.in_doubt': { key: string; name: string; step: number; availableAt: string };
   /** The run parked on a command that needs an operator's approval. */
@@ -59,11 +74,11 @@ export interface DurableEventPayloads {
   /** An operator rejected a command. */
   'command.rejected': { key: string; by: By; note: string | null; outcome: 'rejected' };
   /**
-   * A command in doubt was settled: by the worker asking the target (`{ by: 'lookup', found: true }`),
+   * A command in doubt was settled: by the worker asking the target (`{ key, name, step, by: 'lookup', found: true }`),
    * or by an operator (`{ key, by, note, outcome }`, outcome `pending` meaning "dispatch once more").
    */
   'command.resolved':
-    | { by: 'lookup'; found: true }
+    | (CommandRef & { by: 'lookup'; found: true })
     | { key: string; by: By; note: string | null; outcome: 'succeeded' | 'failed' | 'pending' };
   /** `ctx.sleep(ms)` parked the run until `availableAt`. */
   'run.sleeping': { step: number; ms: number; availableAt: string };
@@ -79,20 +94,25 @@ export interface DurableEventPayloads {
    * The worker handed the run back to `waiting`, due at once (a drain, or a command settled
    * meanwhile); with `callInFlight` (a drain whose grace a call outlived) due when the lease ends.
    */
-  'run.released': { reason: string; workerId: string; atStepBoundary: boolean; callInFlight?: boolean };
+  'run.released': {
+    reason: string;
+    workerId: string;
+    atStepBoundary: boolean;
+    callInFlight?: boolean;
+  } & NotSent;
   /** A transient failure: the run is due again after `delayMs`. */
-  'run.retry_scheduled': { attempts: number; delayMs: number; error: string };
+  'run.retry_scheduled': { attempts: number; delayMs: number; error: string } & NotSent;
   /** `run()` returned; the output is stored on the run. */
-  'run.succeeded': Record<string, never>;
+  'run.succeeded': NotSent;
   /** A non-retryable error (or a replay that diverged) ended the run. */
-  'run.failed': { reason: 'non_retryable' | 'usage'; error: string };
+  'run.failed': { reason: 'non_retryable' | 'usage'; error: string } & NotSent;
   /**
    * The run's replay diverged from its record (non-determinism): held with no due time and its error
    * kept, until a fixed deploy runs and an operator retries it (`RunRepository.retry`).
    */
-  'run.held': { reason: 'non_determinism'; error: string };
+  'run.held': { reason: 'non_determinism'; error: string } & NotSent;
   /** Claims without progress reached `maxAttempts`. */
-  'run.dead_lettered': { reason: 'attempts_exhausted'; attempts: number; error: string };
+  'run.dead_lettered': { reason: 'attempts_exhausted'; attempts: number; error: string } & NotSent;
   /** A cancel was requested for a running run; it stops at its next step boundary or heartbeat. */
   'run.cancel_requested': { reason: string | null; by?: By };
   /**
@@ -100,9 +120,10 @@ export interface DurableEventPayloads {
    * `cleanup` when its workflow has `onCancel`: `done`, or `failed` and the error it ended with).
    */
   'run.cancelled':
-    { reason: string | null; by?: By } | { by: 'worker'; cleanup?: 'done' | 'failed'; cleanupError?: string };
+    | { reason: string | null; by?: By }
+    | ({ by: 'worker'; cleanup?: 'done' | 'failed'; cleanupError?: string } & NotSent);
   /** A cancel reached the running workflow and its `onCancel` cleanup begins (once per run). */
-  'run.cleanup_started': Record<string, never>;
+  'run.cleanup_started': Record<never, never>;
   /** A failed or dead-lettered run was put back to `pending`. */
   'run.retried': { by: By | null };
   /** The reconciler found the run's lease expired and made it due again (or dead-lettered it). */
@@ -159,6 +180,60 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'run.reconciled': true,
   'run.pruned': true,
 };
+
+/** Every key a payload of each event type may hold (of any of its shapes). */
+type PayloadKeys<T> = T extends unknown ? keyof T & string : never;
+
+/**
+ * The keys each event type's payload may hold, at run time (the payload types above are the compiler's):
+ * the compiler refuses a key here that the type lacks, and a key of the type missing here. A test
+ * compares the payloads stored on real runs with it, another test compares it with docs/EVENTS.md.
+ */
+export const DURABLE_EVENT_PAYLOAD_KEYS = {
+  'run.created': ['kind', 'idempotencyKey'],
+  'run.claimed': ['workerId', 'attempt'],
+  'step.started': ['step', 'name'],
+  'model.call_started': ['step', 'name'],
+  'step.failed': ['step', 'name', 'error'],
+  'run.checkpoint_saved': ['step', 'name', 'kind', 'usage', 'requestId'],
+  'tool.command_reserved': ['key', 'name', 'step'],
+  'tool.command_succeeded': ['key', 'name', 'step', 'recovered'],
+  'tool.command_failed': ['key', 'name', 'step', 'error'],
+  'tool.command_in_doubt': ['key', 'name', 'step', 'error'],
+  'tool.command_rejected': ['key', 'name', 'step'],
+  'command.in_doubt': ['key', 'name', 'step', 'availableAt'],
+  'command.approval_requested': ['key', 'name', 'step', 'availableAt'],
+  'command.approved': ['key', 'by', 'note', 'outcome'],
+  'command.rejected': ['key', 'by', 'note', 'outcome'],
+  'command.resolved': ['key', 'name', 'step', 'by', 'note', 'outcome', 'found'],
+  'run.sleeping': ['step', 'ms', 'availableAt'],
+  'run.waiting_for_signal': ['name', 'timeoutMs', 'availableAt'],
+  'signal.sent': ['name', 'by'],
+  'signal.received': ['name', 'step'],
+  'signal.timed_out': ['name', 'step'],
+  'run.released': ['reason', 'workerId', 'atStepBoundary', 'callInFlight', 'notSent'],
+  'run.retry_scheduled': ['attempts', 'delayMs', 'error', 'notSent'],
+  'run.succeeded': ['notSent'],
+  'run.failed': ['reason', 'error', 'notSent'],
+  'run.held': ['reason', 'error', 'notSent'],
+  'run.dead_lettered': ['reason', 'attempts', 'error', 'notSent'],
+  'run.cancel_requested': ['reason', 'by'],
+  'run.cancelled': ['reason', 'by', 'cleanup', 'cleanupError', 'notSent'],
+  'run.cleanup_started': [],
+  'run.retried': ['by'],
+  'run.reconciled': ['reason', 'previousWorker', 'outcome', 'attempts', 'availableAt', 'inDoubt'],
+  'run.pruned': ['by', 'checkpoints', 'events', 'finishedBefore'],
+} as const satisfies { [K in DurableEventType]: ReadonlyArray<PayloadKeys<DurableEventPayloads[K]>> };
+
+/** A key of an event type's payload type that DURABLE_EVENT_PAYLOAD_KEYS does not list (none: compiles). */
+type UnlistedKey = {
+  [K in DurableEventType]: Exclude<
+    PayloadKeys<DurableEventPayloads[K]>,
+    (typeof DURABLE_EVENT_PAYLOAD_KEYS)[K][number]
+  >;
+}[DurableEventType];
+const everyKeyListed: [UnlistedKey] extends [never] ? true : UnlistedKey = true;
+void everyKeyListed;
 
 /** Every event type, as a list (docs, filters, exhaustiveness checks). */
 export const DURABLE_EVENT_TYPES = Object.freeze(Object.keys(EVENT_TYPES) as DurableEventType[]);
