@@ -5,8 +5,13 @@ import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
 import { LOAD_REPLAY_SQL, replayRecordOf } from './run-state/load-replay';
 
+/**
+ * The run row, with its row version (`xmin`: changes with every update of the row, unlike `updated_at`,
+ * which node-pg reads to the millisecond: two writes in one millisecond looked like none). $1 run id
+ */
 const RUN_SQL: SqlText = (t) =>
-  `select id, kind, status, input, output, error, cursor, epoch, max_attempts, updated_at, now() as db_now
+  `select id, kind, status, input, output, error, cursor, epoch, max_attempts, xmin::text as version,
+          now() as db_now
      from ${t.runs} where id = $1`;
 
 const KIND_RUNS_SQL: SqlText = (t) =>
@@ -26,7 +31,10 @@ export async function readRunHistory(query: HistoryQuery, runId: string): Promis
     if (!first) return null;
     const record = replayRecordOf((await query(LOAD_REPLAY_SQL, [runId])).rows);
     const again = (await query(RUN_SQL, [runId])).rows[0];
-    const moving = !again || String(again.updated_at) !== String(first.updated_at);
+    // Moved while the record was read (a commit, a finish): read again. The row's version, not its
+    // updated_at: a step's outcome and the run's finish in one millisecond left updated_at "unchanged",
+    // and a record read between them was checked as a succeeded run's (a command past its end).
+    const moving = !again || again.version !== first.version;
     if (moving && tries < 10) continue;
     const r = again ?? first;
     return {
