@@ -31,6 +31,8 @@ export class FaultPlan {
   readonly workers = new Map<string, ModelWorker>();
   /** Epochs (`runId:epoch`) a fault touched: their unfinished work may legitimately run again. */
   readonly faulted = new Set<string>();
+  /** Rounds in which the harness renewed leases too late (a starved machine): counted as faults. */
+  starved = 0;
   /** Epochs that parked (or tried to): a step in flight in a fan-out may run again after a park. */
   readonly parked = new Set<string>();
   readonly frozen: Frozen[] = [];
