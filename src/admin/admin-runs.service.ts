@@ -125,7 +125,9 @@ export class AdminRunsService {
       this.runs.get(id),
       pageByPosition(newest, limit, (q) => this.runs.checkpoints(id, q), byStep),
       pageByPosition(newest, limit, (q) => this.commandStore.page(id, requireHistoryRange(q)), byStep),
-      this.commandStore.unsettled(id),
+      // Bounded like the rest: the first `limit` commands that may need an operator (the others are in
+      // the commands pages, `GET api/runs/:id/commands`).
+      this.commandStore.unsettled(id, limit),
       pageByPosition(newest, limit, (q) => this.runs.events(id, q), byId),
     ]);
     if (!stored) throw new RunNotFoundError(id);
@@ -218,9 +220,8 @@ export class AdminRunsService {
    */
   async commandOf(runId: string, key: string): Promise<CommandView | undefined> {
     if (!(await this.runs.get(runId))) throw new RunNotFoundError(runId);
-    return this.redactor.command(
-      (await this.commands.listForRun(runId)).find((c) => c.idempotencyKey === key),
-    );
+    // One row by its key: a run with 70,000 commands is not read whole to act on one.
+    return this.redactor.command(await this.commandStore.ofRun(runId, key));
   }
 }
 

@@ -15,7 +15,11 @@ export const LIST_COMMANDS_SQL: SqlText = (t) =>
  */
 export const LIST_UNSETTLED_COMMANDS_SQL: SqlText = (t) =>
   `select * from ${t.commands} where run_id = $1 and status in ('pending', 'in_doubt', 'awaiting_approval')
-    order by step_index`;
+    order by step_index limit $2`;
+
+/** One command of a run by its key (the primary key; a key of another run finds nothing). $1 run id, $2 key */
+export const RUN_COMMAND_SQL: SqlText = (t) =>
+  `select * from ${t.commands} where idempotency_key = $2 and run_id = $1`;
 
 /**
  * An operator decision on one command (approve, reject, resolve), in one statement: the row moves only
@@ -93,10 +97,16 @@ export class CommandStore {
     return rows.map(toCommandView);
   }
 
-  /** The run's pending, in-doubt and awaiting-approval commands, in step order. */
-  async unsettled(runId: string): Promise<CommandView[]> {
-    const { rows } = await this.db.query(LIST_UNSETTLED_COMMANDS_SQL, [runId]);
+  /** The run's first `limit` pending, in-doubt and awaiting-approval commands, in step order. */
+  async unsettled(runId: string, limit: number): Promise<CommandView[]> {
+    const { rows } = await this.db.query(LIST_UNSETTLED_COMMANDS_SQL, [runId, limit]);
     return rows.map(toCommandView);
+  }
+
+  /** The run's command with this key, or undefined (one row, by primary key). */
+  async ofRun(runId: string, key: string): Promise<CommandView | undefined> {
+    const { rows } = await this.db.query(RUN_COMMAND_SQL, [runId, key]);
+    return rows[0] ? toCommandView(rows[0]) : undefined;
   }
 
   /** The run's commands in `range` by step index (run-history.ts). */

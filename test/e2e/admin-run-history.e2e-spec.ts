@@ -334,6 +334,39 @@ describe('admin API: a run with a long history', () => {
     expect((await get(`/api/runs/00000000-0000-4000-8000-000000000000/commands`)).status).toBe(404);
   });
 
+  it('a run with thousands of open commands: the detail lists a bounded number, and one is settled without reading them all', async () => {
+    const { run } = await runs.start('long-history', {});
+    const OPEN = 2000;
+    await db.query(
+      `insert into ai_commands (idempotency_key, run_id, step_index, command_name, payload, status, epoch)
+       select 'run_' || $1 || ':step_' || i || ':send', $1::uuid, i, 'send', jsonb_build_object('to', 'c' || i),
+              'in_doubt', 1
+         from generate_series(0, ${OPEN - 1}) i`,
+      [run.id],
+    );
+    const d = await get(`/api/runs/${run.id}?limit=100`);
+    // The newest 100, and the first 100 older ones that wait for an operator: 200, not 2,000.
+    expect(d.body.commands).toHaveLength(200);
+    expect(d.bytes).toBeLessThan(150_000);
+    // Settling one reads that command by its key (the action's answer names it).
+    const res = await fetch(`${plain.http}/durable/api/runs/${run.id}/resolve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ key: `run_${run.id}:step_1500:send`, outcome: 'failed', error: 'never sent' }),
+    });
+    expect(res.status).toBe(200);
+    const settled = await db.query(`select status from ai_commands where idempotency_key = $1`, [
+      `run_${run.id}:step_1500:send`,
+    ]);
+    expect(settled).toEqual([{ status: 'failed' }]);
+    const other = await fetch(`${plain.http}/durable/api/runs/${run.id}/resolve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ key: 'run_00000000-0000-4000-8000-000000000000:step_1:send', outcome: 'retry' }),
+    });
+    expect(other.status).toBe(404); // a key of no command of this run
+  });
+
   it('documents the new endpoints in OpenAPI', () => {
     const doc = SwaggerModule.createDocument(plain.app, new DocumentBuilder().setTitle('t').build());
     expect(Object.keys(doc.paths)).toEqual(
