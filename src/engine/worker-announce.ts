@@ -57,3 +57,18 @@ export function warnWithoutShutdownHooks(logger: Logger): NodeJS.Timeout {
     );
   }, SHUTDOWN_HOOKS_CHECK_MS).unref();
 }
+
+/** The end of a drain, in one line: how many runs rested within the grace, how many were handed back. @internal */
+export function announceDrain(
+  logger: Logger,
+  workerId: string,
+  inFlight: number,
+  left: number,
+  live: number,
+): void {
+  if (!inFlight) return;
+  logger.log(
+    `worker ${workerId} drained: ${inFlight - left} of ${inFlight} run(s) reached a resting point in the grace, ` +
+      `${left} handed back (${live} due at their lease's end: a call was still in flight)`,
+  );
+}

@@ -20,7 +20,7 @@ import { Executor } from './executor.service';
 import type { WakeListener } from '../store/wake-listener';
 import { longTimeout } from '../util/timers';
 import { DURABLE_JOB_NAMES, DurableJobs, jobName, ScheduledJob } from './durable-jobs';
-import { announceWorker, wakeWhenDue, warnWithoutShutdownHooks } from './worker-announce';
+import { announceDrain, announceWorker, wakeWhenDue, warnWithoutShutdownHooks } from './worker-announce';
 import { installStopRejectionGuard } from './stop-rejections';
 import { replayOnly } from './replay-check-report';
 
@@ -216,19 +216,19 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     clearTimeout(this.hooksCheck);
     this.poll?.stop(); // @nestjs/schedule may have cleared it already: harmless
     this.poll = undefined;
-    // Runs stop at their next step boundary and release themselves; none starts a new step. The
-    // heartbeat keeps running meanwhile: a drain longer than the lease must not let another worker
-    // take runs this one is still driving.
+    // Runs stop at their next step boundary and release themselves; the heartbeat keeps renewing.
     for (const f of this.inFlight.values()) if (f.run) f.run.control.draining = true;
-    // Closing the LISTEN connection is a round trip: not on the drain's clock.
-    const unlistened = this.listener?.stop();
+    const unlistened = this.listener?.stop(); // a round trip: not on the drain's clock
     // A timer of the drain's own, beside the regular heartbeat (neither is a @nestjs/schedule job).
     const drainBeat = setInterval(() => void this.safeHeartbeat(), this.options.worker.heartbeatMs);
     const deadline = new Promise<void>((r) => longTimeout(r, this.options.worker.drainTimeoutMs, true));
+    const inFlight = this.inFlight.size;
     await Promise.race([this.idle(), deadline]);
     crashPoint('during-drain');
     const left = [...this.inFlight.values()].map((f) => f.run).filter((r): r is ActiveRun => !!r);
+    const live = left.filter((r) => r.control.live > 0).length;
     await Promise.all(left.map((run) => this.release(run)));
+    announceDrain(this.logger, this.id, inFlight, left.length, live);
     clearInterval(drainBeat);
     this.unguard?.();
     clearInterval(this.beatTimer);

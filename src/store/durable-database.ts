@@ -101,7 +101,11 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
       this.pool.on('error', (err) => this.logger.warn(`idle PostgreSQL connection failed: ${err.message}`));
       // Up to date (every boot but the first after an upgrade): no migration DataSource, no lock.
       if (db.migrationsRun && !(await durableSchemaIsCurrent(this.ds, this.names))) {
-        await runDurableMigrations(this.ds, { schema: this.names.schema });
+        const applied = await runDurableMigrations(this.ds, { schema: this.names.schema });
+        if (applied.length)
+          this.logger.log(
+            `applied ${applied.length} migration(s) to schema ${this.names.schema ?? 'public'}: ${applied.join(', ')}`,
+          );
       } else if (!db.migrationsRun) {
         // Someone else applies them: fail the boot now if nobody did, not at the first request.
         const missing = await missingDurableSchema(this.ds, this.names);

@@ -1,5 +1,12 @@
 import { INestApplication, Injectable, LoggerService } from '@nestjs/common';
-import { DurableWorkflow, IdempotentCommand, NonRetryableError, RedactHook, RunRepository } from '../../src';
+import {
+  DurableStep,
+  DurableWorkflow,
+  IdempotentCommand,
+  NonRetryableError,
+  RedactHook,
+  RunRepository,
+} from '../../src';
 import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
@@ -30,6 +37,23 @@ class CapturingLogger implements LoggerService {
 }
 
 const SECRET = 'card-4242-secret';
+
+@Injectable()
+class SlowSteps {
+  @DurableStep({ name: 'log_slow_step' })
+  async slow() {
+    await new Promise((r) => setTimeout(r, 1500));
+    return 'slow';
+  }
+}
+
+@DurableWorkflow('log-slow')
+class SlowWorkflow {
+  constructor(private readonly s: SlowSteps) {}
+  async run() {
+    return this.s.slow();
+  }
+}
 
 @DurableWorkflow('log-fails')
 class FailingWorkflow {
@@ -89,12 +113,18 @@ describe('log lines', () => {
       {
         imports: [
           durableModule(db.url, {
-            worker: { enabled: true, pollIntervalMs: 100, concurrency: 3, workerId: 'log-worker' },
+            worker: {
+              enabled: true,
+              pollIntervalMs: 100,
+              concurrency: 3,
+              workerId: 'log-worker',
+              drainTimeoutMs: 100,
+            },
             logRunData,
             redact,
           }),
         ],
-        providers: [FailingWorkflow, DyingWorkflow, ApprovalWorkflow, Payouts],
+        providers: [FailingWorkflow, DyingWorkflow, ApprovalWorkflow, Payouts, SlowWorkflow, SlowSteps],
       },
       logger,
     );
@@ -105,7 +135,7 @@ describe('log lines', () => {
     try {
       expect(logger.lines).toContainEqual({
         level: 'log',
-        message: 'worker log-worker up: concurrency 3, kinds log-approval, log-dies, log-fails',
+        message: 'worker log-worker up: concurrency 3, kinds log-approval, log-dies, log-fails, log-slow',
       });
       const runs = app.get(RunRepository);
       const failed = (await runs.start('log-fails', { card: SECRET })).run.id;
@@ -128,9 +158,30 @@ describe('log lines', () => {
         ),
       });
       expect(logger.lines.filter((l) => l.message.includes(SECRET))).toEqual([]);
+      // The first boot on this database applied the module's migrations, and says so.
+      expect(logger.lines.some((l) => /^applied \d+ migration\(s\) to schema public: /.test(l.message))).toBe(
+        true,
+      );
     } finally {
       await app.close();
     }
+    // The drain says how it went (the parked run holds no worker: nothing was in flight at the end).
+  });
+
+  it('a drain says how many runs rested in the grace and how many were handed back', async () => {
+    const logger = new CapturingLogger();
+    const app = await boot(logger);
+    const runs = app.get(RunRepository);
+    const { run } = await runs.start('log-slow', {});
+    for (let i = 0; i < 100 && (await runs.get(run.id))?.status !== 'running'; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 100)); // its step body is under way
+    await app.close();
+    expect(logger.lines).toContainEqual({
+      level: 'log',
+      message:
+        "worker log-worker drained: 0 of 1 run(s) reached a resting point in the grace, 1 handed back (1 due at their lease's end: a call was still in flight)",
+    });
   });
 
   it('with logRunData: the error message is in the line', async () => {
