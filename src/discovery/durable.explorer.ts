@@ -29,7 +29,8 @@ export class DurableExplorer implements OnModuleInit {
 
   private explore(wrapper: InstanceWrapper): void {
     const { instance, metatype } = wrapper;
-    if (!instance || typeof instance !== 'object' || !metatype) return;
+    if (!instance || typeof instance !== 'object') return;
+    if (!metatype) return this.replaced(wrapper);
     const wfMeta = Reflect.getMetadata(WORKFLOW_METADATA, metatype) as WorkflowMetadata | undefined;
     const proto = Object.getPrototypeOf(instance);
     const methods = this.scanner.getAllMethodNames(proto);
@@ -72,5 +73,47 @@ export class DurableExplorer implements OnModuleInit {
         );
       }
     }
+  }
+
+  /**
+   * A provider given as a value under a durable class's token (`overrideProvider(Steps).useValue(mock)`
+   * in a test): its methods are the value's, not the decorated ones, so they run as plain calls: no
+   * checkpoint, no idempotency key, run again on every replay; a workflow so replaced is not
+   * registered at all. Said loudly at boot, naming what lost its durability.
+   */
+  private replaced(wrapper: InstanceWrapper): void {
+    const token = wrapper.token;
+    if (typeof token !== 'function' || !token.prototype) return;
+    const kind = (Reflect.getMetadata(WORKFLOW_METADATA, token) as WorkflowMetadata | undefined)?.kind;
+    const proto = token.prototype as Record<string, unknown>;
+    const durable = this.scanner
+      .getAllMethodNames(proto)
+      .filter(
+        (m) =>
+          typeof proto[m] === 'function' &&
+          (Reflect.hasMetadata(STEP_METADATA, proto[m] as object) ||
+            Reflect.hasMetadata(COMMAND_METADATA, proto[m] as object)),
+      );
+    const value = wrapper.instance as Record<string, unknown>;
+    const plain = durable.filter(
+      (m) =>
+        value[m] !== proto[m] &&
+        !(
+          typeof value[m] === 'function' &&
+          (Reflect.hasMetadata(STEP_METADATA, value[m] as object) ||
+            Reflect.hasMetadata(COMMAND_METADATA, value[m] as object))
+        ),
+    );
+    if (kind !== undefined)
+      this.logger.warn(
+        `${token.name} (@DurableWorkflow('${kind}')) is provided as a value (useValue/overrideProvider): it is not ` +
+          'registered, and its runs wait for a worker that has the class. Provide the class (useClass) to run them here.',
+      );
+    if (plain.length)
+      this.logger.warn(
+        `${token.name} is provided as a value (useValue/overrideProvider): ${plain.join(', ')} ` +
+          `${plain.length === 1 ? 'is a plain call' : 'are plain calls'} now, not durable (no checkpoint, no idempotency key; ` +
+          'run again on every replay). Mock what they call instead (the client, the API), or override with a subclass (useClass).',
+      );
   }
 }

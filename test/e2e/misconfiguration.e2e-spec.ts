@@ -1,5 +1,8 @@
-import { LoggerService } from '@nestjs/common';
+import { Injectable, LoggerService } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import {
+  DurableStep,
+  DurableWorkflow,
   DurableExecutionModule,
   DurableExecutionModuleOptions,
   InvalidOptionsError,
@@ -13,6 +16,21 @@ import { createTestDatabase, serverUrl, TestDatabase, withDatabase } from '../he
  * Issue 20, item 5: configurations that can never work fail at boot with a message that says what to
  * do, instead of a raw PostgreSQL error at the first request or five "not reachable" retries.
  */
+
+@Injectable()
+class PricingSteps {
+  @DurableStep({ name: 'quote_price' })
+  async quote(sku: string) {
+    return { sku, cents: 100 };
+  }
+}
+
+@DurableWorkflow('pricing')
+class PricingWorkflow {
+  async run() {
+    return 'priced';
+  }
+}
 
 const boot = (options: DurableExecutionModuleOptions) =>
   bootError({ imports: [DurableExecutionModule.forRoot(options)] });
@@ -118,6 +136,41 @@ describe('no silent misconfiguration', () => {
     } finally {
       await app.close();
       for (const l of listeners) process.on('SIGTERM', l as never);
+    }
+  });
+
+  it('a durable provider replaced by a value in a test (overrideProvider(...).useValue) is said loudly at boot', async () => {
+    await runDurableMigrations({ type: 'postgres', url: db.url });
+    const lines: string[] = [];
+    const logger: LoggerService = {
+      log: () => undefined,
+      error: () => undefined,
+      warn: (m: unknown) => void lines.push(String(m)),
+    };
+    const moduleRef = await Test.createTestingModule({
+      imports: [DurableExecutionModule.forRoot({ database: { url: db.url }, ...off })],
+      providers: [PricingSteps, PricingWorkflow],
+    })
+      .overrideProvider(PricingSteps)
+      .useValue({ quote: async () => ({ sku: 'x', cents: 1 }) })
+      .overrideProvider(PricingWorkflow)
+      .useValue({ run: async () => 'mocked' })
+      .compile();
+    const app = moduleRef.createNestApplication({ logger });
+    await app.init();
+    try {
+      expect(lines).toContainEqual(
+        expect.stringMatching(
+          /^PricingSteps is provided as a value .*: quote is a plain call now, not durable/,
+        ),
+      );
+      expect(lines).toContainEqual(
+        expect.stringMatching(
+          /^PricingWorkflow \(@DurableWorkflow\('pricing'\)\) is provided as a value .*: it is not registered/,
+        ),
+      );
+    } finally {
+      await app.close();
     }
   });
 });
