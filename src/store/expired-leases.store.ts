@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
-import type { SqlText } from './durable-names';
+import type { DurableNames, SqlText } from './durable-names';
 
 /**
  * Return runs whose lease expired to the queue, in batches. Running rows are found through the partial
@@ -22,41 +22,59 @@ with expired as (
    order by lease_expires_at
    limit $1
    for update skip locked
-), upd as (
-  update ${t.runs} r
-     set status = case when r.attempts >= r.max_attempts then 'dead_lettered' else 'waiting' end,
-         worker_id = null, lease_expires_at = null,
-         available_at = case when r.attempts <= $4 then now()
-                             else now() + least($3::float8, $2::float8 * 2 ^ (r.attempts - $4 - 1))
-                                          * (0.8 + random() * 0.4) * interval '1 millisecond' end,
-         parked_reason = case when r.attempts >= r.max_attempts
-                              then 'lease expired with attempts exhausted (' || r.attempts || '/' || r.max_attempts || ')' end,
-         finished_at = case when r.attempts >= r.max_attempts then now() end,
-         updated_at = now()
-    from expired e
-   where r.id = e.id
-  returning r.id, r.kind, r.epoch, r.status, r.attempts, e.worker_id as previous_worker, r.available_at,
-            r.notify_on_finish
-), doubt as (
-  -- A command reserved under the dead lease has no recorded outcome: it is in doubt, and the resumed
-  -- run settles it by its policy (lookup / retry-with-key / manual) before anything else.
-  update ${t.commands} c set status = 'in_doubt', updated_at = now()
-    from upd where c.run_id = upd.id and c.status = 'pending'
-  returning c.run_id, c.idempotency_key
-), ev as (
-  insert into ${t.events} (run_id, event_type, epoch, payload)
-  select id, 'run.reconciled', epoch,
-         jsonb_build_object('reason', 'lease_expired', 'previousWorker', previous_worker,
-                            'outcome', status, 'attempts', attempts, 'availableAt', available_at,
-                            'inDoubt', coalesce((select jsonb_agg(d.idempotency_key) from doubt d where d.run_id = upd.id), '[]'))
-    from upd
-)
+), ${handBackCtes(t, {
+  from: 'expired',
+  availableAt: `case when r.attempts <= $4 then now()
+                     else now() + least($3::float8, $2::float8 * 2 ^ (r.attempts - $4 - 1))
+                                  * (0.8 + random() * 0.4) * interval '1 millisecond' end`,
+  why: 'lease expired',
+  reason: 'lease_expired',
+})}
 select id, status,
        (select count(pg_notify('${t.doneChannel}', u.id::text)) from upd u
          where u.id = upd.id and u.notify_on_finish and u.status = 'dead_lettered') as announced,
        (select count(pg_notify('${t.wakeChannel}', u.kind)) from upd u
          where u.id = upd.id and u.status = 'waiting' and u.attempts <= $4) as woke
   from upd`;
+
+/**
+ * The CTEs `upd`, `doubt` and `ev` that hand back the runs of CTE `o.from` (its `id` and `worker_id`,
+ * aliased `s`) from a lease nobody renews any more: out of `running` (`waiting` due at `o.availableAt`,
+ * or dead-lettered when attempts are spent), the commands reserved under it `in_doubt` (the resumed run
+ * settles each by its policy before anything else), one `run.reconciled` event each (`o.reason`).
+ * Shared by the reconciler (leases expired) and `LeaseService.releaseWorker` (a worker reported gone).
+ * @internal
+ */
+export function handBackCtes(
+  t: DurableNames,
+  o: { from: string; availableAt: string; why: string; reason: string; returning?: string },
+): string {
+  return `upd as (
+  update ${t.runs} r
+     set status = case when r.attempts >= r.max_attempts then 'dead_lettered' else 'waiting' end,
+         worker_id = null, lease_expires_at = null,
+         available_at = ${o.availableAt},
+         parked_reason = case when r.attempts >= r.max_attempts
+                              then '${o.why} with attempts exhausted (' || r.attempts || '/' || r.max_attempts || ')' end,
+         finished_at = case when r.attempts >= r.max_attempts then now() end,
+         updated_at = now()
+    from ${o.from} s
+   where r.id = s.id
+  returning r.id, r.kind, r.epoch, r.status, r.attempts, s.worker_id as previous_worker, r.available_at,
+            r.notify_on_finish${o.returning ? `, ${o.returning}` : ''}
+), doubt as (
+  update ${t.commands} c set status = 'in_doubt', updated_at = now()
+    from upd where c.run_id = upd.id and c.status = 'pending'
+  returning c.run_id, c.idempotency_key
+), ev as (
+  insert into ${t.events} (run_id, event_type, epoch, payload)
+  select id, 'run.reconciled', epoch,
+         jsonb_build_object('reason', '${o.reason}', 'previousWorker', previous_worker,
+                            'outcome', status, 'attempts', attempts, 'availableAt', available_at,
+                            'inDoubt', coalesce((select jsonb_agg(d.idempotency_key) from doubt d where d.run_id = upd.id), '[]'))
+    from upd
+)`;
+}
 
 /** Lease expiries without progress after which a reclaimed run backs off (before: due at once). */
 export const EXPIRIES_WITHOUT_BACKOFF = 3;

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { RunLeaseView, WorkerReleaseResult } from '../interfaces/lease.interface';
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
+import { handBackCtes } from './expired-leases.store';
 
 const LEASE_COLUMNS = `id, kind, worker_id, epoch, lease_expires_at, cursor`;
 
@@ -33,31 +34,13 @@ with gone as (
          (r.cursor->>'status' = 'started'
           or exists (select 1 from ${t.commands} c where c.run_id = g.id and c.status = 'pending')) as live
     from gone g join ${t.runs} r on r.id = g.id
-), upd as (
-  update ${t.runs} r
-     set status = case when r.attempts >= r.max_attempts then 'dead_lettered' else 'waiting' end,
-         worker_id = null, lease_expires_at = null,
-         available_at = case when l.live then greatest(now(), l.lease_expires_at) else now() end,
-         parked_reason = case when r.attempts >= r.max_attempts
-                              then 'worker gone with attempts exhausted (' || r.attempts || '/' || r.max_attempts || ')' end,
-         finished_at = case when r.attempts >= r.max_attempts then now() end,
-         updated_at = now()
-    from live l
-   where r.id = l.id
-  returning r.id, r.kind, r.epoch, r.status, r.attempts, l.worker_id as previous_worker, r.available_at,
-            r.notify_on_finish, l.live
-), doubt as (
-  update ${t.commands} c set status = 'in_doubt', updated_at = now()
-    from upd where c.run_id = upd.id and c.status = 'pending'
-  returning c.run_id, c.idempotency_key
-), ev as (
-  insert into ${t.events} (run_id, event_type, epoch, payload)
-  select id, 'run.reconciled', epoch,
-         jsonb_build_object('reason', 'worker_gone', 'previousWorker', previous_worker,
-                            'outcome', status, 'attempts', attempts, 'availableAt', available_at,
-                            'inDoubt', coalesce((select jsonb_agg(d.idempotency_key) from doubt d where d.run_id = upd.id), '[]'))
-    from upd
-)
+), ${handBackCtes(t, {
+  from: 'live',
+  availableAt: 'case when s.live then greatest(now(), s.lease_expires_at) else now() end',
+  why: 'worker gone',
+  reason: 'worker_gone',
+  returning: 's.live',
+})}
 select id, status, available_at, live,
        coalesce((select array_agg(d.idempotency_key::text order by d.idempotency_key) from doubt d where d.run_id = upd.id), '{}') as in_doubt,
        (select count(pg_notify('${t.doneChannel}', u.id::text)) from upd u
