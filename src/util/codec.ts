@@ -31,9 +31,9 @@ export function encodeValue(value: unknown, subject: string, maxBytes: number): 
   try {
     if (value === undefined)
       throw new SerializationError(subject, '$', 'is undefined (return null or an object)');
-    copy = new Canonicalizer(subject).copy(value, 'top', 0);
+    copy = new Canonicalizer(subject, maxBytes).copy(value, 'top', 0);
   } catch (err) {
-    if (err instanceof SerializationError) throw err;
+    if (err instanceof SerializationError || err instanceof PayloadTooLargeError) throw err;
     // A toJSON() or a getter that throws: the value can never be stored, retrying will not help.
     const why = err instanceof Error ? err.message : String(err);
     throw new SerializationError(subject, '$', `could not be serialised (${why})`);
@@ -58,8 +58,19 @@ export function encodeValue(value: unknown, subject: string, maxBytes: number): 
 class Canonicalizer {
   private readonly path: Array<string | number> = [];
   private readonly seen = new Set<object>();
+  /** A lower bound of the stored text's bytes so far: past the cap, the walk stops at once. */
+  private used = 0;
 
-  constructor(private readonly subject: string) {}
+  constructor(
+    private readonly subject: string,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** Counts `n` more bytes of the stored text (a lower bound); a value past the cap is refused now. */
+  private spend(n: number): void {
+    this.used += n;
+    if (this.used > this.maxBytes) throw new PayloadTooLargeError(this.subject, this.used, this.maxBytes);
+  }
 
   private fail(reason: string, badKey?: string): never {
     const p = this.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('');
@@ -70,12 +81,15 @@ class Canonicalizer {
   copy(v: unknown, at: Position, depth: number): unknown {
     switch (typeof v) {
       case 'string': {
+        this.spend(v.length + 2); // quotes; UTF-8 is never shorter than the string's length
         const why = unstorableText(v);
         return why ? this.fail(why) : v;
       }
       case 'boolean':
+        this.spend(4);
         return v;
       case 'number':
+        this.spend(1);
         if (!Number.isFinite(v)) this.fail(`is ${v} (not a finite number)`);
         return v === 0 ? 0 : v; // -0 is stored as 0
       case 'bigint':
@@ -106,6 +120,7 @@ class Canonicalizer {
   }
 
   private array(v: unknown[], depth: number): unknown[] {
+    this.spend(1 + v.length); // brackets and commas
     const out = new Array<unknown>(v.length);
     for (let i = 0; i < v.length; i++) {
       this.path.push(i);
@@ -121,13 +136,15 @@ class Canonicalizer {
     const kept: string[] = [];
     let sorted = true;
     let prev: string | null = null;
+    this.spend(2);
     for (const k of keys) {
       const why = unstorableText(k);
       if (why) this.fail(`has a key that ${why}`, k);
       this.path.push(k);
       const c = this.copy(obj[k], 'field', depth + 1);
       this.path.pop();
-      if (c === undefined) continue;
+      if (c === undefined) continue; // dropped: its key is not stored
+      this.spend(k.length + 3); // "key":
       kept.push(k);
       vals.push(c);
       if (!isIndexKey(k)) {

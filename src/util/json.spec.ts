@@ -39,6 +39,18 @@ describe('toStoredJson', () => {
     expect(() => store({ s: 'é'.repeat(600) }, 1000)).toThrow(PayloadTooLargeError);
     expect(store({ s: 'a'.repeat(900) }, 1000)).toHaveLength(908);
   });
+
+  it('stops walking a value as soon as it is surely past the cap (a wide body is not walked whole first)', () => {
+    let walkedOn = false;
+    const wide = { big: 'x'.repeat(2000), later: { toJSON: () => ((walkedOn = true), 1) } };
+    expect(() => store(wide, 1000)).toThrow(PayloadTooLargeError);
+    expect(walkedOn).toBe(false);
+    // Never a false refusal: right at the cap, fields JSON drops, and multi-byte text are counted low.
+    const exact = { s: 'a'.repeat(992) }; // {"s":"…"} = 992 + 8 bytes
+    expect(store(exact, 1000)).toHaveLength(1000);
+    expect(store({ s: 'a'.repeat(990), gone: undefined }, 1000)).toHaveLength(998);
+    expect(() => store({ s: 'a'.repeat(993) }, 1000)).toThrow(PayloadTooLargeError);
+  });
 });
 
 describe('what jsonb refuses', () => {
