@@ -114,16 +114,21 @@ export class AdminRunsService {
   }
 
   /**
-   * The run with its newest `limit` events, checkpoints and commands (and every command that may need an
-   * operator); RunNotFoundError (404) for an unknown id. The token is read first, so a change while
+   * The run with its newest `limit` events, checkpoints (with their outputs unless `outputs` is false)
+   * and commands (and the first `limit` older ones that may need an operator); RunNotFoundError (404)
+   * for an unknown id. The token is read first, so a change while
    * the rest is read shows as a change on the next poll.
    */
-  async detail(id: string, limit = DETAIL_HISTORY_LIMIT): Promise<AdminRunDetail> {
+  async detail(id: string, limit = DETAIL_HISTORY_LIMIT, outputs = true): Promise<AdminRunDetail> {
     const version = await this.requireRun(id);
     const newest = { newestFirst: true };
+    // The inspector page shows no checkpoint output: it reads the checkpoints without them (`outputs`
+    // false), so a run of 200 × 1 MB outputs costs the server nothing of them.
+    const readCheckpoints = (q: RunHistoryQuery) =>
+      outputs ? this.runs.checkpoints(id, q) : this.store.checkpointMarks(id, requireHistoryRange(q));
     const [stored, cps, cmds, open, evs] = await Promise.all([
       this.runs.get(id),
-      pageByPosition(newest, limit, (q) => this.runs.checkpoints(id, q), byStep),
+      pageByPosition(newest, limit, readCheckpoints, byStep),
       pageByPosition(newest, limit, (q) => this.commandStore.page(id, requireHistoryRange(q)), byStep),
       // Bounded like the rest: the first `limit` commands that may need an operator (the others are in
       // the commands pages, `GET api/runs/:id/commands`).

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { RunCursor, RunStatus } from '../interfaces/run.interface';
-import type { KeyedRun, RunCursorKey } from '../util/run-cursor';
+import type { CheckpointView, RunCursor, RunStatus } from '../interfaces/run.interface';
+import type { HistoryRange, KeyedRun, RunCursorKey } from '../util/run-cursor';
+import { readHistory } from './run-history';
+import { toCheckpoint } from './run-row.mapper';
 import { DurableDatabase } from './durable-database';
 import { CURSOR_KEY_SQL, cursorValues, keyedRuns } from './run-keyset';
 import type { SqlText } from './durable-names';
@@ -105,6 +107,11 @@ export class AdminRunsStore {
       take,
     ]);
     return keyedRuns(rows, toSummary);
+  }
+
+  /** The run's checkpoints in `range` without their outputs (what the inspector page's timeline needs). */
+  async checkpointMarks(id: string, range: HistoryRange): Promise<CheckpointView[]> {
+    return (await readHistory(this.db, 'checkpointMarks', id, range)).map(toCheckpoint);
   }
 
   /** The run's row version and newest event id (RUN_VERSION_SQL); undefined for an unknown run. */

@@ -14,13 +14,16 @@ type History = 'events' | 'checkpoints' | 'commands';
  * $1 run id, $2 position after (or before) which to read, $3 limit
  */
 const history =
-  (table: History, key: string, newestFirst: boolean): SqlText =>
+  (table: History, key: string, newestFirst: boolean, columns = '*'): SqlText =>
   (t) =>
     newestFirst
-      ? `select * from ${t[table]} where run_id = $1 and ${key} < coalesce($2::bigint, 9223372036854775807)
+      ? `select ${columns} from ${t[table]} where run_id = $1 and ${key} < coalesce($2::bigint, 9223372036854775807)
         order by ${key} desc limit $3`
-      : `select * from ${t[table]} where run_id = $1 and ${key} > coalesce($2::bigint, -1)
+      : `select ${columns} from ${t[table]} where run_id = $1 and ${key} > coalesce($2::bigint, -1)
         order by ${key} limit $3`;
+
+/** A checkpoint without its output (the inspector page's timeline shows none: a 1 MB output stays unread). */
+const MARK_COLUMNS = 'run_id, step_index, step_name, null::jsonb as output, attempt, epoch, meta, created_at';
 
 /**
  * For each history, the statement after a position (oldest first) and before one (newest first).
@@ -38,17 +41,25 @@ export const HISTORY_SQL: Record<History, { after: SqlText; before: SqlText }> =
   },
 };
 
+/** As HISTORY_SQL.checkpoints, every output left out (null). */
+export const CHECKPOINT_MARKS_SQL = {
+  after: history('checkpoints', 'step_index', false, MARK_COLUMNS),
+  before: history('checkpoints', 'step_index', true, MARK_COLUMNS),
+};
+
 /** The whole history, oldest first. */
 export const ALL: HistoryRange = { position: null, newestFirst: false, limit: null };
 
 /** Rows of a run's events, checkpoints or commands in `range`, in its order. */
 export async function readHistory(
   db: DurableDatabase,
-  of: History,
+  of: History | 'checkpointMarks',
   runId: string,
   range: HistoryRange,
 ): Promise<Record<string, any>[]> {
-  const sql = HISTORY_SQL[of][range.newestFirst ? 'before' : 'after'];
+  const sql = (of === 'checkpointMarks' ? CHECKPOINT_MARKS_SQL : HISTORY_SQL[of])[
+    range.newestFirst ? 'before' : 'after'
+  ];
   const { rows } = await db.query(sql, [runId, range.position, range.limit]);
   return rows;
 }

@@ -367,6 +367,29 @@ describe('admin API: a run with a long history', () => {
     expect(other.status).toBe(404); // a key of no command of this run
   });
 
+  it('the inspector page reads no checkpoint output (it shows none): a run of 50 × 200 KB outputs stays unread', async () => {
+    const { run } = await runs.start('long-history', {});
+    await db.query(
+      `insert into ai_checkpoints (run_id, step_index, step_name, output, attempt, epoch)
+       select $1, i, 'big', jsonb_build_object('blob', repeat('x', 200000)), 0, 1 from generate_series(0, 49) i`,
+      [run.id],
+    );
+    const withOutputs = jest.spyOn(plain.app.get(RunRepository), 'checkpoints');
+    try {
+      const page = await fetch(`${plain.http}/durable/runs/${run.id}`);
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      expect(html).toContain('big');
+      expect(html.length).toBeLessThan(200_000);
+      expect(withOutputs).not.toHaveBeenCalled();
+    } finally {
+      withOutputs.mockRestore();
+    }
+    // The API's detail still carries them.
+    const d = await get(`/api/runs/${run.id}?limit=2`);
+    expect(d.body.checkpoints[0].output.blob).toHaveLength(200_000);
+  });
+
   it('documents the new endpoints in OpenAPI', () => {
     const doc = SwaggerModule.createDocument(plain.app, new DocumentBuilder().setTitle('t').build());
     expect(Object.keys(doc.paths)).toEqual(

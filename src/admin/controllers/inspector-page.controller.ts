@@ -55,7 +55,7 @@ export class DurableInspectorController {
   @Header('X-Content-Type-Options', 'nosniff')
   @Header('Content-Security-Policy', INSPECTOR_CSP)
   async run(@Param('id', runIdPipe()) id: string, @Req() req: unknown): Promise<string> {
-    const detail = await this.admin.detail(id);
+    const detail = await this.admin.detail(id, undefined, false); // the page shows no checkpoint output
     const base = pathOf(req).replace(/\/runs\/[^/]+$/, '');
     return renderRunPage(base, operatorOf(req, this.options), detail, !!this.options.login);
   }
