@@ -53,11 +53,6 @@ export class RunControl {
     if (!this.cleaning) this.cancelFlag = requested;
   }
 
-  /** True in the cleanup phase of a cancelled run. */
-  get inCleanup(): boolean {
-    return this.cleaning;
-  }
-
   /**
    * The run was cancelled and its workflow's `onCancel` runs now: the cancel stop is cleared (a fresh
    * AbortSignal), and from here on a cancel neither stops the run nor aborts its calls. Any other
