@@ -1,6 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import type * as Schedule from '@nestjs/schedule';
 import type { SchedulerRegistry } from '@nestjs/schedule';
+import { DEFAULT_SCHEMA } from '../options/schema-name';
+import { tryLoadOptional } from '../util/optional-dependency';
 import { cronPackage } from '../util/cron';
 
 /**
@@ -22,8 +25,6 @@ export type JobCadence = { everyMs: number } | { cron: string };
 
 /** A job the module started. @internal */
 export interface ScheduledJob {
-  /** Registered in the app's SchedulerRegistry (else a timer the module owns). */
-  readonly inRegistry: boolean;
   /** Stops it (and removes it from the registry, unless `@nestjs/schedule` already did at shutdown). */
   stop(): void;
 }
@@ -47,8 +48,8 @@ export class DurableJobs {
    * loaded only here: a copy this process cannot load (an ESM-only major under jest) means no registry,
    * and the module's own timers.
    */
-  registry(): SchedulerRegistry | undefined {
-    const schedule = loadSchedule();
+  private registry(): SchedulerRegistry | undefined {
+    const schedule = tryLoadOptional<typeof Schedule>('@nestjs/schedule');
     if (!schedule) return undefined;
     try {
       return this.moduleRef.get(schedule.SchedulerRegistry, { strict: false });
@@ -58,8 +59,8 @@ export class DurableJobs {
   }
 
   /**
-   * Starts `tick` on `cadence` as job `name`. `keepAlive: false` unrefs an interval the module owns
-   * (it never keeps a process alive on its own).
+   * Starts `tick` on `cadence` as job `name`. `keepAlive: false` unrefs its timer: the job never keeps
+   * a process alive on its own.
    */
   start(name: string, cadence: JobCadence, tick: () => void, keepAlive: boolean): ScheduledJob {
     let registry = this.registry();
@@ -74,17 +75,20 @@ export class DurableJobs {
       if (!keepAlive) timer.unref();
       registry?.addInterval(name, timer);
       return {
-        inRegistry: !!registry,
         stop: () => {
           clearInterval(timer);
           if (registry?.doesExist('interval', name)) registry.deleteInterval(name);
         },
       };
     }
-    const job = cronPackage().CronJob.from({ cronTime: cadence.cron, onTick: tick, start: true });
+    const job = cronPackage().CronJob.from({
+      cronTime: cadence.cron,
+      onTick: tick,
+      start: true,
+      unrefTimeout: !keepAlive, // as the interval: retention never keeps a process alive on its own
+    });
     registry?.addCronJob(name, job as never);
     return {
-      inRegistry: !!registry,
       stop: () => {
         void job.stop();
         if (registry?.doesExist('cron', name)) registry.deleteCronJob(name);
@@ -93,17 +97,7 @@ export class DurableJobs {
   }
 }
 
-/** `@nestjs/schedule`, or undefined when this process cannot load it. */
-function loadSchedule(): { SchedulerRegistry: typeof SchedulerRegistry } | undefined {
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('@nestjs/schedule') as { SchedulerRegistry: typeof SchedulerRegistry };
-  } catch {
-    return undefined;
-  }
-}
-
 /** A job's name for a module on `schema` (`public` or unset: the names as they are). @internal */
 export function jobName(base: string, schema: string | undefined | null): string {
-  return schema && schema !== 'public' ? `${base}:${schema}` : base;
+  return schema && schema !== DEFAULT_SCHEMA ? `${base}:${schema}` : base;
 }

@@ -26,11 +26,6 @@ export class IntervalTask {
     return this.job !== undefined;
   }
 
-  /** Whether the job is in the app's SchedulerRegistry. */
-  get inRegistry(): boolean {
-    return this.job?.inRegistry ?? false;
-  }
-
   /**
    * Starts the job `jobName` on `cadence`. `keepAlive: false`: it never keeps a process alive on its
    * own; `true` is for a task a process may live on (it ends with `stop`).

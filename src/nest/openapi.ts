@@ -1,4 +1,4 @@
-import { tryLoadOptional } from './optional-dependency';
+import { tryLoadOptional } from '../util/optional-dependency';
 
 /**
  * OpenAPI decorators from `@nestjs/swagger` when the app has it installed, no-ops otherwise: the admin

@@ -5,7 +5,7 @@ import type { DurableObserver } from '../interfaces/durable-observer.interface';
 import { DurableObservers } from '../engine/durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions, MetricsRegistryLike } from './observability-options.interface';
-import { loadOptional } from '../nest/optional-dependency';
+import { loadOptional } from '../util/optional-dependency';
 import { RunStats, RunStatsReader } from '../store/run-stats.reader';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];

@@ -11,7 +11,7 @@ import type {
   DurableObservabilityAsyncOptions,
   DurableObservabilityOptions,
 } from './observability-options.interface';
-import { loadOptional } from '../nest/optional-dependency';
+import { loadOptional } from '../util/optional-dependency';
 import {
   checkObservabilityOptions,
   ObservabilityMount,

@@ -7,7 +7,7 @@ import type { DurableObserver, RunAttemptInfo, StepInfo } from '../interfaces/du
 import { DurableObservers } from '../engine/durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
-import { loadOptional } from '../nest/optional-dependency';
+import { loadOptional } from '../util/optional-dependency';
 
 /** Attempt outcomes that are errors of the run (a park, a drain or a backoff is not). */
 const FAILED = new Set(['failed', 'dead_lettered', 'unrecorded', 'lease_lost']);

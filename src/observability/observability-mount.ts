@@ -1,7 +1,7 @@
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { MountMismatchError } from '../errors/mount-mismatch.error';
 import { guardProblem } from '../nest/delegate-guard';
-import { loadOptional, tryLoadOptional } from '../nest/optional-dependency';
+import { loadOptional, tryLoadOptional } from '../util/optional-dependency';
 import { routePathProblem, trimPath } from '../nest/mount-controller';
 import type {
   DurableObservabilityOptions,
