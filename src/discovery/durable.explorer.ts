@@ -34,11 +34,7 @@ export class DurableExplorer implements OnModuleInit {
     const wfMeta = Reflect.getMetadata(WORKFLOW_METADATA, metatype) as WorkflowMetadata | undefined;
     const proto = Object.getPrototypeOf(instance);
     const methods = this.scanner.getAllMethodNames(proto);
-    const stepMethods = methods.filter(
-      (m) =>
-        proto[m] &&
-        (Reflect.hasMetadata(STEP_METADATA, proto[m]) || Reflect.hasMetadata(COMMAND_METADATA, proto[m])),
-    );
+    const stepMethods = methods.filter((m) => isDurableMethod(proto[m]));
     if (!wfMeta && !stepMethods.length) return;
     if (!wrapper.isDependencyTreeStatic()) {
       this.logger.warn(
@@ -86,24 +82,9 @@ export class DurableExplorer implements OnModuleInit {
     if (typeof token !== 'function' || !token.prototype) return;
     const kind = (Reflect.getMetadata(WORKFLOW_METADATA, token) as WorkflowMetadata | undefined)?.kind;
     const proto = token.prototype as Record<string, unknown>;
-    const durable = this.scanner
-      .getAllMethodNames(proto)
-      .filter(
-        (m) =>
-          typeof proto[m] === 'function' &&
-          (Reflect.hasMetadata(STEP_METADATA, proto[m] as object) ||
-            Reflect.hasMetadata(COMMAND_METADATA, proto[m] as object)),
-      );
+    const durable = this.scanner.getAllMethodNames(proto).filter((m) => isDurableMethod(proto[m]));
     const value = wrapper.instance as Record<string, unknown>;
-    const plain = durable.filter(
-      (m) =>
-        value[m] !== proto[m] &&
-        !(
-          typeof value[m] === 'function' &&
-          (Reflect.hasMetadata(STEP_METADATA, value[m] as object) ||
-            Reflect.hasMetadata(COMMAND_METADATA, value[m] as object))
-        ),
-    );
+    const plain = durable.filter((m) => value[m] !== proto[m] && !isDurableMethod(value[m]));
     if (kind !== undefined)
       this.logger.warn(
         `${token.name} (@DurableWorkflow('${kind}')) is provided as a value (useValue/overrideProvider): it is not ` +
@@ -116,4 +97,12 @@ export class DurableExplorer implements OnModuleInit {
           'run again on every replay). Mock what they call instead (the client, the API), or override with a subclass (useClass).',
       );
   }
+}
+
+/** A method decorated with `@DurableStep` or `@IdempotentCommand`. */
+function isDurableMethod(f: unknown): boolean {
+  return (
+    typeof f === 'function' &&
+    (Reflect.hasMetadata(STEP_METADATA, f) || Reflect.hasMetadata(COMMAND_METADATA, f))
+  );
 }

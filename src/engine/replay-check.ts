@@ -12,7 +12,7 @@ import { ActiveRun } from './active-run';
 import { DurableRegistry } from './durable.registry';
 import { cleansUp, CLEANUP_BASE, WorkflowInstance } from './cleanup-phase';
 import { driveCleanup } from './run-cleanup';
-import type { RunStop } from './run-stop';
+import { drivePhase } from './drive-phase';
 
 /** What a replay check found for one run. */
 export interface ReplayCheckResult {
@@ -42,21 +42,25 @@ class EndOfRecord extends Error {
   }
 }
 
-/**
- * A store for a replay that writes nothing: it reads the record being checked, and any other
- * statement at all is a problem of the check.
- */
-function readOnlyStore(record: ReplayRecord): RunStateStore {
-  return new Proxy({} as RunStateStore, {
-    get: (_t, method) =>
-      method === 'loadForReplay'
-        ? () => Promise.resolve(record)
-        : () => Promise.reject(new Error(`the replay tried to write (${String(method)})`)),
-  });
-}
+/** A store for a replay that writes nothing: any statement at all is a problem of the check. */
+const READ_ONLY_STORE = new Proxy({} as RunStateStore, {
+  get: (_t, method) => () => Promise.reject(new Error(`the replay tried to write (${String(method)})`)),
+});
 
-/** The stop of a checked replay that reached the end of its record. */
-const stopAt = (end: EndOfRecord): RunStop => ({ kind: 'suspended', reason: end.message });
+/**
+ * Makes a checked replay stop where it asks for a call its record does not hold (suspended, with the
+ * call named); returns where that was, or null while it has not.
+ */
+function stopAtEndOfRecord(run: ActiveRun): () => EndOfRecord | null {
+  let end: EndOfRecord | null = null;
+  run.replayOnly = {
+    reached: (index, call) => {
+      end ??= new EndOfRecord(index, call);
+      return run.control.halt({ kind: 'suspended', reason: end.message });
+    },
+  };
+  return () => end;
+}
 
 /** What one replayed phase did wrong: a divergence, another stop, a recorded call it never asked for. */
 async function phaseProblems(run: ActiveRun): Promise<string[]> {
@@ -140,20 +144,14 @@ export class ReplayChecker {
   ): Promise<Pick<ReplayCheckResult, 'ended' | 'problems'>> {
     const row = history.run;
     const main = this.replayRun(history, record);
-    let end: EndOfRecord | null = null;
-    main.replayOnly = {
-      reached: (index, call) => main.control.halt(stopAt((end ??= new EndOfRecord(index, call)))),
-    };
-    let outcome: { output: unknown } | { error: unknown };
-    try {
-      outcome = { output: await main.execute(() => workflow.run(row.input, main.context)) };
-    } catch (error) {
-      outcome = { error };
-    }
+    const endOf = stopAtEndOfRecord(main);
+    // As the engine drives it (a call still live when run() returned stops it the same way).
+    const outcome = await drivePhase(main, () => workflow.run(row.input, main.context));
     const problems = await phaseProblems(main);
+    const end = endOf();
     const ended = end ? 'end-of-record' : 'output' in outcome ? 'returned' : 'threw';
     if (row.status === 'succeeded') {
-      if (end) problems.push(`a succeeded run's replay ${(end as EndOfRecord).message}`);
+      if (end) problems.push(`a succeeded run's replay ${end.message}`);
       else if (!('output' in outcome))
         problems.push(
           `a succeeded run's replay threw: ${(outcome.error as Error)?.message ?? String(outcome.error)}`,
@@ -172,15 +170,12 @@ export class ReplayChecker {
     workflow: Required<WorkflowInstance>,
   ): Promise<string[]> {
     const run = this.replayRun(history, record);
-    let end: EndOfRecord | null = null;
-    run.replayOnly = {
-      reached: (index, call) => run.control.halt(stopAt((end ??= new EndOfRecord(index, call)))),
-    };
-    const out = await driveCleanup(run, workflow, readOnlyStore(record));
+    const endOf = stopAtEndOfRecord(run);
+    const out = await driveCleanup(run, workflow, READ_ONLY_STORE);
     const problems = await phaseProblems(run);
     if ('unrecorded' in out) problems.push(`the cleanup could not be replayed: ${out.unrecorded.message}`);
-    if (end && history.run.status === 'cancelled')
-      problems.push(`a cancelled run's cleanup ${(end as EndOfRecord).message}`);
+    const end = endOf();
+    if (end && history.run.status === 'cancelled') problems.push(`a cancelled run's cleanup ${end.message}`);
     return problems.map((p) => `onCancel: ${p}`);
   }
 
@@ -200,7 +195,7 @@ export class ReplayChecker {
       dbNow: new Date(history.exportedAt),
       sentAt: performance.now(),
     };
-    return new ActiveRun(claim, 'replay-check', record.checkpoints, record.commands, readOnlyStore(record), {
+    return new ActiveRun(claim, 'replay-check', record.checkpoints, record.commands, READ_ONLY_STORE, {
       ...this.options,
       worker: { ...this.options.worker, leaseTtlMs: 24 * 3600_000 },
     });
