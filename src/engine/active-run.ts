@@ -47,6 +47,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   cursor: RunCursor;
   /** When this claim began, local clock: with `claim.dbNow` it gives the database clock. */
   private readonly claimedAt = Date.now();
+  /** The record this claim was prepared with (read once per claim). */
+  readonly loaded: ReplayRecord;
   /** Set for a replay check only (see ReplayChecker). */
   replayOnly?: ReplayOnly;
   /** What the workflow's run() threw, if it did (set by the executor). */
@@ -64,8 +66,9 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   ) {
     this.fence = { runId: claim.id, workerId, epoch: claim.epoch };
     this.cursor = claim.cursor;
+    this.loaded = { checkpoints: recorded, commands };
     // `run()` replays what it recorded below the cleanup's positions, never the cleanup's own.
-    this.log = this.logOf(phaseOf({ checkpoints: recorded, commands }, 'run'));
+    this.log = this.logOf(phaseOf(this.loaded, 'run'));
     this.control = new RunControl(claim.id, claim.cancelRequested, claim.cancelReason, (error) =>
       this.log.fail(error),
     );

@@ -24,6 +24,9 @@ export function phaseOf(
   record: { checkpoints: Map<number, RecordedStep>; commands: Map<string, CommandRow> },
   phase: 'run' | 'cleanup',
 ): ReplayRecord {
+  // The marker precedes every position of the cleanup: without it, everything is run()'s.
+  if (!record.checkpoints.has(CLEANUP_BASE))
+    return phase === 'run' ? record : { checkpoints: new Map(), commands: new Map() };
   const inPhase = (index: number) => (phase === 'run' ? index < CLEANUP_BASE : index > CLEANUP_BASE);
   return {
     checkpoints: new Map([...record.checkpoints].filter(([i]) => inPhase(i))),

@@ -31,15 +31,18 @@ export async function driveCleanup(
   wf: Required<WorkflowInstance>,
   store: RunStateStore,
 ): Promise<CleanupEnd> {
-  let record;
+  // A cleanup an earlier claim began (a resume, or the replay check): its record came with the claim,
+  // and this claim ran nothing before it. Else the marker, then the record read back, whole.
+  let record = run.loaded;
   try {
-    const endedWith = stepFailuresIn(run.endedWith);
-    const pending = run.log.takePending().filter((r) => !(r.failure && endedWith.has(r.index)));
-    const cursor = cursorAt(run, CLEANUP_BASE, CLEANUP_MARKER, 'done');
-    const marker = { index: CLEANUP_BASE, name: CLEANUP_MARKER };
-    if (!run.replayOnly)
+    if (!record.checkpoints.has(CLEANUP_BASE)) {
+      const endedWith = stepFailuresIn(run.endedWith);
+      const pending = run.log.takePending().filter((r) => !(r.failure && endedWith.has(r.index)));
+      const cursor = cursorAt(run, CLEANUP_BASE, CLEANUP_MARKER, 'done');
+      const marker = { index: CLEANUP_BASE, name: CLEANUP_MARKER };
       await run.fenced(() => store.markCleanup(run.fence, marker, cursor, pending), 'cleanup', pending);
-    record = await store.loadForReplay(run.runId);
+      record = await store.loadForReplay(run.runId);
+    }
   } catch (err) {
     if (err instanceof LeaseLostError) return { lost: err };
     return { unrecorded: err as Error };
