@@ -25,15 +25,14 @@ const HELD_BY_SQL: SqlText = (t) =>
  * Attempts spent dead-letter the run, as a lease expiry does. $1 worker id
  */
 export const RELEASE_WORKER_SQL: SqlText = (t) => `
-with gone as (
-  select id, worker_id, lease_expires_at from ${t.runs}
-   where worker_id = $1 and status = 'running'
-   for update
-), live as (
-  select g.id, g.worker_id, g.lease_expires_at,
+with live as (
+  -- Locked, and whether its worker may still be calling out (a command reserved, a model/tool step started).
+  select r.id, r.worker_id, r.lease_expires_at,
          (r.cursor->>'status' = 'started'
-          or exists (select 1 from ${t.commands} c where c.run_id = g.id and c.status = 'pending')) as live
-    from gone g join ${t.runs} r on r.id = g.id
+          or exists (select 1 from ${t.commands} c where c.run_id = r.id and c.status = 'pending')) as live
+    from ${t.runs} r
+   where r.worker_id = $1 and r.status = 'running'
+   for update of r
 ), ${handBackCtes(t, {
   from: 'live',
   availableAt: 'case when s.live then greatest(now(), s.lease_expires_at) else now() end',
