@@ -188,7 +188,8 @@ export class ModelWorkflow {
 
   /**
    * The cleanup after a cancel: a command whose amount is how many commands run() had completed (read
-   * from the cancel info, so every resume of the cleanup sends the same), then a step.
+   * from the cancel info, so every resume of the cleanup sends the same), then a step whose arguments
+   * carry a value drawn in the cleanup, and a loop over its result's keys.
    */
   async onCancel(_input: Program, ctx: RunContext, cancel: RunCancelInfo): Promise<void> {
     world.observe(ctx.runId, 'cleanup@', ctx.epoch, { entered: true });
@@ -199,7 +200,12 @@ export class ModelWorkflow {
       'cleanupc',
       paid,
     );
-    await this.step(ctx, 'compute', { op: 'cleanups' });
+    // A value drawn in the cleanup, then a loop over the keys of a result: a resume must draw the same
+    // (else the step's arguments differ from its record and the replay check says so).
+    const ref = ctx.uuid().slice(0, 8);
+    const out = await this.step(ctx, 'compute', { op: 'cleanups', keys: [ref, 'b', 'a'], over: 'keys' });
+    for (const k of Object.keys(out.map!))
+      world.observe(ctx.runId, `cleanup:${k}@`, ctx.epoch, { entered: true });
   }
 
   /** One op of the grammar (issue 19); returns the amount the next command sends. */
