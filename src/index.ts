@@ -34,7 +34,18 @@ export type {
   StepKind,
 } from './interfaces/step-options.interface';
 export { RunContext } from './engine/run-context';
-export type { OnRunCancel } from './engine/run-context';
+export type { OnRunCancel, WorkflowSignals } from './engine/run-context';
+export type {
+  AnySignals,
+  IsStoredUnchanged,
+  Jsonify,
+  SignalMap,
+  SignalName,
+  SignalPayload,
+  StorableAs,
+  Stored,
+  UntypedSignalName,
+} from './interfaces/stored-types.interface';
 export { currentRun } from './engine/run-storage';
 export type {
   ApprovalDecision,

@@ -1,4 +1,7 @@
-/** Unit specs live next to the code; e2e specs in test/e2e run against a real PostgreSQL. */
+/**
+ * Unit specs live next to the code; type tests of the public API in test/types (tsc, no database); e2e
+ * specs in test/e2e run against a real PostgreSQL.
+ */
 const ts = { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }] };
 module.exports = {
   rootDir: require('path').resolve(__dirname, '..'),
@@ -10,6 +13,13 @@ module.exports = {
       displayName: 'unit',
       rootDir: require('path').resolve(__dirname, '..'),
       testMatch: ['<rootDir>/src/**/*.spec.ts'],
+      transform: ts,
+      testEnvironment: 'node',
+    },
+    {
+      displayName: 'types',
+      rootDir: require('path').resolve(__dirname, '..'),
+      testMatch: ['<rootDir>/test/types/**/*.spec.ts'],
       transform: ts,
       testEnvironment: 'node',
     },

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { Injectable } from '@nestjs/common';
 import { ResultTimeoutError } from '../errors/result-timeout.error';
 import { RunFailedError } from '../errors/run-failed.error';
@@ -24,10 +25,12 @@ export class RunResultWaiter {
    * The output of run `id` once it has ended: RunFailedError when it failed, was dead-lettered or
    * cancelled, ResultTimeoutError after `timeoutMs` (the run goes on).
    */
-  async wait<O>(id: string, timeoutMs: number): Promise<O> {
+  async wait<O>(id: string, timeoutMs: number, kind: string | null = null): Promise<O> {
     await this.runEnds.listen((runId) => this.wake(runId));
     const deadline = Date.now() + timeoutMs;
     let row = await this.awaitable(id);
+    if (kind !== null && row.kind !== kind)
+      throw new InvalidArgumentError('id', `names a run of kind '${row.kind}', not '${kind}'`);
     while (!['succeeded', 'failed', 'dead_lettered', 'cancelled'].includes(row.status)) {
       const left = deadline - Date.now();
       if (left <= 0) throw new ResultTimeoutError(id, timeoutMs, row.status);

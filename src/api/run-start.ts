@@ -34,7 +34,7 @@ export class RunStarter {
     opts: StartRunOptions,
   ): Promise<Omit<StartRunResult, 'result'>> {
     const kind = requireKind(
-      typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow) : kindOrWorkflow,
+      typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow, 'start') : kindOrWorkflow,
     );
     const wf = this.registry.getWorkflow(kind);
     if (!wf) {
@@ -76,12 +76,12 @@ export class RunStarter {
   }
 }
 
-/** The kind a `@DurableWorkflow(kind)` class declares. */
-function workflowKind(workflow: WorkflowClass): string {
+/** The kind a `@DurableWorkflow(kind)` class declares (`method`: the RunRepository call, for the error). */
+export function workflowKind(workflow: WorkflowClass, method: string): string {
   const meta = Reflect.getMetadata(WORKFLOW_METADATA, workflow) as WorkflowMetadata | undefined;
   if (!meta?.kind) {
     throw new DurableUsageError(
-      `RunRepository.start(${workflow.name || 'class'}, …): the class has no @DurableWorkflow(kind) decorator; decorate it or pass the kind as a string`,
+      `RunRepository.${method}(${workflow.name || 'class'}, …): the class has no @DurableWorkflow(kind) decorator; decorate it or pass the kind as a string`,
     );
   }
   return meta.kind;

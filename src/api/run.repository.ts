@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from '../engine/durable.registry';
+import type { WorkflowSignals } from '../engine/run-context';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
@@ -20,6 +21,7 @@ import type {
   WorkflowInput,
   WorkflowOutput,
 } from '../interfaces/run.interface';
+import type { SignalName, SignalPayload, StorableAs } from '../interfaces/stored-types.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { CommandStore } from '../store/command.store';
 import { eventPayload } from '../store/event-payload';
@@ -31,7 +33,7 @@ import { pageOfRuns, requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 import { approveCommand, resolveCommand } from './command-decisions';
 import { RunResultWaiter } from './run-results';
-import { RunStarter } from './run-start';
+import { RunStarter, workflowKind } from './run-start';
 
 const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);
 
@@ -75,10 +77,11 @@ export class RunRepository {
    * `opts.maxAttempts` or the module's `defaultMaxAttempts` (this process cannot see the workflow's own
    * `maxAttempts`); the first start of each such kind is logged at debug level. A process that runs a
    * worker refuses a kind it does not register (UnknownRunKindError): there it is most likely a typo.
+   * With a class, an input type that storing would change (a `Date` field) does not compile.
    */
   async start<W extends WorkflowClass>(
     workflow: W,
-    input: WorkflowInput<W>,
+    input: StorableAs<WorkflowInput<W>>,
     opts?: StartRunOptions,
   ): Promise<StartRunResult<WorkflowInput<W>, WorkflowOutput<W>>>;
   async start<I>(kind: string, input: I, opts?: StartRunOptions): Promise<StartRunResult<I>>;
@@ -95,14 +98,24 @@ export class RunRepository {
   /**
    * Waits for the run to end and returns its output; throws RunFailedError when it failed, was
    * dead-lettered or cancelled, ResultTimeoutError after `timeoutMs` (default 30 s; the run goes on).
-   * Waits through NOTIFY (the run is marked so that its end is announced), not by polling.
+   * Waits through NOTIFY (the run is marked so that its end is announced), not by polling. With the
+   * workflow class first (`result(PurchaseOrderWorkflow, id)`) the output is typed from its `run()`,
+   * and a run of another kind is an InvalidArgumentError.
    */
-  async result<O = unknown>(id: string, opts: { timeoutMs?: number } = {}): Promise<O> {
+  async result<W extends WorkflowClass>(
+    workflow: W,
+    id: string,
+    opts?: { timeoutMs?: number },
+  ): Promise<WorkflowOutput<W>>;
+  async result<O = unknown>(id: string, opts?: { timeoutMs?: number }): Promise<O>;
+  async result(...args: unknown[]): Promise<unknown> {
+    const kind = typeof args[0] === 'function' ? workflowKind(args.shift() as WorkflowClass, 'result') : null;
+    const [id, opts = {}] = args as [string, { timeoutMs?: number }?];
     requireUuid(id, 'id');
     const timeoutMs = opts.timeoutMs ?? 30_000;
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
       throw argumentError('timeoutMs', `must be a finite number >= 0, got ${timeoutMs}`);
-    return this.results.wait<O>(id, timeoutMs);
+    return this.results.wait(id, timeoutMs, kind);
   }
 
   /** The run with this id, or null. An id that is not a UUID is an InvalidArgumentError. */
@@ -162,15 +175,29 @@ export class RunRepository {
   /**
    * Stores a signal durably and wakes the run if it waits. A signal sent before the run reaches its
    * `ctx.waitForSignal(name)` is kept for it. Throws for an unknown or finished run. `by` (who sent
-   * it) is kept in the `signal.sent` event.
+   * it) is kept in the `signal.sent` event. With the workflow class first (`signal(ApprovalWorkflow, id,
+   * 'approve', { by })`), the name and payload are checked by the compiler against the signals its
+   * `run(input, ctx: RunContext<Signals>)` declares, and a run of another kind is refused (nothing stored).
    */
-  async signal(id: string, name: string, payload: unknown = null, by?: string): Promise<void> {
+  async signal<W extends WorkflowClass, K extends SignalName<WorkflowSignals<W>>>(
+    workflow: W,
+    id: string,
+    name: K,
+    payload: StorableAs<SignalPayload<WorkflowSignals<W>, K>>,
+    by?: string,
+  ): Promise<void>;
+  async signal(id: string, name: string, payload?: unknown, by?: string): Promise<void>;
+  async signal(...args: unknown[]): Promise<void> {
+    const kind = typeof args[0] === 'function' ? workflowKind(args.shift() as WorkflowClass, 'signal') : null;
+    const [id, name, payload = null, by] = args as [string, string, unknown?, string?];
     requireUuid(id, 'id');
     requireText(name, 'name', { maxBytes: MAX_SIGNAL_NAME_BYTES });
     requireText(by, 'by', { optional: true, allowEmpty: true });
     const json = toStoredJson(payload, `payload of signal "${name}"`, this.options.limits.maxInputBytes);
-    const out = await this.control.signal(id, name, json, by ?? null);
+    const out = await this.control.signal(id, name, json, by ?? null, kind);
     if (!out) throw new RunNotFoundError(id);
+    if (out.kind !== (kind ?? out.kind))
+      throw argumentError('id', `names a run of kind '${out.kind}', not '${kind}'`);
     if (!out.stored) throw new InvalidRunStateError(id, out.status, `signal "${name}" to`);
   }
 

@@ -1,5 +1,12 @@
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
 import type { RunCancelInfo } from '../interfaces/run.interface';
+import type {
+  AnySignals,
+  SignalMap,
+  SignalName,
+  SignalPayload,
+  UntypedSignalName,
+} from '../interfaces/stored-types.interface';
 import { handed } from './handed';
 import { clockNow } from './test-clock';
 
@@ -20,8 +27,11 @@ export interface RunContextHost {
 /**
  * What a workflow's `run(input, ctx)` receives, and what `currentRun()` returns inside a step.
  * Non-deterministic values come from here so that a resumed run sees the values it saw before.
+ * `S` declares the workflow's signals once (`run(input, ctx: RunContext<{ approve: { by: string } }>)`):
+ * `ctx.waitForSignal` and `RunRepository.signal(WorkflowClass, ...)` then accept only those names and
+ * payloads. Without it, any name and an `unknown` payload.
  */
-export class RunContext {
+export class RunContext<S extends SignalMap = AnySignals> {
   /** @internal */
   /** @internal The engine creates the context of each run. */
   constructor(private readonly host: RunContextHost) {}
@@ -93,10 +103,17 @@ export class RunContext {
   /**
    * Waits for `RunRepository.signal(runId, name, payload)` and returns the payload. A signal sent
    * before the wait is not lost. With `timeoutMs`, throws SignalTimeoutError when it passes (database
-   * clock, from the first time this wait was reached). The run holds no worker while it waits.
+   * clock, from the first time this wait was reached). The run holds no worker while it waits. On a
+   * typed context the name must be one of its signals and the payload type follows from it; on an
+   * untyped one, `waitForSignal<T>(name)` names the payload type.
    */
-  waitForSignal<T = unknown>(name: string, options: WaitForSignalOptions = {}): Promise<T> {
-    return handed(this.host.waitForSignal(name, options) as Promise<T>);
+  waitForSignal<K extends SignalName<S>>(
+    name: K,
+    options?: WaitForSignalOptions,
+  ): Promise<SignalPayload<S, K>>;
+  waitForSignal<T>(name: UntypedSignalName<S>, options?: WaitForSignalOptions): Promise<T>;
+  waitForSignal(name: string, options: WaitForSignalOptions = {}): Promise<unknown> {
+    return handed(this.host.waitForSignal(name, options));
   }
 
   /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */
@@ -118,6 +135,18 @@ export class RunContext {
 export interface OnRunCancel<I = any> {
   onCancel(input: I, ctx: RunContext, cancel: RunCancelInfo): unknown;
 }
+
+/**
+ * The signals a workflow class declares (the type argument of its `run()`'s context), or `AnySignals`
+ * when its context is untyped.
+ */
+export type WorkflowSignals<W> = W extends new (...args: any[]) => {
+  run(input: any, ctx: infer C, ...rest: any[]): unknown;
+}
+  ? C extends RunContext<infer S>
+    ? S
+    : AnySignals
+  : AnySignals;
 
 function uuidFromSeed(seed: Buffer): string {
   const b = Buffer.from(seed.subarray(0, 16));

@@ -1,3 +1,4 @@
+import type { Stored } from './stored-types.interface';
 /** Lifecycle state of a run. `dead_lettered` = attempts spent; re-drivable with `RunRepository.retry`. */
 export type RunStatus =
   'pending' | 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled' | 'dead_lettered';
@@ -98,8 +99,11 @@ export interface RunCancelInfo {
 /** The input type of a workflow class's `run()`. */
 export type WorkflowInput<W> = W extends WorkflowClass<infer I, any> ? I : never;
 
-/** The output type of a workflow class's `run()` (what a succeeded run's `output` holds, as JSON). */
-export type WorkflowOutput<W> = W extends WorkflowClass<any, infer O> ? Awaited<O> : never;
+/**
+ * The output type of a workflow class's `run()` as a succeeded run's `output` holds it: stored as JSON,
+ * so a `Date` it returns reads back as a string (`Stored`).
+ */
+export type WorkflowOutput<W> = W extends WorkflowClass<any, infer O> ? Stored<Awaited<O>> : never;
 
 /** Filters of `RunRepository.list` (keyset pagination, newest first). */
 export interface ListRunsQuery {

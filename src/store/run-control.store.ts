@@ -176,22 +176,24 @@ export class RunControlStore {
   }
 
   /**
-   * Stores a signal for a live run and wakes it if it waits (SEND_SIGNAL_SQL); the run's status and
-   * whether the signal was stored, or undefined for an unknown run.
+   * Stores a signal for a live run of `kind` (null: any) and wakes it if it waits (SEND_SIGNAL_SQL);
+   * the run's status and kind and whether the signal was stored, or undefined for an unknown run.
    */
   async signal(
     id: string,
     name: string,
     payloadJson: string,
     by: string | null,
-  ): Promise<{ status: RunStatus; stored: boolean } | undefined> {
+    kind: string | null,
+  ): Promise<{ status: RunStatus; kind: string; stored: boolean } | undefined> {
     const { rows } = await this.db.query(SEND_SIGNAL_SQL, [
       id,
       name,
       payloadJson,
       this.db.names.wakeChannel,
       by,
+      kind,
     ]);
-    return rows[0] && { status: rows[0].status, stored: rows[0].stored > 0 };
+    return rows[0] && { status: rows[0].status, kind: rows[0].kind, stored: rows[0].stored > 0 };
   }
 }

@@ -38,7 +38,8 @@ select count(pg_notify('${t.wakeChannel}', kind)) as woke
   from upd where status in ('pending', 'waiting') and available_at <= now()`;
 
 /** What a waiter reads after AWAIT_RUN_SQL, in a snapshot of its own. $1 run id */
-export const RUN_OUTCOME_SQL: SqlText = (t) => `select status, output, error from ${t.runs} where id = $1`;
+export const RUN_OUTCOME_SQL: SqlText = (t) =>
+  `select status, kind, output, error from ${t.runs} where id = $1`;
 
 /** A run's checkpoints of one step name (its primary key's range, filtered). $1 run id, $2 step name */
 export const CHECKPOINTS_NAMED_SQL: SqlText = (t) =>
@@ -47,6 +48,7 @@ export const CHECKPOINTS_NAMED_SQL: SqlText = (t) =>
 /** Where a run stands for someone waiting on its result. */
 export interface RunOutcome {
   status: RunStatus;
+  kind: string;
   output: unknown;
   error: { message?: string } | null;
 }

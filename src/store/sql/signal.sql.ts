@@ -5,7 +5,8 @@ import type { SqlText } from '../durable-names';
  * it). A running run's row is touched too, so a wait parking at this moment sees that its row changed
  * and stays due (WAIT_FOR_SIGNAL_SQL). One event (with who sent it, when known); NOTIFY at commit
  * wakes an idle worker.
- * $1 run id, $2 name, $3 payload, $4 channel, $5 sent by (null: not recorded)
+ * $1 run id, $2 name, $3 payload, $4 channel, $5 sent by (null: not recorded), $6 the run's kind as the
+ * sender expects it (null: any; another kind stores nothing)
  */
 export const SEND_SIGNAL_SQL: SqlText = (t) => `
 with cur as (
@@ -13,6 +14,7 @@ with cur as (
 ), ins as (
   insert into ${t.signals} (run_id, name, payload)
   select id, $2, $3::jsonb from cur where status in ('pending', 'running', 'waiting')
+     and kind = coalesce($6::text, kind)
   returning id
 ), wake as (
   update ${t.runs} r set available_at = case when cur.status = 'waiting' then now() else r.available_at end,
@@ -24,6 +26,6 @@ with cur as (
   select cur.id, 'signal.sent', cur.epoch, jsonb_strip_nulls(jsonb_build_object('name', $2::text, 'by', $5::text))
     from cur, ins
 )
-select cur.status, (select count(*) from ins)::int as stored,
+select cur.status, cur.kind, (select count(*) from ins)::int as stored,
        (select count(pg_notify($4, kind)) from wake where wake.status = 'waiting')::int as woke
   from cur`;
