@@ -6,6 +6,7 @@ import { HotLeaseRenewal1764600000000 } from './1764600000000-hot-lease-renewal'
 import { ReplayOrder1764700000000 } from './1764700000000-replay-order';
 import { RunResultNotify1764800000000 } from './1764800000000-run-result-notify';
 import { AdminSessions1764900000000 } from './1764900000000-admin-sessions';
+import { WorkerPresence1765000000000 } from './1765000000000-worker-presence';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -14,6 +15,7 @@ export {
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
   AdminSessions1764900000000,
+  WorkerPresence1765000000000,
 };
 
 /**
@@ -29,6 +31,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
   AdminSessions1764900000000,
+  WorkerPresence1765000000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

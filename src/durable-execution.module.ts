@@ -11,6 +11,8 @@ import { Executor } from './engine/executor.service';
 import { ReplayChecker } from './engine/replay-check';
 import { ReplayHistoryStore } from './store/replay-history.store';
 import { Reconciler } from './maintenance/reconciler.service';
+import { WorkerPresence } from './maintenance/worker-presence.service';
+import { WorkerPresenceStore } from './store/worker-presence.store';
 import { DurableWorker } from './engine/worker.service';
 import { CheckpointService } from './api/checkpoint.service';
 import { CommandGateway } from './api/command-gateway.service';
@@ -64,6 +66,8 @@ import { RunStatsReader } from './store/run-stats.reader';
     RunEndListener,
     ExpiredLeaseStore,
     RunStatsReader,
+    WorkerPresenceStore,
+    WorkerPresence,
   ],
   exports: [
     DURABLE_EXECUTION_OPTIONS,

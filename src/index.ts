@@ -115,6 +115,7 @@ export {
   LeaseLostError,
   MissingDependencyError,
   MountMismatchError,
+  NoWorkerForKindError,
   NonDeterminismError,
   NonRetryableError,
   PayloadTooLargeError,
@@ -150,6 +151,7 @@ export {
   ReplayOrder1764700000000,
   RunResultNotify1764800000000,
   AdminSessions1764900000000,
+  WorkerPresence1765000000000,
 } from '../migrations';
 export type { DurableMigrationClass, DurableMigrationOptions } from '../migrations';
 

@@ -3,6 +3,7 @@ import { WORKFLOW_METADATA } from '../durable-execution.constants';
 import { DurableRegistry } from '../engine/durable.registry';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
+import { NoWorkerForKindError } from '../errors/no-worker-for-kind.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { UnknownRunKindError } from '../errors/unknown-run-kind.error';
 import type { StartRunOptions, StartRunResult, WorkflowClass } from '../interfaces/run.interface';
@@ -10,6 +11,7 @@ import type { WorkflowMetadata } from '../interfaces/step-options.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { eventPayload } from '../store/event-payload';
 import type { RunControlStore } from '../store/run-control.store';
+import type { WorkerPresenceStore } from '../store/worker-presence.store';
 import { MAX_IDEMPOTENCY_KEY_BYTES, requireInt4, requireText, requireTimestamp } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
 
@@ -21,11 +23,14 @@ export class RunStarter {
   private readonly logger = new Logger('DurableExecution');
   /** Unregistered kinds a producer-only process started, each logged once (debug). */
   private readonly unregisteredKinds = new Set<string>();
+  /** `unservedKinds: 'refuse'`: when a live worker was last seen serving each kind (ms, this clock). */
+  private readonly servedAt = new Map<string, number>();
 
   constructor(
     private readonly registry: DurableRegistry,
     private readonly store: RunControlStore,
     private readonly options: ResolvedDurableOptions,
+    private readonly presence: WorkerPresenceStore,
   ) {}
 
   async start(
@@ -39,12 +44,7 @@ export class RunStarter {
     const wf = this.registry.getWorkflow(kind);
     if (!wf) {
       if (this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
-      if (!this.unregisteredKinds.has(kind)) {
-        this.unregisteredKinds.add(kind);
-        this.logger.debug(
-          `starting runs of kind '${kind}', not registered in this producer-only process (worker.enabled: false); a worker that registers it will run them`,
-        );
-      }
+      await this.checkServed(kind);
     }
     const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);
     const maxAttempts = requireInt4(
@@ -74,7 +74,36 @@ export class RunStarter {
       return { run: existing.run, created: false };
     }
   }
+
+  /**
+   * A kind this producer-only process does not register: is a live worker serving it (`ai_workers`)?
+   * `'warn'`: asked at the first start of each kind, one warning if not. `'refuse'`: asked at every
+   * start (a yes is kept SERVED_CACHE_MS), NoWorkerForKindError if not.
+   */
+  private async checkServed(kind: string): Promise<void> {
+    const first = !this.unregisteredKinds.has(kind);
+    this.unregisteredKinds.add(kind);
+    if (this.options.unservedKinds === 'refuse') {
+      if (Date.now() - (this.servedAt.get(kind) ?? -Infinity) < SERVED_CACHE_MS) return;
+      if (!(await this.presence.served(kind))) throw new NoWorkerForKindError(kind);
+      this.servedAt.set(kind, Date.now());
+      return;
+    }
+    if (!first) return;
+    if (await this.presence.served(kind)) {
+      this.logger.debug(
+        `starting runs of kind '${kind}', not registered in this producer-only process (worker.enabled: false); a live worker serves it`,
+      );
+    } else {
+      this.logger.warn(
+        `starting runs of kind '${kind}', which no live worker serves (none registers @DurableWorkflow('${kind}'), or they all stopped): its runs wait until one does. unservedKinds: 'refuse' makes start() refuse them`,
+      );
+    }
+  }
 }
+
+/** How long a live worker seen serving a kind spares `unservedKinds: 'refuse'` another look. */
+const SERVED_CACHE_MS = 5000;
 
 /** The kind a `@DurableWorkflow(kind)` class declares (`method`: the RunRepository call, for the error). */
 export function workflowKind(workflow: WorkflowClass, method: string): string {

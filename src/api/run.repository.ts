@@ -27,6 +27,7 @@ import { CommandStore } from '../store/command.store';
 import { eventPayload } from '../store/event-payload';
 import { RunControlStore } from '../store/run-control.store';
 import { RunReadStore } from '../store/run-reads.store';
+import { WorkerPresenceStore } from '../store/worker-presence.store';
 import { MAX_SIGNAL_NAME_BYTES, requireText } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
 import { pageOfRuns, requireHistoryRange } from '../util/run-cursor';
@@ -60,8 +61,9 @@ export class RunRepository {
     private readonly commands: CommandStore,
     private readonly results: RunResultWaiter,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+    presence: WorkerPresenceStore,
   ) {
-    this.starter = new RunStarter(registry, control, options);
+    this.starter = new RunStarter(registry, control, options, presence);
   }
 
   /**
@@ -75,7 +77,8 @@ export class RunRepository {
    * Producer-only processes: with `worker: { enabled: false }` (an API pod), `kind` need not be
    * registered here: the run is written for the workers that do register `@DurableWorkflow(kind)`, with
    * `opts.maxAttempts` or the module's `defaultMaxAttempts` (this process cannot see the workflow's own
-   * `maxAttempts`); the first start of each such kind is logged at debug level. A process that runs a
+   * `maxAttempts`); the first start of a kind no live worker serves (`ai_workers`) logs a warning, and with
+   * `unservedKinds: 'refuse'` every such start throws NoWorkerForKindError instead. A process that runs a
    * worker refuses a kind it does not register (UnknownRunKindError): there it is most likely a typo.
    * With a class, an input type that storing would change (a `Date` field) does not compile.
    */

@@ -16,6 +16,8 @@ export const DURABLE_JOB_NAMES = {
   workerPoll: 'durable-execution:worker-poll',
   /** The reconciler's sweep of expired leases (`reconciler.intervalMs` or `reconciler.cron`). */
   reconciler: 'durable-execution:reconciler',
+  /** The worker's presence row, renewed on `worker.presenceIntervalMs` (which kinds it serves). */
+  presence: 'durable-execution:worker-presence',
   /** Retention's sweep (`DurableRetentionModule`: `intervalMs` or `cron`). */
   retention: 'durable-execution:retention',
 } as const;

@@ -26,3 +26,4 @@ export * from './run-failed.error';
 export * from './result-timeout.error';
 export * from './mount-mismatch.error';
 export * from './schema-not-ready.error';
+export * from './no-worker-for-kind.error';

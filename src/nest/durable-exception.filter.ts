@@ -16,6 +16,8 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_NOT_SERIALIZABLE: HttpStatus.BAD_REQUEST,
   DURABLE_INVALID_OPTIONS: HttpStatus.BAD_REQUEST,
   DURABLE_PAYLOAD_TOO_LARGE: HttpStatus.PAYLOAD_TOO_LARGE,
+  // No live worker serves the kind (unservedKinds: 'refuse'): try again when one runs.
+  DURABLE_NO_WORKER_FOR_KIND: HttpStatus.SERVICE_UNAVAILABLE,
   // A "wait for the result" endpoint: the run goes on (poll it, or wait again) ...
   DURABLE_RESULT_TIMEOUT: HttpStatus.ACCEPTED,
   // ... or it ended without an output (failed, dead-lettered, cancelled).

@@ -82,6 +82,15 @@ export class DurableMetrics implements OnModuleInit, OnModuleDestroy {
     gauge('queue_oldest_due_age_seconds', 'How long the oldest due run has waited.', (g, s) =>
       g.set(s.oldestDueAgeMs / 1000),
     );
+    gauge(
+      'runs_due_without_worker',
+      'Runs due now whose kind no live worker serves (no presence row lists it), by kind.',
+      (g, s) => {
+        g.reset();
+        for (const [kind, n] of Object.entries(s.dueWithoutWorker)) g.set({ workflow: kind }, n);
+      },
+      ['workflow'],
+    );
     gauge('commands_in_doubt', 'Commands whose outcome a crash hid, not yet settled.', (g, s) =>
       g.set(s.inDoubtCommands),
     );

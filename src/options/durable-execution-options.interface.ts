@@ -72,6 +72,11 @@ export interface WorkerOptions {
   drainTimeoutMs?: number;
   /** Worker identity in the record. Default `host:pid:random`. */
   workerId?: string;
+  /**
+   * How often the worker renews its presence row (`ai_workers`: which kinds it serves; an idle worker
+   * sends no lease heartbeat). A row not renewed for three periods no longer counts. Default 10 s.
+   */
+  presenceIntervalMs?: number;
 }
 
 /** Reconciler options: the sweep that recovers expired leases. */
@@ -132,6 +137,13 @@ export interface DurableExecutionModuleOptions {
    * kind only, never run data (an error message can quote input or output).
    */
   logRunData?: boolean;
+  /**
+   * What `start()` does with a kind no live worker serves (no worker's presence row lists it), in a
+   * process that does not run that kind itself (a producer-only API pod): `'warn'` logs one warning per
+   * kind and starts the run (it waits for a worker), `'refuse'` throws NoWorkerForKindError and writes
+   * nothing. Default `'warn'`.
+   */
+  unservedKinds?: 'warn' | 'refuse';
 }
 
 /** Options after validation with every default filled in. Services inject these. */
@@ -145,4 +157,5 @@ export interface ResolvedDurableOptions {
   defaultRetry: Required<RetryPolicy>;
   redact?: DurableExecutionModuleOptions['redact'];
   logRunData: boolean;
+  unservedKinds: 'warn' | 'refuse';
 }

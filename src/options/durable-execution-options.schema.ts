@@ -1,5 +1,6 @@
 import { Type } from 'class-transformer';
 import {
+  IsIn,
   IsBoolean,
   IsInt,
   IsNumber,
@@ -43,6 +44,7 @@ export class WorkerOptionsSchema {
   @IsOptional() @IsInt() @Min(10) heartbeatMs?: number;
   @IsOptional() @IsInt() @Min(0) drainTimeoutMs?: number;
   @IsOptional() @IsString() @MinLength(1) workerId?: string;
+  @IsOptional() @IsInt() @Min(100) presenceIntervalMs?: number;
 }
 
 export class ReconcilerOptionsSchema {
@@ -72,4 +74,5 @@ export class DurableExecutionOptionsSchema {
   @IsOptional() @ValidateNested() @Type(() => RetryPolicySchema) defaultRetry?: RetryPolicySchema;
   @IsOptional() @IsFunctionValue() redact?: unknown;
   @IsOptional() @IsBoolean() logRunData?: boolean;
+  @IsOptional() @IsIn(['warn', 'refuse']) unservedKinds?: 'warn' | 'refuse';
 }

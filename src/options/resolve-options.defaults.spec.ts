@@ -20,6 +20,7 @@ describe('resolveOptions', () => {
           heartbeatMs: 10_000,
           drainTimeoutMs: 10_000,
           workerId: expect.any(String),
+          presenceIntervalMs: 10_000,
         },
         reconciler: {
           enabled: true,
@@ -33,6 +34,7 @@ describe('resolveOptions', () => {
         defaultRetry: { maxAttempts: 3, initialDelayMs: 200, multiplier: 2, maxDelayMs: 10_000, jitter: 0.2 },
         redact: undefined,
         logRunData: false,
+        unservedKinds: 'warn',
       });
       expect(resolved.worker.workerId).toMatch(new RegExp(`^${hostname()}:${process.pid}:[0-9a-f]{6}$`));
     });
@@ -71,6 +73,7 @@ describe('resolveOptions', () => {
         heartbeatMs: 10_000,
         drainTimeoutMs: 10_000,
         workerId: 'pod-a',
+        presenceIntervalMs: 10_000,
       });
       expect(resolved.reconciler).toMatchObject({ enabled: false, intervalMs: 5000, batchSize: 100 });
       expect(resolved.limits).toEqual({ maxInputBytes: 1024 * 1024, maxOutputBytes: 500 });

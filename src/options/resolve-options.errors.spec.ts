@@ -107,6 +107,16 @@ describe('resolveOptions', () => {
         'pollIntervalMs must not be less than 10',
       ],
       [
+        'worker.presenceIntervalMs',
+        { database: { url: URL }, worker: { presenceIntervalMs: 50 } },
+        'presenceIntervalMs must not be less than 100',
+      ],
+      [
+        'unservedKinds',
+        { database: { url: URL }, unservedKinds: 'ignore' },
+        'unservedKinds must be one of the following values: warn, refuse',
+      ],
+      [
         'worker.leaseTtlMs',
         { database: { url: URL }, worker: { leaseTtlMs: 50, heartbeatMs: 20 } },
         'leaseTtlMs must not be less than 100',

@@ -105,6 +105,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     heartbeatMs: 10_000,
     drainTimeoutMs: 10_000,
     workerId: defaultWorkerId(),
+    presenceIntervalMs: 10_000,
     ...stripUnset(raw.worker),
   };
   if (
@@ -164,6 +165,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     defaultRetry,
     redact: raw.redact ?? undefined,
     logRunData: raw.logRunData ?? false,
+    unservedKinds: raw.unservedKinds ?? 'warn',
   };
 }
 

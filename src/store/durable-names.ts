@@ -23,6 +23,8 @@ export interface DurableNames {
   readonly signals: string;
   /** Sign-in sessions of the admin page (`login: true`). */
   readonly adminSessions: string;
+  /** The live workers and the kinds each serves (`ai_workers`). */
+  readonly workers: string;
   /** The module's own migrations table (`ai_migrations`), qualified as the tables are. */
   readonly migrations: string;
   /** NOTIFY channel that wakes idle workers of this schema. */
@@ -77,6 +79,7 @@ export function durableNames(schema?: string): DurableNames {
     events: `${prefix}ai_events`,
     signals: `${prefix}ai_signals`,
     adminSessions: `${prefix}ai_admin_sessions`,
+    workers: `${prefix}ai_workers`,
     migrations: `${prefix}ai_migrations`,
     wakeChannel: own === undefined ? WAKE_CHANNEL : scoped(WAKE_CHANNEL, '_', own),
     doneChannel: own === undefined ? DONE_CHANNEL : scoped(DONE_CHANNEL, '_', own),

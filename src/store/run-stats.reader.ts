@@ -6,13 +6,19 @@ import type { SqlText } from './durable-names';
  * The operator's numbers in one round trip, read at scrape or page time, never on the hot path: runs by
  * status (a full count: O(ai_runs), which is why metrics cache it for a few seconds), in-doubt commands
  * (served by the partial index ai_commands_unsettled_idx), and the due backlog, read through the claim
- * index ai_runs_claim_idx with the claim query's own conditions, so "due" means what a worker would claim.
+ * index ai_runs_claim_idx with the claim query's own conditions, so "due" means what a worker would claim;
+ * of those, by kind, the ones no live worker serves (no unexpired `ai_workers` row lists the kind).
  */
 export const RUN_STATS_SQL: SqlText = (t) => `
 select (select coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
           from (select status, count(*) as n from ${t.runs} group by status) s) as by_status,
        (select count(*) from ${t.commands} where status = 'in_doubt')::int as in_doubt,
-       q.depth, q.oldest_due_ms
+       q.depth, q.oldest_due_ms,
+       (select coalesce(jsonb_object_agg(kind, n), '{}'::jsonb)
+          from (select r.kind, count(*) as n from ${t.runs} r
+                 where r.status in ('pending', 'waiting') and r.available_at <= now() and r.attempts < r.max_attempts
+                   and not exists (select 1 from ${t.workers} w where w.expires_at > now() and r.kind = any(w.kinds))
+                 group by r.kind) u) as unserved
   from (select count(*)::int as depth,
                coalesce(extract(epoch from now() - min(available_at)) * 1000, 0)::float8 as oldest_due_ms
           from ${t.runs}
@@ -40,6 +46,8 @@ export interface RunStats {
   queueDepth: number;
   /** How long the oldest due run has waited (database clock), 0 when none is due. */
   oldestDueAgeMs: number;
+  /** Runs due now whose kind no live worker serves, by kind (none: `{}`): they wait for a worker. */
+  dueWithoutWorker: Record<string, number>;
 }
 
 /** The due backlog alone (cheap: the claim index). */
@@ -67,6 +75,7 @@ export class RunStatsReader {
       inDoubtCommands: r.in_doubt,
       queueDepth: r.depth,
       oldestDueAgeMs: Math.max(0, Math.round(r.oldest_due_ms)),
+      dueWithoutWorker: Object.fromEntries(Object.entries(r.unserved ?? {}).map(([k, n]) => [k, Number(n)])),
     };
   }
 

@@ -3,7 +3,7 @@ import { DEFAULT_NAMES, DurableNames } from './durable-names';
 import { DURABLE_TABLES } from './run-migrations';
 
 /** Tables later migrations add. */
-const LATER_TABLES = ['ai_admin_sessions'] as const;
+const LATER_TABLES = ['ai_admin_sessions', 'ai_workers'] as const;
 
 /** Columns later migrations add (table, column): one missing means the schema is behind. */
 const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [

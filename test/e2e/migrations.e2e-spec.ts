@@ -25,7 +25,15 @@ const BIN = join(ROOT, PACKAGE.bin['nestjs-durable-execution']);
 /** The older entry, kept for `node dist/src/cli/migrate.js [--revert]`. */
 const LEGACY_CLI = join(ROOT, 'dist/src/cli/migrate.js');
 const FIXTURE = join(ROOT, 'test/fixtures/migrate-concurrently.ts');
-const TABLES = ['ai_runs', 'ai_checkpoints', 'ai_commands', 'ai_events', 'ai_signals', 'ai_admin_sessions'];
+const TABLES = [
+  'ai_runs',
+  'ai_checkpoints',
+  'ai_commands',
+  'ai_events',
+  'ai_signals',
+  'ai_admin_sessions',
+  'ai_workers',
+];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
 
 /** Which of the module's tables exist (plus its migrations table), by name. */

@@ -296,6 +296,8 @@ describe('observability: metrics, traces, health', () => {
     const text = await metrics();
     expect(sample(text, 'durable_commands_in_doubt')).toBe(1);
     expect(sample(text, 'durable_queue_depth')).toBe(2);
+    // No worker of this app is on its schedule (ticks are driven): no presence row serves 'triple'.
+    expect(sample(text, 'durable_runs_due_without_worker', { workflow: 'triple' })).toBe(2);
     expect(sample(text, 'durable_queue_oldest_due_age_seconds')).toBeGreaterThanOrEqual(90);
     // The call threw 'socket hang up' (the charge may have happened): in doubt at once, and its policy
     // (manual) parks the run in that same claim, before the workflow sees anything (issue 19 item 4).

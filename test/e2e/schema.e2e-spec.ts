@@ -34,6 +34,7 @@ const TABLES = [
   'ai_migrations',
   'ai_runs',
   'ai_signals',
+  'ai_workers',
 ];
 const NAME_RULE =
   'must be a plain PostgreSQL identifier: lowercase letters, digits and _, starting with a letter or _, at most 63 characters, not starting with pg_, not information_schema';

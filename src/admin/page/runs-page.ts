@@ -70,6 +70,9 @@ export function renderRunsPage(
     <div class="muted">
       ${total} run${total === 1 ? '' : 's'} · ${stats.queueDepth} due now (oldest waited
       ${dur(stats.oldestDueAgeMs)}) · ${stats.inDoubtCommands} command(s) in doubt
+      ${Object.entries(stats.dueWithoutWorker).map(
+        ([kind, n]) => html` · <b>${n} due of kind ${kind} with no live worker</b>`,
+      )}
     </div>
     <div class="counts">
       <a class="c" href="${base}${query(q, { status: undefined })}"
