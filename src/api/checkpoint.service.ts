@@ -1,3 +1,4 @@
+import type { Stored } from '../interfaces/stored-types.interface';
 import { Injectable } from '@nestjs/common';
 import { COMMAND_METADATA, STEP_METADATA } from '../durable-execution.constants';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
@@ -9,8 +10,8 @@ import { requireUuid } from '../util/uuid';
 /** A `@DurableStep` or `@IdempotentCommand` method (e.g. `Steps.prototype.classify`), or its recorded name. */
 export type StepRef = string | ((...args: any[]) => unknown);
 
-/** What a step method's calls were recorded as: its return value, awaited (as stored: JSON). */
-export type StepOutput<S> = S extends (...args: any[]) => infer R ? Awaited<R> : unknown;
+/** What a step method's calls were recorded as: its return value, awaited, as stored (`Stored`: a `Date` is a string). */
+export type StepOutput<S> = S extends (...args: any[]) => infer R ? Stored<Awaited<R>> : unknown;
 
 /**
  * Reads what runs recorded, step by step: the app's own API (outputs come back as stored, without the

@@ -4,6 +4,8 @@
  * line must compile. `Equal` assertions pin the types the compiler infers.
  */
 import {
+  CheckpointService,
+  DurableStep,
   DurableWorkflow,
   RunContext,
   RunRepository,
@@ -82,6 +84,22 @@ assertType<Equal<Stored<OrderInput>, OrderInput>>();
 assertType<Equal<WorkflowOutput<typeof OrderWorkflow>, { total: number; at: string }>>();
 assertType<Equal<WorkflowOutput<typeof UntypedWorkflow>, number>>();
 assertType<Equal<WorkflowSignals<typeof OrderWorkflow>, ApprovalSignals>>();
+
+class StampSteps {
+  @DurableStep()
+  async stamp(): Promise<{ at: Date; n: number }> {
+    return { at: new Date(), n: 1 };
+  }
+}
+
+export async function checkpoints(cps: CheckpointService, id: string): Promise<void> {
+  // A step's recorded outputs, typed as stored: the Date it returned reads back as a string.
+  const [first] = await cps.outputsOf(id, StampSteps.prototype.stamp);
+  assertType<Equal<typeof first, { at: string; n: number }>>();
+  // @ts-expect-error Type 'string' is not assignable to type 'Date'
+  const at: Date = first.at;
+  void at;
+}
 
 export async function callers(runs: RunRepository, id: string): Promise<void> {
   // start: the input is checked against run()'s, and must be stored unchanged.
