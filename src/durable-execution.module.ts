@@ -81,6 +81,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     DurableObservers,
     DurableDatabase,
     RunStatsReader,
+    RunReadStore,
     CommandStore,
     ReplayChecker,
   ],

@@ -14,6 +14,7 @@ import type { RunControlStore } from '../store/run-control.store';
 import type { WorkerPresenceStore } from '../store/worker-presence.store';
 import { MAX_IDEMPOTENCY_KEY_BYTES, requireInt4, requireText, requireTimestamp } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
+import { activeTraceparent } from '../util/trace-context';
 
 /**
  * `RunRepository.start` (documented there): resolves and checks the kind, checks every argument before
@@ -58,7 +59,13 @@ export class RunStarter {
     });
     const runAt = opts.runAt === undefined ? null : requireTimestamp(opts.runAt, 'runAt');
     const priority = requireInt4(opts.priority ?? 0, 'priority');
-    const event = eventPayload(this.options, 'run.created', { kind, idempotencyKey: key ?? null });
+    // The trace of the request that starts the run: every attempt's span joins it (DurableTracing).
+    const traceparent = activeTraceparent();
+    const event = eventPayload(this.options, 'run.created', {
+      kind,
+      idempotencyKey: key ?? null,
+      ...(traceparent ? { traceparent } : {}),
+    });
     const run = { kind, inputJson, idempotencyKey: key ?? null, maxAttempts, runAt, priority, event };
 
     // A key taken by a run that retention deletes right then: the second insert gets it.

@@ -38,7 +38,7 @@ export interface NotSent {
  */
 export interface DurableEventPayloads {
   /** `RunRepository.start()` stored a new run (not written when the idempotency key already had one). */
-  'run.created': { kind: string; idempotencyKey: string | null };
+  'run.created': { kind: string; idempotencyKey: string | null; traceparent?: string };
   /** A worker claimed the run; the event's epoch is the new one. `attempt` counts claims without progress. */
   'run.claimed': { workerId: string; attempt: number };
   /** A `tool` step started (cursor `started`). */
@@ -190,7 +190,7 @@ type PayloadKeys<T> = T extends unknown ? keyof T & string : never;
  * compares the payloads stored on real runs with it, another test compares it with docs/EVENTS.md.
  */
 export const DURABLE_EVENT_PAYLOAD_KEYS = {
-  'run.created': ['kind', 'idempotencyKey'],
+  'run.created': ['kind', 'idempotencyKey', 'traceparent'],
   'run.claimed': ['workerId', 'attempt'],
   'step.started': ['step', 'name'],
   'model.call_started': ['step', 'name'],

@@ -8,6 +8,11 @@ import { DurableObservers } from '../engine/durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
 import { loadOptional } from '../util/optional-dependency';
+import { parseTraceparent } from '../util/trace-context';
+import { RunReadStore } from '../store/run-reads.store';
+
+/** Runs whose start trace this process remembers (a run resumed here again costs no read). */
+const TRACE_CACHE_SIZE = 10_000;
 
 /** Attempt outcomes that are errors of the run (a park, a drain or a backoff is not). */
 const FAILED = new Set(['failed', 'dead_lettered', 'unrecorded', 'lease_lost']);
@@ -16,7 +21,10 @@ const key = (r: RunAttemptInfo) => `${r.runId}:${r.epoch}`;
 
 /**
  * OpenTelemetry spans through `@opentelemetry/api` only: `durable.run <kind>` per run attempt (claim to
- * resting point) and `durable.step <name>` per executed step or command, its child. Both are the active
+ * resting point) and `durable.step <name>` per executed step or command, its child. Every attempt's
+ * `durable.run` span is a child of the span that was active where `start()` was called (its W3C
+ * `traceparent`, stored in the `run.created` event), in whichever process claims it: one trace shows
+ * request → run → steps. Both are the active
  * context while they run, so spans of the app's own instrumentation (HTTP, pg) nest under the step when
  * the app installs an SDK with a context manager. Without an SDK every call is the API's no-op.
  */
@@ -25,9 +33,12 @@ export class DurableTracing implements OnModuleInit, OnModuleDestroy {
   private api!: typeof OTel;
   private remove?: () => void;
   private readonly runs = new Map<string, OTel.Span>();
+  /** The start trace of each run (null: none), read once per run per process. */
+  private readonly started = new Map<string, string | null>();
 
   constructor(
     private readonly observers: DurableObservers,
+    private readonly reads: RunReadStore,
     @Inject(DURABLE_OBSERVABILITY_OPTIONS) private readonly options: DurableObservabilityOptions,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly engine: ResolvedDurableOptions,
   ) {}
@@ -36,10 +47,9 @@ export class DurableTracing implements OnModuleInit, OnModuleDestroy {
     if (this.options.tracing === false) return; // a forRootAsync factory switched it off
     this.api = loadOptional<typeof OTel>('@opentelemetry/api', 'DurableObservabilityModule tracing');
     const observer: DurableObserver = {
-      runAttemptStarted: (info) => this.runs.set(key(info), this.startRun(info)),
-      wrapRunAttempt: (info, next) => {
-        const span = this.runs.get(key(info));
-        if (!span) return next();
+      wrapRunAttempt: async (info, next) => {
+        const span = this.startRun(info, await this.startTrace(info.runId));
+        this.runs.set(key(info), span);
         return this.api.context.with(this.api.trace.setSpan(this.api.context.active(), span), next);
       },
       runAttemptEnded: (info, outcome) => {
@@ -66,18 +76,38 @@ export class DurableTracing implements OnModuleInit, OnModuleDestroy {
     return this.api.trace.getTracer((this.options.tracing || {}).tracerName ?? 'nestjs-durable-execution');
   }
 
-  private startRun(info: RunAttemptInfo): OTel.Span {
-    return this.tracer.startSpan(`durable.run ${info.kind}`, {
-      kind: this.api.SpanKind.INTERNAL,
-      attributes: {
-        'durable.run_id': info.runId,
-        'durable.kind': info.kind,
-        'durable.epoch': info.epoch,
-        'durable.attempt': info.attempt,
-        'durable.worker_id': info.workerId,
-        'durable.resumed': info.epoch > 1,
+  /**
+   * The context of the request that started the run (a remote parent), or the root: no trace then, an
+   * invalid stored one, or a read that failed (never a reason to fail the run).
+   */
+  private async startTrace(runId: string): Promise<OTel.Context> {
+    let tp = this.started.get(runId);
+    if (tp === undefined) {
+      tp = await this.reads.traceparentOf(runId).catch(() => null);
+      if (this.started.size >= TRACE_CACHE_SIZE) this.started.clear();
+      this.started.set(runId, tp);
+    }
+    const parent = parseTraceparent(tp);
+    const root = this.api.ROOT_CONTEXT;
+    return parent ? this.api.trace.setSpanContext(root, parent) : root;
+  }
+
+  private startRun(info: RunAttemptInfo, parent: OTel.Context): OTel.Span {
+    return this.tracer.startSpan(
+      `durable.run ${info.kind}`,
+      {
+        kind: this.api.SpanKind.INTERNAL,
+        attributes: {
+          'durable.run_id': info.runId,
+          'durable.kind': info.kind,
+          'durable.epoch': info.epoch,
+          'durable.attempt': info.attempt,
+          'durable.worker_id': info.workerId,
+          'durable.resumed': info.epoch > 1,
+        },
       },
-    });
+      parent,
+    );
   }
 
   private async step<T>(info: StepInfo, next: () => Promise<T>): Promise<T> {

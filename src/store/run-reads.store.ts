@@ -45,6 +45,11 @@ export const RUN_OUTCOME_SQL: SqlText = (t) =>
 export const CHECKPOINTS_NAMED_SQL: SqlText = (t) =>
   `select * from ${t.checkpoints} where run_id = $1 and step_name = $2 order by step_index`;
 
+/** The trace context a run was started under: its first event (run.created), through (run_id, id). $1 run id */
+export const TRACEPARENT_SQL: SqlText = (t) =>
+  `select payload->>'traceparent' as traceparent from ${t.events}
+    where run_id = $1 and event_type = 'run.created' order by id limit 1`;
+
 /** Where a run stands for someone waiting on its result. */
 export interface RunOutcome {
   status: RunStatus;
@@ -89,6 +94,12 @@ export class RunReadStore {
   /** The run's checkpoints in `range` (run-history.ts); all of them, in position order, by default. */
   async checkpoints(id: string, range: HistoryRange = ALL): Promise<CheckpointView[]> {
     return (await readHistory(this.db, 'checkpoints', id, range)).map(toCheckpoint);
+  }
+
+  /** The `traceparent` the run was started under (its `run.created` event), or null. */
+  async traceparentOf(id: string): Promise<string | null> {
+    const { rows } = await this.db.query(TRACEPARENT_SQL, [id], 'dx_traceparent');
+    return rows[0]?.traceparent ?? null;
   }
 
   /** The run's checkpoints of one step name, in position order. */

@@ -187,13 +187,15 @@ describe('workers across OS processes', () => {
 
   it('SIGTERM drains: runs whose calls settled within the grace are released and resumed by another worker at once', async () => {
     await insertRuns(db, 3);
-    const a = spawn({ STEP_DELAY_MS: '300', LEASE_TTL_MS: '30000', HEARTBEAT_MS: '5000', DRAIN_MS: '3000' });
+    const a = spawn({ STEP_DELAY_MS: '600', LEASE_TTL_MS: '30000', HEARTBEAT_MS: '5000', DRAIN_MS: '3000' });
     await a.ready;
     await waitFor(async () => (await statusCounts(db)).running === 3, 20_000, 'worker A to hold 3 runs');
     const b = spawn({ STEP_DELAY_MS: '10', LEASE_TTL_MS: '30000', HEARTBEAT_MS: '5000' });
     await b.ready;
+    // The premise: A is mid-run (9 steps of 600 ms) when it is told to stop, whatever B's boot took.
+    expect(await statusCounts(db)).toEqual({ running: 3 });
     const termAt = Date.now();
-    a.child.kill('SIGTERM'); // each run's 300 ms step ends within the grace; the run stops at its boundary
+    a.child.kill('SIGTERM'); // each run's 600 ms step ends within the grace; the run stops at its boundary
     await claimedAgain(db, 3, 10_000);
     const resumeMs = Date.now() - termAt;
     console.log(`resume after SIGTERM drain (calls settled in the grace): ${resumeMs} ms (bound 2000 ms)`);

@@ -1,14 +1,18 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import {
   Attributes,
-  context,
+  Context,
+  ContextManager,
+  ROOT_CONTEXT,
   Span,
   SpanContext,
   SpanOptions,
   SpanStatus,
-  trace,
   Tracer,
   TracerProvider,
+  context,
+  trace,
 } from '@opentelemetry/api';
 
 /** A span as recorded in memory (the API's interface, no SDK). */
@@ -61,4 +65,17 @@ export function installSpanRecorder(): SpanRecorder {
   const recorder = new SpanRecorder();
   trace.setGlobalTracerProvider(recorder);
   return recorder;
+}
+
+/** A context manager on AsyncLocalStorage (what an OTel SDK installs), so `context.with` propagates. */
+export function installContextManager(): void {
+  const als = new AsyncLocalStorage<Context>();
+  const manager: ContextManager = {
+    active: () => als.getStore() ?? ROOT_CONTEXT,
+    with: (ctx, fn, thisArg, ...args) => als.run(ctx, () => fn.apply(thisArg, args)),
+    bind: (_ctx, target) => target,
+    enable: () => manager,
+    disable: () => manager,
+  };
+  context.setGlobalContextManager(manager);
 }
