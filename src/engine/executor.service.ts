@@ -1,3 +1,4 @@
+import { announceResume } from './worker-announce';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from './durable.registry';
@@ -51,6 +52,7 @@ export class Executor {
 
   /** Prepares the in-memory driver of a claimed run (one query for all its checkpoints and commands). */
   async prepare(claim: ClaimedRun, workerId: string): Promise<ActiveRun> {
+    announceResume(this.logger, claim, workerId);
     // A first claim has nothing recorded: skip the read (one statement less per new run).
     const { checkpoints, commands } =
       claim.epoch === 1

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import type { ClaimedRun } from '../store/run-state/claim-runs';
 import type { RunStateStore } from '../store/run-state/run-state.store';
 
 /**
@@ -71,4 +72,25 @@ export function announceDrain(
     `worker ${workerId} drained: ${inFlight - left} of ${inFlight} run(s) reached a resting point in the grace, ` +
       `${left} handed back (${live} due at their lease's end: a call was still in flight)`,
   );
+}
+
+/**
+ * A claim of a run that ran before (epoch > 1), in one line: a takeover (`log`: the attempts before made
+ * no progress: a worker died, froze past its lease or the run was retried) or a plain resume after a
+ * park, a drain or a step retry (`debug`: a busy system resumes runs all the time). @internal
+ */
+export function announceResume(
+  logger: Logger,
+  claim: Pick<ClaimedRun, 'id' | 'kind' | 'epoch' | 'attempts' | 'maxAttempts'>,
+  workerId: string,
+): void {
+  if (claim.epoch <= 1) return;
+  const what = `run ${claim.id} (kind '${claim.kind}')`;
+  if (claim.attempts > 1) {
+    logger.log(
+      `${what} taken over by worker ${workerId} at epoch ${claim.epoch}: attempt ${claim.attempts} of ${claim.maxAttempts} (the attempt before made no progress)`,
+    );
+  } else {
+    logger.debug(`${what} resumed by worker ${workerId} at epoch ${claim.epoch}`);
+  }
 }

@@ -1,5 +1,6 @@
 import { INestApplication, Injectable, LoggerService } from '@nestjs/common';
 import {
+  RunContext,
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
@@ -9,6 +10,8 @@ import {
 } from '../../src';
 import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
+import { DurableWorker } from '../../src/engine/worker.service';
+import { Reconciler } from '../../src/maintenance/reconciler.service';
 
 /** Collects the module's log lines (context 'DurableExecution'). */
 class CapturingLogger implements LoggerService {
@@ -66,6 +69,14 @@ class FailingWorkflow {
 class DyingWorkflow {
   async run() {
     throw new Error(`vendor down for ${SECRET}`);
+  }
+}
+
+@DurableWorkflow('log-nap')
+class NapWorkflow {
+  async run(_input: unknown, ctx: RunContext) {
+    await ctx.sleep(1);
+    return 'rested';
   }
 }
 
@@ -182,6 +193,52 @@ describe('log lines', () => {
       message:
         "worker log-worker drained: 0 of 1 run(s) reached a resting point in the grace, 1 handed back (1 due at their lease's end: a call was still in flight)",
     });
+  });
+
+  it('a takeover (the attempt before made no progress) is a log line; a plain resume a debug line', async () => {
+    const logger = new CapturingLogger();
+    const bootTicks = (workerId: string) =>
+      bootModules(
+        {
+          imports: [durableModule(db.url, { worker: { workerId, leaseTtlMs: 60_000, heartbeatMs: 20_000 } })],
+          providers: [SlowWorkflow, SlowSteps, NapWorkflow],
+        },
+        logger,
+      );
+    const app = await bootTicks('log-ticks');
+    const taker = await bootTicks('log-taker');
+    try {
+      const runs = app.get(RunRepository);
+      const worker = app.get(DurableWorker);
+      const nap = (await runs.start('log-nap', {})).run.id;
+      await worker.tick();
+      await worker.idle(); // parked for 1 ms
+      await db.query(`update ai_runs set available_at = now() where id = $1`, [nap]);
+      await worker.tick();
+      await worker.idle();
+      expect((await runs.get(nap))!.status).toBe('succeeded');
+      expect(logger.about(nap)).toContainEqual({
+        level: 'debug',
+        message: `run ${nap} (kind 'log-nap') resumed by worker log-ticks at epoch 2`,
+      });
+      // A worker that froze past its lease: the reconciler hands the run back, another attempt takes it.
+      const slow = (await runs.start('log-slow', {})).run.id;
+      await worker.tick(); // its 1.5 s step is under way
+      await db.query(`update ai_runs set lease_expires_at = now() - interval '1 second' where id = $1`, [
+        slow,
+      ]);
+      await app.get(Reconciler).sweep();
+      await db.query(`update ai_runs set available_at = now() where id = $1`, [slow]);
+      await taker.get(DurableWorker).tick();
+      await taker.get(DurableWorker).idle();
+      expect(logger.about(slow)).toContainEqual({
+        level: 'log',
+        message: `run ${slow} (kind 'log-slow') taken over by worker log-taker at epoch 2: attempt 2 of 5 (the attempt before made no progress)`,
+      });
+    } finally {
+      await taker.close();
+      await app.close();
+    }
   });
 
   it('with logRunData: the error message is in the line', async () => {
