@@ -1,6 +1,15 @@
-import { INestApplication, Injectable, LoggerService } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  INestApplication,
+  Injectable,
+  LoggerService,
+  Param,
+  UseFilters,
+} from '@nestjs/common';
 import {
   DurableAdminModule,
+  DurableExceptionFilter,
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
@@ -16,7 +25,8 @@ import { installSpanRecorder } from '../helpers/span-recorder';
  * Issue 20, item 8: one secret, every surface at once. A run's input carries a secret that reaches a
  * step's error, a command's args and error, the run's error and its parked reason. With the `redact`
  * hook and `logRunData: true` (the most the module ever logs), the secret is in no log line (any level),
- * no span (name, attributes, status, recorded exception), no metric, no health answer, no admin API
+ * no span (name, attributes, status, recorded exception), no metric, no health answer, no error reply of
+ * DurableExceptionFilter (a failed result 422, a timed-out result 202, a signal too late 409), no admin API
  * response and no inspector page. The same app without the hook shows it in logs and spans, so the
  * check can fail.
  */
@@ -64,6 +74,22 @@ class FailedWorkflow {
   }
 }
 
+/** An app's "wait for the result" endpoint: its error replies come from DurableExceptionFilter. */
+@Controller('orders')
+@UseFilters(DurableExceptionFilter)
+class OrdersController {
+  constructor(private readonly runs: RunRepository) {}
+  @Get(':id/result')
+  result(@Param('id') id: string) {
+    return this.runs.result(id, { timeoutMs: 200 });
+  }
+  @Get(':id/signal')
+  async signal(@Param('id') id: string) {
+    await this.runs.signal(id, 'go', { note: 'late' });
+    return 'sent';
+  }
+}
+
 interface Surfaces {
   logs: string[];
   spans: string;
@@ -101,6 +127,7 @@ async function everySurface(db: TestDatabase, withHook: boolean): Promise<Surfac
         }),
       ],
       providers: [VaultSteps, HeldWorkflow, FailedWorkflow],
+      controllers: [OrdersController],
       logger: logger as never,
     });
     app = booted.app;
@@ -125,6 +152,17 @@ async function everySurface(db: TestDatabase, withHook: boolean): Promise<Surfac
     ]) {
       const res = await fetch(`${booted.http}${p}`);
       expect({ p, status: res.status }).toEqual({ p, status: 200 });
+      http[p] = await res.text();
+    }
+    // Error replies: a failed run's result (422), a held run's result that times out (202), a signal to
+    // a finished run (409).
+    for (const [p, status] of [
+      [`/orders/${failed}/result`, 422],
+      [`/orders/${held}/result`, 202],
+      [`/orders/${failed}/signal`, 409],
+    ] as const) {
+      const res = await fetch(`${booted.http}${p}`);
+      expect({ p, status: res.status }).toEqual({ p, status });
       http[p] = await res.text();
     }
     const spans = JSON.stringify(
@@ -155,9 +193,10 @@ describe('a secret in run data, on every surface at once', () => {
     expect(seen.logs.filter((l) => l.includes(SECRET)).length).toBeGreaterThan(0);
     expect(seen.spans).toContain(SECRET);
     expect(seen.http[`/durable/api/runs/${seen.held}`]).toContain(SECRET);
+    expect(Object.keys(seen.http).filter((p) => p.startsWith('/orders/'))).toHaveLength(3);
   });
 
-  it('with the hook, no log line, span, metric, health answer, admin response or page shows it', async () => {
+  it('with the hook, no log line, span, metric, health answer, admin response, page or error reply shows it', async () => {
     const seen = await everySurface(db, true);
     expect(seen.logs.filter((l) => l.includes(SECRET))).toEqual([]);
     expect(seen.logs.some((l) => l.includes('[hidden]'))).toBe(true); // logRunData still logs the message
