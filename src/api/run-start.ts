@@ -97,7 +97,8 @@ export class RunStarter {
       return;
     }
     if (!first) return;
-    if (await this.presence.served(kind)) {
+    // 'warn' never keeps a run from starting: a presence read that fails is no answer, and no warning.
+    if (await this.presence.served(kind).catch(() => true)) {
       this.logger.debug(
         `starting runs of kind '${kind}', not registered in this producer-only process (worker.enabled: false); a live worker serves it`,
       );

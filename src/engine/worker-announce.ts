@@ -75,9 +75,9 @@ export function announceDrain(
 }
 
 /**
- * A claim of a run that ran before (epoch > 1), in one line: a takeover (`log`: the attempts before made
- * no progress: a worker died, froze past its lease or the run was retried) or a plain resume after a
- * park, a drain or a step retry (`debug`: a busy system resumes runs all the time). @internal
+ * A claim of a run that ran before (epoch > 1), in one line: a takeover (`log`: the attempt before made
+ * no progress: its worker died or froze past its lease, or it failed and was retried) or a plain resume
+ * after a park or a drain (`debug`: a busy system resumes runs all the time). @internal
  */
 export function announceResume(
   logger: Logger,
@@ -88,7 +88,7 @@ export function announceResume(
   const what = `run ${claim.id} (kind '${claim.kind}')`;
   if (claim.attempts > 1) {
     logger.log(
-      `${what} taken over by worker ${workerId} at epoch ${claim.epoch}: attempt ${claim.attempts} of ${claim.maxAttempts} (the attempt before made no progress)`,
+      `${what} taken over by worker ${workerId} at epoch ${claim.epoch}: attempt ${claim.attempts} of ${claim.maxAttempts} (the attempt before made no progress: a lost lease, a crash or an error)`,
     );
   } else {
     logger.debug(`${what} resumed by worker ${workerId} at epoch ${claim.epoch}`);

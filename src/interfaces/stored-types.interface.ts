@@ -63,10 +63,12 @@ export type StorableAs<T> =
  */
 export type SignalMap = object;
 
-/** The signals of an untyped context (`RunContext` without a type argument): any name, payload unknown. */
-export interface AnySignals {
-  [name: string]: unknown;
-}
+/**
+ * The signals of an untyped context (`RunContext` without a type argument): any name, payload unknown.
+ * `any`, so that a typed context passes where a plain `RunContext` is asked for (a helper of yours), and
+ * `currentRun()`'s context where a typed one is.
+ */
+export type AnySignals = any;
 
 /** The signal names of a map: every string for `AnySignals`, else its keys. */
 export type SignalName<S extends SignalMap> = string extends keyof S ? string : Extract<keyof S, string>;

@@ -233,7 +233,7 @@ describe('log lines', () => {
       await taker.get(DurableWorker).idle();
       expect(logger.about(slow)).toContainEqual({
         level: 'log',
-        message: `run ${slow} (kind 'log-slow') taken over by worker log-taker at epoch 2: attempt 2 of 5 (the attempt before made no progress)`,
+        message: `run ${slow} (kind 'log-slow') taken over by worker log-taker at epoch 2: attempt 2 of 5 (the attempt before made no progress: a lost lease, a crash or an error)`,
       });
     } finally {
       await taker.close();

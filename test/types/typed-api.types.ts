@@ -29,9 +29,15 @@ interface OrderInput {
   note?: string;
 }
 
+/** A helper of the app's that takes any context: a typed one passes. */
+async function audit(ctx: RunContext): Promise<string> {
+  return ctx.uuid();
+}
+
 @DurableWorkflow('typed-order')
 export class OrderWorkflow {
   async run(input: OrderInput, ctx: RunContext<ApprovalSignals>): Promise<{ total: number; at: Date }> {
+    await audit(ctx);
     const decision = await ctx.waitForSignal('approve');
     assertType<Equal<typeof decision, { by: string }>>();
     const rejected = await ctx.waitForSignal('reject', { timeoutMs: 1000 });
