@@ -178,9 +178,10 @@ export class RunRepository {
   /**
    * Stores a signal durably and wakes the run if it waits. A signal sent before the run reaches its
    * `ctx.waitForSignal(name)` is kept for it. Throws for an unknown or finished run. `by` (who sent
-   * it) is kept in the `signal.sent` event. With the workflow class first (`signal(ApprovalWorkflow, id,
-   * 'approve', { by })`), the name and payload are checked by the compiler against the signals its
-   * `run(input, ctx: RunContext<Signals>)` declares, and a run of another kind is refused (nothing stored).
+   * it) is kept in the `signal.sent` event. With the workflow class first
+   * (`signal(ApprovalWorkflow, id, 'approve', payload)`), the name and payload are checked by the compiler
+   * against the signals its `run(input, ctx: RunContext<Signals>)` declares, and a run of another kind is
+   * refused (nothing stored).
    */
   async signal<W extends WorkflowClass, K extends SignalName<WorkflowSignals<W>>>(
     workflow: W,
