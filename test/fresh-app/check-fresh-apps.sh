@@ -6,7 +6,8 @@
 # on throw-away databases, in both migration modes (MIGRATIONS=module: the module applies its
 # migrations; MIGRATIONS=app: the app's DataSource lists DURABLE_EXECUTION_MIGRATIONS with
 # migrationsRun: true, and the module has database.migrationsRun: false):
-#   - an API process (worker.enabled false, the workflow not registered) starts a typed run over HTTP
+#   - an API process (worker.enabled false, the workflow not registered; on Express with the module's
+#     migrations, on Fastify with the app's) starts a typed run over HTTP
 #     (runs.start(GreetingWorkflow, input)), its controller reads it through the four injected services
 #     (RunRepository, CheckpointService, CommandGateway, LeaseService), and DurableExceptionFilter maps
 #     every request-time code;
@@ -87,8 +88,11 @@ scenario() { # app-dir label migrations-mode
   sql "$admin_url" "create database \"$db\""
   local t0=$SECONDS
 
-  boot "$dir" "$label-$mode-api" ROLE=api MIGRATIONS="$mode" DATABASE_URL="$url" PORT=0
+  # The API process on Express with the module's migrations, on Fastify with the app's.
+  local http; http="$([ "$mode" = app ] && echo fastify || echo express)"
+  boot "$dir" "$label-$mode-api" ROLE=api MIGRATIONS="$mode" DATABASE_URL="$url" PORT=0 HTTP="$http"
   [[ "$proc_line" == "READY api port="* ]] || { cat "$proc_log" >&2; fail "$label/$mode: the API process did not boot: $proc_line"; }
+  grep -qx "HTTP $http" "$proc_log" || { cat "$proc_log" >&2; fail "$label/$mode: the API process is not on $http"; }
   local api=$proc_pid port="${proc_line#READY api port=}"
   local id
   id="$(node -e 'fetch(process.argv[1], { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "fresh app" }) })
@@ -154,7 +158,7 @@ scenario() { # app-dir label migrations-mode
       { cat "$proc_log" >&2; fail "$label/app: a boot with the module's migrationsRun true did not fail with DURABLE_SCHEMA_CONFLICT (exit $code): $proc_line"; }
   fi
   sql "$admin_url" "drop database \"$db\" with (force)"
-  echo "fresh apps: $label, migrations by the $mode: run $id started by the API process (typed; 8 error codes mapped by the filter), succeeded in the worker; ticks in 1 s: API $api_ticks, worker $worker_ticks$([ "$mode" = app ] && echo '; module migrationsRun true fails with DURABLE_SCHEMA_CONFLICT') ($((SECONDS - t0)) s)"
+  echo "fresh apps: $label, migrations by the $mode: run $id started by the API process ($http; typed; 8 error codes mapped by the filter), succeeded in the worker; ticks in 1 s: API $api_ticks, worker $worker_ticks$([ "$mode" = app ] && echo '; module migrationsRun true fails with DURABLE_SCHEMA_CONFLICT') ($((SECONDS - t0)) s)"
 }
 
 # The app's own jest test with the package's test clock: a 24 h sleep and a 3-day timeout skipped.

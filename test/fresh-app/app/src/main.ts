@@ -1,11 +1,15 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { DurableExceptionFilter } from 'nestjs-durable-execution';
 import { AppModule } from './app.module';
 import { TicksService } from './ticks.service';
 
-/** ROLE=api: HTTP on PORT, starts runs. ROLE=worker: drives them. Prints one READY line, or BOOT_FAILED. */
+/**
+ * ROLE=api: HTTP on PORT (HTTP=fastify: on Fastify, else Express), starts runs. ROLE=worker: drives them.
+ * Prints one READY line, or BOOT_FAILED.
+ */
 async function bootstrap(): Promise<void> {
   if (process.env.ROLE === 'worker') {
     const worker = await NestFactory.createApplicationContext(AppModule.forRole('worker'), {
@@ -21,7 +25,11 @@ async function bootstrap(): Promise<void> {
     console.log(`READY worker ticks=${ticks} jobs=${jobs.sort().join(',')}`);
     return;
   }
-  const api = await NestFactory.create(AppModule.forRole('api'), { abortOnError: false });
+  const fastify = process.env.HTTP === 'fastify';
+  const api = fastify
+    ? await NestFactory.create(AppModule.forRole('api'), new FastifyAdapter(), { abortOnError: false })
+    : await NestFactory.create(AppModule.forRole('api'), { abortOnError: false });
+  console.log(`HTTP ${fastify ? 'fastify' : 'express'}`);
   api.enableShutdownHooks();
   api.useGlobalFilters(new DurableExceptionFilter());
   await api.listen(Number(process.env.PORT ?? 0), '127.0.0.1');
