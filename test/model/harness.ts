@@ -12,7 +12,7 @@ import { DurableWorker } from '../../src/engine/worker.service';
 import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { exportRunHistory, setPausePointHook } from '../../src/testing';
 import { bootApp } from '../helpers/app';
-import { createTestDatabase, TestDatabase } from '../helpers/database';
+import { createTestSchema, TestDatabase, TestSchema } from '../helpers/database';
 import { applyAction, decide } from './actions';
 import { FaultPlan, ModelWorker } from './faults';
 import { checkInvariants } from './invariants';
@@ -64,10 +64,10 @@ function coverageOf(c: Case, runIds: string[], world: World): CaseResult['covera
 
 let bootCount = 0;
 
-async function bootWorker(url: string): Promise<Booted> {
+async function bootWorker(db: TestSchema): Promise<Booted> {
   const id = `model-w${++bootCount}`;
-  const app = await bootApp(url, MODEL_PROVIDERS, {
-    database: { url, poolSize: 4 },
+  const app = await bootApp(db.url, MODEL_PROVIDERS, {
+    database: { url: db.url, schema: db.schema, poolSize: 4 },
     worker: { concurrency: 4, leaseTtlMs: LEASE_TTL_MS, heartbeatMs: 100, drainTimeoutMs: 0, workerId: id },
     reconciler: { backoffBaseMs: 5, backoffMaxMs: 40 },
     defaultRetry: { initialDelayMs: 5, maxDelayMs: 20 },
@@ -75,16 +75,20 @@ async function bootWorker(url: string): Promise<Booted> {
   return { id, app, state: 'live', claims: new Set() };
 }
 
-export async function runCase(c: Case): Promise<CaseResult> {
+/**
+ * One case, on a schema of its own in `host` (the harness process's database): its workers, its runs,
+ * its checks, then the fault-free twin; the schema is dropped at the end.
+ */
+export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> {
   const t0 = Date.now();
   const world = resetWorld();
-  const db = await createTestDatabase('model');
+  const db = createTestSchema(host, 'case');
   const workers: Booted[] = [];
   const runIds: string[] = [];
   const applied = new Set<ScheduledAction>();
   const boots: Promise<void>[] = [];
   const addWorker = () => {
-    const b = bootWorker(db.url).then((w) => {
+    const b = bootWorker(db).then((w) => {
       workers.push(w);
       plan.workers.set(w.id, w);
     });
@@ -159,7 +163,7 @@ export async function runCase(c: Case): Promise<CaseResult> {
     plan.releaseAll();
     if (!stuck.length) {
       // On a worker of its own: the case's workers may still hold what its faults froze.
-      const fresh = await bootWorker(db.url);
+      const fresh = await bootWorker(db);
       workers.push(fresh);
       violations.push(...(await againWithoutFaults(c, views, fresh, runIds)));
     }

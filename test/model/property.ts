@@ -3,6 +3,7 @@
  * drove it to rest, no invariant is broken. Seeded; fast-check shrinks a failing case.
  */
 import fc from 'fast-check';
+import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { runCase } from './harness';
 import { RULES, ruleOf } from './grammar';
 import { Case, caseArb } from './program';
@@ -47,13 +48,24 @@ export function coverageTable(coverage: ModelReport['coverage']): string {
 }
 
 export async function runModel(o: ModelOptions): Promise<ModelReport> {
+  // One database for the whole run, a schema of its own per case in it (createTestSchema): no database
+  // is created and dropped (a forced checkpoint) per case.
+  const host = await createTestDatabase('model');
+  try {
+    return await runModelOn(host, o);
+  } finally {
+    await host.drop().catch(() => undefined);
+  }
+}
+
+async function runModelOn(host: TestDatabase, o: ModelOptions): Promise<ModelReport> {
   const t0 = Date.now();
   let casesRun = 0;
   let lastViolations: string[] = [];
   const coverage: ModelReport['coverage'] = new Map(RULES.map((r) => [r, { ran: 0, replayed: 0 }]));
   const property = fc.asyncProperty(caseArb, async (c) => {
     casesRun++;
-    const r = await runCase(c);
+    const r = await runCase(c, host);
     for (const [rule, x] of r.coverage) {
       const sum = coverage.get(rule) ?? { ran: 0, replayed: 0 };
       coverage.set(rule, { ran: sum.ran + x.ran, replayed: sum.replayed + x.replayed });
@@ -80,7 +92,7 @@ export async function runModel(o: ModelOptions): Promise<ModelReport> {
   const counterexample = details.counterexample ? details.counterexample[0] : null;
   if (counterexample) {
     // Replay the shrunk case once more, for its violations (the last run is not always the shrunk one).
-    const again = (await runCase(counterexample)).violations.filter((v) => !o.only || o.only.test(v));
+    const again = (await runCase(counterexample, host)).violations.filter((v) => !o.only || o.only.test(v));
     if (again.length) lastViolations = again;
   }
   return {
