@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
+import { Client, ClientConfig } from 'pg';
 
 /** The server the suite runs against (set by global-setup). */
 export function serverUrl(): string {
@@ -32,6 +32,17 @@ async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
   }
 }
 
+/** One statement on a short-lived client. */
+async function queryOnce(config: ClientConfig, sql: string, params?: unknown[]): Promise<any[]> {
+  const c = new Client(config);
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
 export async function createTestDatabase(label = 'e2e'): Promise<TestDatabase> {
   const name = `dx_${label.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
   await admin((c) => c.query(`create database ${name}`));
@@ -39,15 +50,7 @@ export async function createTestDatabase(label = 'e2e'): Promise<TestDatabase> {
   return {
     name,
     url,
-    async query(sql, params) {
-      const c = new Client({ connectionString: url });
-      await c.connect();
-      try {
-        return (await c.query(sql, params as unknown[])).rows;
-      } finally {
-        await c.end();
-      }
-    },
+    query: (sql, params) => queryOnce({ connectionString: url }, sql, params),
     async drop() {
       await admin((c) => c.query(`drop database if exists ${name} with (force)`));
     },
@@ -76,15 +79,8 @@ export function createTestSchema(host: TestDatabase, label: string): TestSchema 
     name: host.name,
     schema,
     url,
-    async query(sql, params) {
-      const c = new Client({ connectionString: url, options: `-c search_path=${schema}` });
-      await c.connect();
-      try {
-        return (await c.query(sql, params as unknown[])).rows;
-      } finally {
-        await c.end();
-      }
-    },
+    query: (sql, params) =>
+      queryOnce({ connectionString: url, options: `-c search_path=${schema}` }, sql, params),
     async drop() {
       await admin(async (c) => {
         await c.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`, [
