@@ -22,8 +22,8 @@ import { activeTraceparent } from '../util/trace-context';
  */
 export class RunStarter {
   private readonly logger = new Logger('DurableExecution');
-  /** Unregistered kinds a producer-only process started, each logged once (debug). */
-  private readonly unregisteredKinds = new Set<string>();
+  /** Kinds a producer-only process started, each looked up in `ai_workers` at its first start. */
+  private readonly startedKinds = new Set<string>();
   /** `unservedKinds: 'refuse'`: when a live worker was last seen serving each kind (ms, this clock). */
   private readonly servedAt = new Map<string, number>();
 
@@ -43,10 +43,9 @@ export class RunStarter {
       typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow, 'start') : kindOrWorkflow,
     );
     const wf = this.registry.getWorkflow(kind);
-    if (!wf) {
-      if (this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
-      await this.checkServed(kind);
-    }
+    if (!wf && this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
+    // A process without a worker serves nothing itself, registered or not: is a live worker serving it?
+    if (!this.options.worker.enabled) await this.checkServed(kind, !wf);
     const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);
     const maxAttempts = requireInt4(
       opts.maxAttempts ?? wf?.meta.maxAttempts ?? this.options.defaultMaxAttempts,
@@ -83,13 +82,13 @@ export class RunStarter {
   }
 
   /**
-   * A kind this producer-only process does not register: is a live worker serving it (`ai_workers`)?
-   * `'warn'`: asked at the first start of each kind, one warning if not. `'refuse'`: asked at every
-   * start (a yes is kept SERVED_CACHE_MS), NoWorkerForKindError if not.
+   * A kind started in a producer-only process (which runs no worker): is a live worker serving it
+   * (`ai_workers`)? `'warn'`: asked at the first start of each kind, one warning if not. `'refuse'`: asked
+   * at every start (a yes is kept SERVED_CACHE_MS), NoWorkerForKindError if not.
    */
-  private async checkServed(kind: string): Promise<void> {
-    const first = !this.unregisteredKinds.has(kind);
-    this.unregisteredKinds.add(kind);
+  private async checkServed(kind: string, unregistered: boolean): Promise<void> {
+    const first = !this.startedKinds.has(kind);
+    this.startedKinds.add(kind);
     if (this.options.unservedKinds === 'refuse') {
       if (Date.now() - (this.servedAt.get(kind) ?? -Infinity) < SERVED_CACHE_MS) return;
       if (!(await this.presence.served(kind))) throw new NoWorkerForKindError(kind);
@@ -99,9 +98,10 @@ export class RunStarter {
     if (!first) return;
     // 'warn' never keeps a run from starting: a presence read that fails is no answer, and no warning.
     if (await this.presence.served(kind).catch(() => true)) {
-      this.logger.debug(
-        `starting runs of kind '${kind}', not registered in this producer-only process (worker.enabled: false); a live worker serves it`,
-      );
+      if (unregistered)
+        this.logger.debug(
+          `starting runs of kind '${kind}', not registered in this producer-only process (worker.enabled: false); a live worker serves it`,
+        );
     } else {
       this.logger.warn(
         `starting runs of kind '${kind}', which no live worker serves (none registers @DurableWorkflow('${kind}'), or they all stopped): its runs wait until one does. unservedKinds: 'refuse' makes start() refuse them`,
