@@ -14,7 +14,7 @@ import { WorkerPresenceStore } from '../store/worker-presence.store';
 import { IntervalTask } from './interval-task';
 
 /** A presence row not renewed for this many periods no longer counts. */
-export const PRESENCE_PERIODS = 3;
+const PRESENCE_PERIODS = 3;
 
 /**
  * A worker's presence row (`ai_workers`): which kinds this process serves, written at start, renewed on

@@ -23,21 +23,6 @@ export const WORKER_LEAVE_SQL: SqlText = (t) => `delete from ${t.workers} where 
 export const KIND_SERVED_SQL: SqlText = (t) =>
   `select exists (select 1 from ${t.workers} where expires_at > now() and $1 = any(kinds)) as served`;
 
-/** The live workers, most recently seen first. */
-export const LIVE_WORKERS_SQL: SqlText = (t) => `
-select worker_id, kinds, started_at, seen_at, expires_at
-  from ${t.workers} where expires_at > now() order by seen_at desc`;
-
-/** A live worker and the kinds it serves. */
-export interface WorkerPresenceView {
-  workerId: string;
-  kinds: string[];
-  startedAt: Date;
-  seenAt: Date;
-  /** When its row stops counting unless it is renewed (a worker that died without saying so). */
-  expiresAt: Date;
-}
-
 /** The workers' presence rows (`ai_workers`), one statement each. Never on a run's path. @internal */
 @Injectable()
 export class WorkerPresenceStore {
@@ -54,22 +39,5 @@ export class WorkerPresenceStore {
   async served(kind: string): Promise<boolean> {
     const { rows } = await this.db.query<{ served: boolean }>(KIND_SERVED_SQL, [kind]);
     return rows[0].served;
-  }
-
-  async live(): Promise<WorkerPresenceView[]> {
-    const { rows } = await this.db.query<{
-      worker_id: string;
-      kinds: string[];
-      started_at: Date;
-      seen_at: Date;
-      expires_at: Date;
-    }>(LIVE_WORKERS_SQL, []);
-    return rows.map((r) => ({
-      workerId: r.worker_id,
-      kinds: r.kinds,
-      startedAt: r.started_at,
-      seenAt: r.seen_at,
-      expiresAt: r.expires_at,
-    }));
   }
 }
