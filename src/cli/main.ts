@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /*
- * The package's bin: `npx nestjs-durable-execution migrate | status | revert | export | replay [--url URL] [--schema NAME]`,
+ * The package's bin: `npx nestjs-durable-execution migrate | status | revert | export | replay | list | show |
+ * cancel | retry | signal | resolve | approve | reject | workers | release-worker [--url URL] [--schema NAME]`,
  * on the database in `--url` or else `DATABASE_URL`, in the schema `--schema` or else
  * `DURABLE_EXECUTION_SCHEMA` (default public). Exit codes: 0 done, 1 failed (one line on stderr),
  * 2 bad usage (the usage on stderr).
@@ -14,6 +15,8 @@ import {
   runDurableMigrations,
 } from '../store/run-migrations';
 import { durableNames } from '../store/durable-names';
+import { Args, parseArgs, UsageError, wholeNumber } from './args';
+import { OPERATOR_COMMANDS, OPERATOR_USAGE, operatorCommand } from './operator';
 import { exportRun, replayWithApp, ReplayTargets } from './replay';
 
 export const USAGE = `Usage: nestjs-durable-execution <command> [--url postgres://...] [--schema NAME]
@@ -29,27 +32,32 @@ Commands:
                  exit 1 when a run asks for other calls, leaves recorded ones unasked or
                  returns another output (the check to run before deploying a changed workflow)
 
+${OPERATOR_USAGE}
+
 The database is --url, else the DATABASE_URL environment variable.
 The schema of the module's tables is --schema, else DURABLE_EXECUTION_SCHEMA, else public: the same as
 database.schema in the module's options (migrate creates it when missing).
 Migrations are recorded in ${DURABLE_MIGRATIONS_TABLE} in that schema, apart from your app's own migrations table.`;
 
-/** Bad command line: the caller prints the usage and exits 2. */
-class UsageError extends Error {}
+const MIGRATION_FLAGS = ['url', 'schema', 'help'];
+
+/** The flags each command other than the operator ones takes. */
+const COMMAND_FLAGS: Record<string, string[]> = {
+  migrate: MIGRATION_FLAGS,
+  status: MIGRATION_FLAGS,
+  revert: [...MIGRATION_FLAGS, 'all'],
+  export: [...MIGRATION_FLAGS, 'run', 'out'],
+  replay: ['app', 'kind', 'limit', 'run', 'history', 'help'],
+};
+
+type Command = 'migrate' | 'status' | 'revert' | 'export' | 'replay' | 'help' | 'operator';
 
 interface Parsed {
-  command: 'migrate' | 'status' | 'revert' | 'export' | 'replay' | 'help';
+  command: Command;
+  args: Args;
   url?: string;
   schema?: string;
-  all: boolean;
   replay: ReplayTargets & { out?: string };
-}
-
-/** The value of a flag that takes one. */
-function valueOf(argv: string[], i: number, flag: string): string {
-  const v = argv[i];
-  if (!v || v.startsWith('--')) throw new UsageError(`${flag} needs a value`);
-  return v;
 }
 
 /** The schema from `--schema`, else `DURABLE_EXECUTION_SCHEMA`; a usage error naming where a bad one came from. */
@@ -63,55 +71,35 @@ function schemaOf(flag: string | undefined, env: NodeJS.ProcessEnv): string | un
 }
 
 function parse(argv: string[], env: NodeJS.ProcessEnv): Parsed {
-  const positional: string[] = [];
-  let url: string | undefined;
-  let schema: string | undefined;
-  let all = false;
-  let help = false;
-  const replay: Parsed['replay'] = { app: '', runIds: [], histories: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--run') replay.runIds.push(valueOf(argv, ++i, arg));
-    else if (arg === '--history') replay.histories.push(valueOf(argv, ++i, arg));
-    else if (arg === '--app') replay.app = valueOf(argv, ++i, arg);
-    else if (arg === '--kind') replay.kind = valueOf(argv, ++i, arg);
-    else if (arg === '--out') replay.out = valueOf(argv, ++i, arg);
-    else if (arg === '--limit') {
-      replay.limit = Number(valueOf(argv, ++i, arg));
-      if (!Number.isInteger(replay.limit) || replay.limit < 1)
-        throw new UsageError('--limit must be a whole number >= 1');
-    } else if (arg === '--url') {
-      url = argv[++i];
-      if (!url) throw new UsageError('--url needs a value');
-    } else if (arg.startsWith('--url=')) url = arg.slice('--url='.length);
-    else if (arg === '--schema') {
-      schema = argv[++i];
-      if (!schema) throw new UsageError('--schema needs a value');
-    } else if (arg.startsWith('--schema=')) schema = arg.slice('--schema='.length);
-    else if (arg === '--all') all = true;
-    else if (arg === '--help' || arg === '-h') help = true;
-    else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
-    else positional.push(arg);
-  }
-  if (help || positional[0] === 'help') return { command: 'help', url, all, replay };
-  schema = schemaOf(schema, env);
-  if (positional.length !== 1) {
-    throw new UsageError(
-      positional.length ? `one command expected, got ${positional.join(' ')}` : 'no command given',
-    );
-  }
+  const args = parseArgs(argv);
+  const { positional } = args;
+  const replay: Parsed['replay'] = {
+    app: args.values.get('app') ?? '',
+    runIds: args.lists.get('run') ?? [],
+    histories: args.lists.get('history') ?? [],
+    kind: args.values.get('kind'),
+    out: args.values.get('out'),
+  };
+  const url = args.values.get('url');
+  if (args.bools.has('help') || positional[0] === 'help') return { command: 'help', args, url, replay };
+  const schema = schemaOf(args.values.get('schema'), env);
+  if (!positional.length) throw new UsageError('no command given');
   const command = positional[0];
-  if (!['migrate', 'status', 'revert', 'export', 'replay'].includes(command)) {
-    throw new UsageError(`unknown command "${command}"`);
-  }
-  if (all && command !== 'revert') throw new UsageError('--all applies to revert only');
+  if (OPERATOR_COMMANDS[command]) return { command: 'operator', args, url, schema, replay };
+  if (!COMMAND_FLAGS[command]) throw new UsageError(`unknown command "${command}"`);
+  if (positional.length !== 1) throw new UsageError(`one command expected, got ${positional.join(' ')}`);
+  const given = [...args.values.keys(), ...args.lists.keys(), ...args.bools];
+  const stray = given.find((f) => !COMMAND_FLAGS[command].includes(f));
+  if (stray)
+    throw new UsageError(stray === 'all' ? '--all applies to revert only' : `${command} takes no --${stray}`);
   if (command === 'export' && !replay.runIds.length) throw new UsageError('export needs --run ID');
   if (command === 'replay') {
+    replay.limit = wholeNumber(args, 'limit', 1);
     if (!replay.app) throw new UsageError('replay needs --app FILE[#Export] (your compiled app module)');
     if (!replay.kind && !replay.runIds.length && !replay.histories.length)
       throw new UsageError('replay needs --kind KIND, --run ID or --history FILE');
   }
-  return { command: command as Parsed['command'], url, schema, all, replay };
+  return { command: command as Command, args, url, schema, replay };
 }
 
 /** The message of `err` on one line; pg's connection failures can be an AggregateError with none. */
@@ -145,6 +133,15 @@ export async function cli(
   try {
     if (parsed.command === 'replay') return await replayWithApp(parsed.replay, out);
     const url = parsed.url ?? env.DATABASE_URL;
+    if (parsed.command === 'operator') {
+      const target = {
+        app: parsed.args.values.get('app'),
+        url,
+        schema: parsed.schema,
+        showData: parsed.args.bools.has('show-data'),
+      };
+      return await operatorCommand(parsed.args, target, url, out);
+    }
     if (!url) {
       throw new Error(
         'DATABASE_URL is not set: export the connection string of the target database, or pass --url',
@@ -169,7 +166,11 @@ export async function cli(
         );
       }
     } else {
-      const reverted = await revertDurableMigrations(options, parsed.all ? Infinity : 1, schema);
+      const reverted = await revertDurableMigrations(
+        options,
+        parsed.args.bools.has('all') ? Infinity : 1,
+        schema,
+      );
       out(
         reverted.length
           ? `durable-execution: reverted ${reverted.join(', ')}`
@@ -178,7 +179,12 @@ export async function cli(
     }
     return 0;
   } catch (e) {
-    err(`durable-execution ${parsed.command} failed: ${oneLine(e)}`);
+    if (e instanceof UsageError) {
+      err(`nestjs-durable-execution: ${e.message}\n\n${USAGE}`);
+      return 2;
+    }
+    const name = parsed.command === 'operator' ? parsed.args.positional[0] : parsed.command;
+    err(`durable-execution ${name} failed: ${oneLine(e)}`);
     return 1;
   }
 }

@@ -1,10 +1,10 @@
 import { writeFileSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { Pool } from 'pg';
 import { ReplayChecker, ReplayCheckResult } from '../engine/replay-check';
 import { HISTORY_FORMAT, RunHistory } from '../interfaces/run-history.interface';
 import { readRunHistory } from '../store/replay-history.store';
 import { durableNames } from '../store/durable-names';
+import { requireAppModule, withAppContext } from './operator-context';
 
 type Out = (line: string) => void;
 
@@ -51,16 +51,7 @@ export interface ReplayTargets {
  * workflow code. Exit 1 when one did not replay.
  */
 export async function replayWithApp(t: ReplayTargets, out: Out): Promise<number> {
-  process.env.DURABLE_EXECUTION_REPLAY_ONLY = '1';
-  const [file, exported = 'AppModule'] = t.app.split('#');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mod = require(path.resolve(file)) as Record<string, unknown>;
-  const appModule = mod[exported];
-  if (!appModule) throw new Error(`${file} exports no ${exported} (use --app FILE#ExportName)`);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { NestFactory } = require('@nestjs/core') as typeof import('@nestjs/core');
-  const app = await NestFactory.createApplicationContext(appModule as never, { logger: ['error'] });
-  try {
+  return withAppContext(requireAppModule(t.app), async (app) => {
     const checker = app.get(ReplayChecker, { strict: false });
     const results: ReplayCheckResult[] = [];
     for (const id of t.runIds) results.push(await checker.check(id));
@@ -82,7 +73,5 @@ export async function replayWithApp(t: ReplayTargets, out: Out): Promise<number>
     }
     out(`durable-execution: ${results.length - failed}/${results.length} run(s) replayed as recorded`);
     return failed ? 1 : 0;
-  } finally {
-    await app.close();
-  }
+  });
 }

@@ -23,6 +23,34 @@ export const WORKER_LEAVE_SQL: SqlText = (t) => `delete from ${t.workers} where 
 export const KIND_SERVED_SQL: SqlText = (t) =>
   `select exists (select 1 from ${t.workers} where expires_at > now() and $1 = any(kinds)) as served`;
 
+/**
+ * Every worker an operator may ask about: each presence row, and each worker id holding a running run
+ * without one (a worker draining, or one whose row was forgotten), with the runs it holds now.
+ */
+export const WORKERS_SQL: SqlText = (t) => `
+with held as (
+  select worker_id, count(*)::int as running from ${t.runs}
+   where status = 'running' and worker_id is not null group by worker_id
+)
+select coalesce(w.worker_id, h.worker_id) as worker_id, w.kinds, w.started_at, w.seen_at, w.expires_at,
+       coalesce(w.expires_at > now(), false) as live, coalesce(h.running, 0) as running
+  from ${t.workers} w full join held h on h.worker_id = w.worker_id
+ order by 6 desc, 1`;
+
+/** One worker as `WORKERS_SQL` reads it. */
+export interface WorkerRow {
+  workerId: string;
+  /** The kinds its presence row lists; null when it has no row. */
+  kinds: string[] | null;
+  startedAt: Date | null;
+  seenAt: Date | null;
+  expiresAt: Date | null;
+  /** Its presence row is renewed (not expired). */
+  live: boolean;
+  /** The runs it holds now (status running). */
+  running: number;
+}
+
 /** The workers' presence rows (`ai_workers`), one statement each. Never on a run's path. @internal */
 @Injectable()
 export class WorkerPresenceStore {
@@ -34,6 +62,27 @@ export class WorkerPresenceStore {
 
   async leave(workerId: string): Promise<void> {
     await this.db.query(WORKER_LEAVE_SQL, [workerId]);
+  }
+
+  async list(): Promise<WorkerRow[]> {
+    const { rows } = await this.db.query<{
+      worker_id: string;
+      kinds: string[] | null;
+      started_at: Date | null;
+      seen_at: Date | null;
+      expires_at: Date | null;
+      live: boolean;
+      running: number;
+    }>(WORKERS_SQL, []);
+    return rows.map((r) => ({
+      workerId: r.worker_id,
+      kinds: r.kinds,
+      startedAt: r.started_at,
+      seenAt: r.seen_at,
+      expiresAt: r.expires_at,
+      live: r.live,
+      running: r.running,
+    }));
   }
 
   async served(kind: string): Promise<boolean> {

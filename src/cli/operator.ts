@@ -1,0 +1,203 @@
+import { userInfo } from 'node:os';
+import { CommandNotFoundError } from '../errors/command-not-found.error';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import type { CommandResolution } from '../interfaces/command.interface';
+import { RUN_STATUSES, RunStatus } from '../interfaces/run.interface';
+import { Args, jsonValue, UsageError, wholeNumber } from './args';
+import { Operator, OperatorTarget, withOperator } from './operator-context';
+import {
+  printCommand,
+  printDetail,
+  printList,
+  printReleased,
+  printRun,
+  printWorkers,
+} from './operator-print';
+
+type Out = (line: string) => void;
+
+const COMMON = ['url', 'schema', 'app', 'json', 'show-data', 'help'];
+const ACTION = [...COMMON, 'by'];
+
+/** Each operator command: its words after the command name and the flags it takes. */
+export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[] }> = {
+  list: { words: [], flags: [...COMMON, 'kind', 'status', 'in-doubt', 'dead-lettered', 'limit', 'after'] },
+  show: { words: ['RUN'], flags: [...COMMON, 'limit'] },
+  cancel: { words: ['RUN'], flags: [...ACTION, 'reason'] },
+  retry: { words: ['RUN'], flags: ACTION },
+  signal: { words: ['RUN', 'NAME'], flags: [...ACTION, 'payload'] },
+  resolve: { words: ['RUN', 'KEY'], flags: [...ACTION, 'as', 'result', 'error'] },
+  approve: { words: ['RUN', 'KEY'], flags: [...ACTION, 'note'] },
+  reject: { words: ['RUN', 'KEY'], flags: [...ACTION, 'note'] },
+  workers: { words: [], flags: COMMON },
+  'release-worker': { words: ['WORKER'], flags: [...COMMON, 'force'] },
+};
+
+export const OPERATOR_USAGE = `Operator commands (the same checks as the admin API; --json prints what it answers):
+  list                 runs, newest first: [--kind K] [--status S]... [--in-doubt] [--dead-lettered]
+                       [--limit N] [--after CURSOR]
+  show RUN             the run, its steps, commands and event trail (the newest --limit N, default 200)
+  cancel RUN           [--reason TEXT]
+  retry RUN            a failed, dead-lettered or cancelled run, from where it stopped
+  signal RUN NAME      [--payload JSON]
+  resolve RUN KEY      settle an in-doubt command: --as succeeded [--result JSON] | --as failed
+                       --error TEXT | --as retry (dispatch again with the same key)
+  approve RUN KEY      a command awaiting approval [--note TEXT]; reject RUN KEY likewise
+  workers              each worker: live or not, the kinds it serves, the runs it holds
+  release-worker ID    hand a dead worker's runs on now; refused while its presence row is live
+                       (--force: it is gone but its row has not expired yet)
+  Actions are recorded in the run's trail with --by NAME (default cli:<your user name>).
+  Run data is shown through your app's redact hook with --app FILE[#Export]; without --app it is
+  hidden unless --show-data.`;
+
+/** The validated words and flags of an operator command. */
+function check(command: string, args: Args): string[] {
+  const spec = OPERATOR_COMMANDS[command];
+  const given = [...args.values.keys(), ...args.lists.keys(), ...args.bools];
+  const stray = given.find((f) => !spec.flags.includes(f));
+  if (stray) throw new UsageError(`${command} takes no --${stray}`);
+  const words = args.positional.slice(1);
+  if (words.length !== spec.words.length)
+    throw new UsageError(
+      `${command} needs ${spec.words.join(' ') || 'no arguments'}, got ${words.length ? words.join(' ') : 'none'}`,
+    );
+  if (args.values.has('app') && args.bools.has('show-data'))
+    throw new UsageError('--show-data applies without --app: with --app your redact hook decides');
+  return words;
+}
+
+function operatorName(args: Args): string {
+  const by = args.values.get('by');
+  if (by !== undefined) return by;
+  try {
+    return `cli:${userInfo().username}`;
+  } catch {
+    return 'cli';
+  }
+}
+
+function statuses(args: Args): RunStatus[] | undefined {
+  const list = args.lists.get('status');
+  for (const s of list ?? [])
+    if (!(RUN_STATUSES as readonly string[]).includes(s))
+      throw new UsageError(`--status must be one of ${RUN_STATUSES.join(', ')}, got "${s}"`);
+  return list as RunStatus[] | undefined;
+}
+
+function resolution(args: Args): CommandResolution {
+  const as = args.values.get('as');
+  if (as === 'succeeded') return { outcome: 'succeeded', result: jsonValue(args, 'result') ?? null };
+  if (args.values.has('result')) throw new UsageError('--result goes with --as succeeded');
+  if (as === 'failed') {
+    const error = args.values.get('error');
+    if (!error) throw new UsageError('--as failed needs --error TEXT (what the target answered)');
+    return { outcome: 'failed', error };
+  }
+  if (args.values.has('error')) throw new UsageError('--error goes with --as failed');
+  if (as === 'retry') return { outcome: 'retry' };
+  throw new UsageError('resolve needs --as succeeded, --as failed or --as retry');
+}
+
+/** Refuses to release a worker whose presence row is live, unless forced. */
+async function requireGone(op: Operator, workerId: string, force: boolean): Promise<void> {
+  const row = (await op.workers.list()).find((w) => w.workerId === workerId);
+  if (!row || !row.live || force) return;
+  throw new InvalidArgumentError(
+    'workerId',
+    `is a live worker: its presence row was renewed at ` +
+      `${row.seenAt?.toISOString()} and expires at ${row.expiresAt?.toISOString()}. Stop it first ` +
+      '(its drain hands its runs on), or pass --force if you know it is gone',
+  );
+}
+
+/**
+ * Runs an operator command (`args.positional[0]` is its name, one of OPERATOR_COMMANDS); resolves to
+ * the exit code. A usage problem throws UsageError before anything connects.
+ */
+export async function operatorCommand(
+  args: Args,
+  target: OperatorTarget,
+  url: string | undefined,
+  out: Out,
+): Promise<number> {
+  const command = args.positional[0];
+  const words = check(command, args);
+  const json = args.bools.has('json');
+  const print = (value: unknown, human: () => void) => (json ? out(JSON.stringify(value, null, 2)) : human());
+  const by = operatorName(args);
+  // Flags are read before connecting: a bad one costs no boot.
+  const limit = wholeNumber(args, 'limit', 1);
+  const listStatuses = statuses(args);
+  const resolveAs = command === 'resolve' ? resolution(args) : undefined;
+  const payload = jsonValue(args, 'payload');
+  return withOperator(target, url, async (op) => {
+    const [id, second] = words;
+    switch (command) {
+      case 'list': {
+        const page = await op.admin.list({
+          kind: args.values.get('kind'),
+          status: listStatuses,
+          inDoubt: args.bools.has('in-doubt') || undefined,
+          deadLettered: args.bools.has('dead-lettered') || undefined,
+          limit,
+          after: args.values.get('after'),
+        });
+        print(page, () => printList(out, page));
+        break;
+      }
+      case 'show': {
+        const detail = await op.admin.detail(id, limit);
+        print(detail, () => printDetail(out, detail));
+        break;
+      }
+      case 'cancel':
+      case 'retry': {
+        const run = op.admin.shown(
+          command === 'cancel'
+            ? await op.runs.cancel(id, args.values.get('reason'), by)
+            : await op.runs.retry(id, by),
+        );
+        print({ by, run }, () => printRun(out, run));
+        break;
+      }
+      case 'signal': {
+        await op.runs.signal(id, second, payload ?? null, by);
+        const run = await op.admin.run(id);
+        print({ by, run }, () => {
+          out(
+            `signal ${JSON.stringify(second)} delivered (kept for a later wait if the run is not waiting yet)`,
+          );
+          printRun(out, run);
+        });
+        break;
+      }
+      case 'resolve':
+      case 'approve':
+      case 'reject': {
+        if (!(await op.admin.commandOf(id, second))) throw new CommandNotFoundError(second);
+        const note = args.values.get('note');
+        if (command === 'resolve') await op.runs.resolveCommand(second, resolveAs!, by);
+        else if (command === 'approve') await op.runs.approve(id, second, { by, note });
+        else await op.runs.reject(id, second, { by, note });
+        const [cmd, run] = [await op.admin.commandOf(id, second), await op.admin.run(id)];
+        print({ by, command: cmd, run }, () => {
+          printCommand(out, cmd);
+          printRun(out, run);
+        });
+        break;
+      }
+      case 'workers': {
+        const rows = await op.workers.list();
+        print(rows, () => printWorkers(out, rows));
+        break;
+      }
+      case 'release-worker': {
+        await requireGone(op, id, args.bools.has('force'));
+        const released = await op.leases.releaseWorker(id);
+        print({ by, workerId: id, released }, () => printReleased(out, id, released));
+        break;
+      }
+    }
+    return 0;
+  });
+}
