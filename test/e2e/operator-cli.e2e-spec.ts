@@ -5,6 +5,7 @@ import {
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
+  NonRetryableError,
   RunContext,
   RunRepository,
 } from '../../src';
@@ -170,7 +171,10 @@ describe('operator CLI', () => {
 
     gateway.lookupRefused = true;
     const failed = await start({ card: '3', amount: 5 });
-    expect((await driveUntil(app, db, failed)).status).toBe('dead_lettered');
+    expect(await driveUntil(app, db, failed)).toMatchObject({
+      status: 'failed',
+      error: { message: 'card lookup refused' },
+    });
     gateway.lookupRefused = false;
     const retried = await op('retry', failed, '--by', 'ops');
     expect(retried).toMatchObject({ status: 0, stderr: '' });
