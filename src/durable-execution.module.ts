@@ -13,6 +13,8 @@ import { ReplayHistoryStore } from './store/replay-history.store';
 import { Reconciler } from './maintenance/reconciler.service';
 import { WorkerPresence } from './maintenance/worker-presence.service';
 import { WorkerPresenceStore } from './store/worker-presence.store';
+import { ReplicationStore } from './store/replication.store';
+import { ReplicationCheck } from './maintenance/replication-check.service';
 import { DurableWorker } from './engine/worker.service';
 import { CheckpointService } from './api/checkpoint.service';
 import { CommandGateway } from './api/command-gateway.service';
@@ -68,6 +70,8 @@ import { RunStatsReader } from './store/run-stats.reader';
     RunStatsReader,
     WorkerPresenceStore,
     WorkerPresence,
+    ReplicationStore,
+    ReplicationCheck,
   ],
   exports: [
     DURABLE_EXECUTION_OPTIONS,
@@ -84,6 +88,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     RunReadStore,
     CommandStore,
     ReplayChecker,
+    ReplicationStore,
   ],
 })
 export class DurableExecutionModule extends DurableExecutionConfigurableModule {}

@@ -206,6 +206,7 @@ export type {
 } from './interfaces/durable-observer.interface';
 export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './observability/durable-health.indicator';
 export type { DurableHealthResult } from './observability/durable-health.indicator';
+export type { ReplicationMode } from './util/replication-report';
 
 // Opt-in: retention.
 export { DurableRetentionModule } from './maintenance/retention/durable-retention.module';

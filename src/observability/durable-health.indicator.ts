@@ -5,6 +5,8 @@ import { DurableObservers } from '../engine/durable-observers';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions } from './observability-options.interface';
 import { RunStatsReader } from '../store/run-stats.reader';
+import { ReplicationStore } from '../store/replication.store';
+import { replicationReport } from '../util/replication-report';
 
 /** One indicator's result, in the shape `@nestjs/terminus` expects (`HealthIndicatorResult`). */
 export type DurableHealthResult = Record<string, { status: 'up' | 'down'; [detail: string]: unknown }>;
@@ -14,12 +16,13 @@ export const DATABASE_UNREACHABLE = 'database unreachable';
 
 /**
  * Health indicators for `@nestjs/terminus` (or any probe): the database answers, this process's worker
- * loop is claiming, the due backlog is younger than a bound. Each returns `up` or `down`, never throws.
+ * loop is claiming, the due backlog is younger than a bound, and what a failover of the database would
+ * mean (`replication`). Each returns `up` or `down`, never throws.
  * Without `health.detailed` they carry no database error text and no worker id (the health route is not
  * behind the admin guard): a failure reads `database unreachable`.
  * @example
  * ```ts
- * this.health.check([() => this.durable.database(), () => this.durable.worker(), () => this.durable.backlog()])
+ * this.health.check([() => this.durable.database(), () => this.durable.worker(), () => this.durable.backlog(), () => this.durable.replication()])
  * ```
  */
 @Injectable()
@@ -31,6 +34,7 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
   /** @internal Created by Nest dependency injection: not part of the API. */
   constructor(
     private readonly stats: RunStatsReader,
+    private readonly replicationStore: ReplicationStore,
     private readonly observers: DurableObservers,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly engine: ResolvedDurableOptions,
     @Inject(DURABLE_OBSERVABILITY_OPTIONS) private readonly options: DurableObservabilityOptions,
@@ -94,6 +98,24 @@ export class DurableHealthIndicator implements OnModuleInit, OnModuleDestroy {
     try {
       const b = await this.stats.backlog();
       return { [key]: { status: b.oldestDueAgeMs <= maxAgeMs ? 'up' : 'down', ...b, maxAgeMs } };
+    } catch (err) {
+      return { [key]: { status: 'down', message: this.failure(err) } };
+    }
+  }
+
+  /**
+   * What a failover would mean (docs/OPERATIONS.md, "Replication and failover"): `mode` (`single`,
+   * `synchronous`, `asynchronous`, `standby`) and how many `warnings`; with `health.detailed`, the settings,
+   * the standbys and the warnings' text. Up unless the settings cannot be read or the module is connected
+   * to a standby: an asynchronous setup is reported, not failed (a restart would not change it).
+   */
+  async replication(key = 'replication'): Promise<DurableHealthResult> {
+    try {
+      const r = replicationReport(await this.replicationStore.read());
+      const status = r.mode === 'standby' ? 'down' : 'up';
+      if (!this.opts.detailed) return { [key]: { status, mode: r.mode, warnings: r.warnings.length } };
+      const { mode, synchronousCommit, synchronousStandbyNames, standbys, warnings } = r;
+      return { [key]: { status, mode, synchronousCommit, synchronousStandbyNames, standbys, warnings } };
     } catch (err) {
       return { [key]: { status: 'down', message: this.failure(err) } };
     }

@@ -7,7 +7,7 @@ import { DURABLE_HEALTH_CHECK_SERVICE } from './observability.constants';
 import { HealthAccessGuard } from './route-access.guard';
 
 /**
- * `GET <path>/health`: terminus's report of the database, the worker loop and the backlog; 200 when all
+ * `GET <path>/health`: terminus's report of the database, the worker loop, the backlog and the replication mode; 200 when all
  * are up, 503 with the details when one is down. Open unless `health.guard` is set: without
  * `health.detailed` the details hold no database error text and no worker id.
  */
@@ -20,13 +20,16 @@ export class DurableHealthController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'Database reachable, worker loop alive, backlog age under its bound' })
+  @ApiOperation({
+    summary: 'Database reachable, worker loop alive, backlog age under its bound, replication mode',
+  })
   check(@Res({ passthrough: true }) res: unknown) {
     setAdminResponseHeaders(res); // no-store, nosniff: on the 503 too
     return this.health.check([
       () => this.indicator.database(),
       () => this.indicator.worker(),
       () => this.indicator.backlog(),
+      () => this.indicator.replication(),
     ]);
   }
 }

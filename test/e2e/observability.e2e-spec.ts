@@ -261,7 +261,8 @@ describe('observability: metrics, traces, health', () => {
     const up = await health();
     expect(up.status).toBe(200);
     expect(up.body.status).toBe('ok');
-    expect(Object.keys(up.body.info).sort()).toEqual(['backlog', 'database', 'worker']);
+    expect(Object.keys(up.body.info).sort()).toEqual(['backlog', 'database', 'replication', 'worker']);
+    expect(up.body.info.replication).toEqual({ status: 'up', mode: 'single', warnings: 0 });
     failCharge = false;
   });
 
