@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createServer } from 'node:net';
 import { Client } from 'pg';
+import { startTcpSwitch, TcpSwitch } from './tcp-switch';
 
 /**
  * A PostgreSQL primary and one streaming standby owned by a test (PostgreSQL's own binaries, ports and a
@@ -18,6 +19,14 @@ export interface ReplicaSet {
   primary<T = any>(sql: string): Promise<T[]>;
   /** One statement on the standby. */
   standby<T = any>(sql: string): Promise<T[]>;
+  primaryPort: number;
+  standbyPort: number;
+  /** The link the standby streams WAL through: `pause()` and `cut()` it to make the standby fall behind. */
+  replication: TcpSwitch;
+  /** Stops the primary at once (`pg_ctl stop -m immediate`: no shutdown checkpoint, as a crash). */
+  stopPrimary(): void;
+  /** Promotes the standby (`pg_ctl promote`) and waits until it accepts writes. */
+  promote(): void;
   /** Stops both servers and removes their folder. */
   dispose(): Promise<void>;
 }
@@ -69,7 +78,9 @@ export async function startReplicaSet(): Promise<ReplicaSet> {
   const [primaryPort, standbyPort] = [await freePort(), await freePort()];
   const standbyName = 'standby1';
   const started: string[] = [];
+  let replication: TcpSwitch | undefined;
   const stopAll = () => {
+    void replication?.close();
     for (const d of started.reverse()) {
       try {
         pgBin('pg_ctl', ['-D', d, '-m', 'immediate', '-w', 'stop']);
@@ -92,7 +103,9 @@ export async function startReplicaSet(): Promise<ReplicaSet> {
     started.push(primaryDir);
     const conninfo = `host=127.0.0.1 port=${primaryPort} user=postgres application_name=${standbyName}`;
     pgBin('pg_basebackup', ['-d', conninfo, '-D', standbyDir, '-R', '-X', 'stream']);
-    appendFileSync(path.join(standbyDir, 'postgresql.auto.conf'), `\nprimary_conninfo = '${conninfo}'\n`);
+    replication = await startTcpSwitch(primaryPort);
+    const viaLink = conninfo.replace(`port=${primaryPort}`, `port=${replication.port}`);
+    appendFileSync(path.join(standbyDir, 'postgresql.auto.conf'), `\nprimary_conninfo = '${viaLink}'\n`);
     conf(standbyDir, standbyPort);
     pgBin('pg_ctl', ['-D', standbyDir, '-l', path.join(dir, 'standby.log'), '-w', 'start']);
     started.push(standbyDir);
@@ -110,6 +123,11 @@ export async function startReplicaSet(): Promise<ReplicaSet> {
       standbyName,
       primary: (sql) => query(primaryUrl, sql),
       standby: (sql) => query(standbyUrl, sql),
+      primaryPort,
+      standbyPort,
+      replication,
+      stopPrimary: () => pgBin('pg_ctl', ['-D', primaryDir, '-m', 'immediate', '-w', 'stop']),
+      promote: () => pgBin('pg_ctl', ['-D', standbyDir, '-w', 'promote']),
       dispose: async () => stopAll(),
     };
   } catch (err) {
