@@ -4,7 +4,8 @@
  * target first; re-sends or fails only a command the target never saw).
  */
 import { INestApplication } from '@nestjs/common';
-import { CommandGateway, RunRepository } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
+import { CommandGateway, LeaseService, RunRepository } from '../../src';
 import { RuleOp, ruleCommands } from './grammar';
 import type { Action, CmdSpec, Program } from './program';
 import { vendorOf } from './workflow';
@@ -41,6 +42,36 @@ export async function applyAction(
       world.retries.set(runId, (world.retries.get(runId) ?? 0) + 1);
     } else return decide(app, runId, program);
     return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `release`: the holder of the run is reported gone, through the app of another worker (a process
+ * cannot release its own). Every epoch it held is reported to `cut` (its unfinished work may run
+ * again, as after a takeover). Returns whether anything was released.
+ */
+export async function releaseHolder(
+  apps: INestApplication[],
+  runId: string,
+  cut: (tag: string) => void,
+): Promise<boolean> {
+  try {
+    const holder = await apps[0].get(LeaseService).holder(runId);
+    if (!holder) return false;
+    const via = apps.find((a) => a.get(DurableWorker).id !== holder.workerId);
+    if (!via) return false;
+    const leases = via.get(LeaseService);
+    for (const r of await leases.heldBy(holder.workerId)) cut(`${r.runId}:${r.epoch}`);
+    const released = await leases.releaseWorker(holder.workerId);
+    // A run it claimed between the two reads: its epoch now, or the one before if it was claimed since.
+    for (const r of released) {
+      const epoch = (await via.get(RunRepository).get(r.runId))?.epoch ?? 0;
+      cut(`${r.runId}:${epoch}`);
+      cut(`${r.runId}:${epoch - 1}`);
+    }
+    return released.length > 0;
   } catch {
     return false;
   }

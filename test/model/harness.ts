@@ -13,7 +13,7 @@ import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { exportRunHistory, setPausePointHook } from '../../src/testing';
 import { bootApp } from '../helpers/app';
 import { createTestSchema, TestDatabase, TestSchema } from '../helpers/database';
-import { applyAction, decide } from './actions';
+import { applyAction, decide, releaseHolder } from './actions';
 import { FaultPlan, ModelWorker } from './faults';
 import { checkInvariants } from './invariants';
 import type { Case, ScheduledAction } from './program';
@@ -86,6 +86,7 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
   const workers: Booted[] = [];
   const runIds: string[] = [];
   const applied = new Set<ScheduledAction>();
+  let released = 0;
   const boots: Promise<void>[] = [];
   const addWorker = () => {
     const b = bootWorker(db).then((w) => {
@@ -99,7 +100,10 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
   const apply = async (a: ScheduledAction) => {
     applied.add(a);
     const app = live()[0]?.app ?? workers[0].app;
-    await applyAction(app, runIds[a.run], c.programs[a.run], a.action);
+    if (a.action.a === 'release') {
+      const others = [...live(), ...workers.filter((w) => w.state !== 'live')].map((w) => w.app);
+      if (await releaseHolder(others, runIds[a.run], (tag) => plan.faulted.add(tag))) released++;
+    } else await applyAction(app, runIds[a.run], c.programs[a.run], a.action);
   };
   const plan = new FaultPlan(
     c.faults,
@@ -148,6 +152,13 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
       const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
       coverage.set(key, { ran: x.ran + 1, replayed: x.replayed + 1 });
     });
+    if (released) {
+      const x = coverage.get('action: a live worker released') ?? { ran: 0, replayed: 0 };
+      coverage.set('action: a live worker released', {
+        ran: x.ran + released,
+        replayed: x.replayed + released,
+      });
+    }
     if (plan.starved) {
       const x = coverage.get('fault: harness starved (no renewal for most of a lease)') ?? {
         ran: 0,

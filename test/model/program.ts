@@ -48,7 +48,12 @@ export type Action =
   /** The operator acts on every command of the run awaiting approval or in doubt, right now. */
   | { a: 'decide' }
   /** The operator re-drives the run if it is failed or dead-lettered. */
-  | { a: 'retry' };
+  | { a: 'retry' }
+  /**
+   * An orchestrator reports the worker holding the run gone (`LeaseService.releaseWorker`) while that
+   * worker is alive (during a hold: with a call in flight): every run it holds is handed on.
+   */
+  | { a: 'release' };
 
 export interface ScheduledAction {
   run: number;
@@ -189,7 +194,7 @@ const faultArb: fc.Arbitrary<Fault> = fc.record({
 
 const extraArb = fc.record({
   run: fc.nat(1),
-  action: fc.constantFrom<Action['a']>('cancel', 'decide', 'retry', 'signal'),
+  action: fc.constantFrom<Action['a']>('cancel', 'decide', 'retry', 'signal', 'release'),
   wait: fc.nat(6),
   moment: momentArb,
 });
@@ -213,7 +218,15 @@ function toCase(
   for (const x of extra) {
     const run = x.run % programs.length;
     const waits = programs[run].ops.filter((o) => o.t === 'wait');
-    if (x.action !== 'signal') actions.push({ run, action: { a: x.action }, moment: x.moment });
+    const holds = faults.flatMap((f, i) => (f.kind === 'hold' ? [i] : []));
+    if (x.action === 'release' && holds.length)
+      // Released while it holds the run mid-call: the race the action exists for.
+      actions.push({
+        run,
+        action: { a: x.action },
+        moment: { at: 'hold', fault: holds[x.wait % holds.length] },
+      });
+    else if (x.action !== 'signal') actions.push({ run, action: { a: x.action }, moment: x.moment });
     else if (waits.length)
       actions.push({ run, action: { a: 'signal', wait: waits[x.wait % waits.length].id }, moment: x.moment });
   }
