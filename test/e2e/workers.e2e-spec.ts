@@ -218,6 +218,23 @@ describe('workers across OS processes', () => {
     await waitFor(async () => (await statusCounts(db)).running === 3, 20_000, 'worker A to hold 3 runs');
     const b = spawn({ ...env, STEP_DELAY_MS: '10' });
     await b.ready;
+    // The premise, whatever B's boot took: each run of A is early in a 4 s step body (its last
+    // checkpoint, or its claim, under 2 s ago), so no body can end within the grace, even one stretched
+    // by a loaded machine. (A SIGTERM in a body's last moments lets it end and the run stop at its
+    // boundary with nothing in flight: CI saw that once.)
+    await waitFor(
+      async () => {
+        const rows = await db.query(`
+          select extract(epoch from clock_timestamp() - greatest(
+                   (select max(c.created_at) from ai_checkpoints c where c.run_id = r.id),
+                   (select max(e.created_at) from ai_events e
+                     where e.run_id = r.id and e.event_type = 'run.claimed'))) * 1000 as ms
+            from ai_runs r where r.status = 'running'`);
+        return rows.length === 3 && rows.every((r: { ms: string }) => Number(r.ms) < 2000);
+      },
+      30_000,
+      "each of A's runs early in a step body",
+    );
     const termAt = Date.now();
     a.child.kill('SIGTERM'); // 4 s step bodies, a 300 ms grace: every run has a call in flight
     await claimedAgain(db, 3, 20_000);
