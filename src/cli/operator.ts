@@ -38,7 +38,7 @@ export const OPERATOR_USAGE = `Operator commands (the same checks as the admin A
                        [--limit N] [--after CURSOR]
   show RUN             the run, its steps, commands and event trail (the newest --limit N, default 200)
   cancel RUN           [--reason TEXT]
-  retry RUN            a failed, dead-lettered or cancelled run, from where it stopped
+  retry RUN            a failed, dead-lettered or held run, from its last checkpoint
   signal RUN NAME      [--payload JSON]
   resolve RUN KEY      settle an in-doubt command: --as succeeded [--result JSON] | --as failed
                        --error TEXT | --as retry (dispatch again with the same key)
