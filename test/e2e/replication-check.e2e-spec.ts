@@ -1,4 +1,4 @@
-import { INestApplication, LoggerService } from '@nestjs/common';
+import { INestApplication } from '@nestjs/common';
 import { Pool } from 'pg';
 import { DurableAdminModule } from '../../src';
 import { ReplicationCheck } from '../../src/maintenance/replication-check.service';
@@ -6,6 +6,8 @@ import { DurableDatabase } from '../../src/store/durable-database';
 import { ReplicationStore } from '../../src/store/replication.store';
 import { replicationReport } from '../../src/util/replication-report';
 import { bootHttpApp } from '../helpers/app';
+import { CapturingLogger } from '../helpers/capturing-logger';
+import { waitFor } from '../helpers/processes';
 import { ReplicaSet, startReplicaSet } from '../helpers/replica-set';
 
 /**
@@ -13,20 +15,6 @@ import { ReplicaSet, startReplicaSet } from '../helpers/replica-set';
  * mode it runs in, at start-up (a warning per thing to change) and in its health route, read from a real
  * primary with a real streaming standby (started by the test on ports of its own).
  */
-
-class Lines implements LoggerService {
-  readonly warnings: string[] = [];
-  readonly logs: string[] = [];
-  log(m: unknown) {
-    this.logs.push(String(m));
-  }
-  warn(m: unknown) {
-    this.warnings.push(String(m));
-  }
-  error() {}
-  debug() {}
-  verbose() {}
-}
 
 let rs: ReplicaSet;
 const apps: INestApplication[] = [];
@@ -40,7 +28,7 @@ afterAll(async () => {
 });
 
 async function boot(url: string, detailed: boolean) {
-  const logs = new Lines();
+  const logger = new CapturingLogger();
   const { app, http } = await bootHttpApp(url, {
     imports: [
       DurableAdminModule.forRoot({
@@ -48,28 +36,21 @@ async function boot(url: string, detailed: boolean) {
         observability: { metrics: false, health: { detailed } },
       }),
     ],
-    logger: logs,
+    logger,
   });
   apps.push(app);
   const health = async () => {
     const res = await fetch(`${http}/durable/health`);
     return { status: res.status, body: (await res.json()) as any };
   };
-  return { app, logs, health };
-}
-
-async function until(what: string, check: () => Promise<boolean>) {
-  for (let i = 0; i < 100; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`not reached in 10 s: ${what}`);
+  const at = (level: string) => logger.lines.filter((l) => l.level === level).map((l) => l.message);
+  return { app, warnings: () => at('warn'), logs: () => at('log'), health };
 }
 
 describe('replication check', () => {
   it('an asynchronous standby is warned about at start-up and reported by health; synchronous once required', async () => {
-    const { app, logs, health } = await boot(rs.primaryUrl, true);
-    expect(logs.warnings).toEqual([
+    const { app, warnings, logs, health } = await boot(rs.primaryUrl, true);
+    expect(warnings()).toEqual([
       expect.stringMatching(
         /^replication \(asynchronous\): asynchronous replication \(synchronous_standby_names is empty\): a failover/,
       ),
@@ -87,10 +68,11 @@ describe('replication check', () => {
 
     await rs.primary(`alter system set synchronous_standby_names = '${rs.standbyName}'`);
     await rs.primary('select pg_reload_conf()');
-    await until(
-      'the standby is synchronous',
+    await waitFor(
       async () =>
         (await rs.primary(`select 1 from pg_stat_replication where sync_state = 'sync'`)).length === 1,
+      10_000,
+      'the standby to be synchronous',
     );
     const syncHealth = await health();
     expect(syncHealth.body.info.replication).toMatchObject({
@@ -102,13 +84,13 @@ describe('replication check', () => {
     });
     const report = await app.get(ReplicationCheck).check();
     expect(report.mode).toBe('synchronous');
-    expect(logs.logs).toContain('replication: synchronous');
+    expect(logs()).toContain('replication: synchronous');
   }, 60_000);
 
   it('a pool whose sessions commit without waiting is asynchronous though the server requires a standby', async () => {
     const url = `${rs.primaryUrl}?options=${encodeURIComponent('-c synchronous_commit=local')}`;
-    const { logs, health } = await boot(url, false);
-    expect(logs.warnings).toEqual([
+    const { warnings, health } = await boot(url, false);
+    expect(warnings()).toEqual([
       expect.stringContaining('synchronous_commit is local for the module (a commit does not wait'),
     ]);
     // Without `health.detailed`: the mode and how many warnings, no names or settings.
@@ -118,6 +100,38 @@ describe('replication check', () => {
       warnings: 1,
     });
   }, 60_000);
+
+  it('a commit whose wait for the synchronous standby is cancelled returns success with only a warning (docs)', async () => {
+    // Required since the first test; the link stalls, so the standby confirms nothing.
+    await rs.primary('create table cancelled_wait (x int)');
+    rs.replication.pause();
+    const pool = new Pool({ connectionString: rs.primaryUrl, max: 1 });
+    const notices: string[] = [];
+    pool.on('connect', (c) => c.on('notice', (n) => notices.push(n.message ?? '')));
+    try {
+      const { rows: me } = await pool.query('select pg_backend_pid() as pid');
+      const insert = pool.query('insert into cancelled_wait values (1)');
+      await waitFor(
+        async () =>
+          (
+            await rs.primary(
+              `select 1 from pg_stat_activity where pid = ${me[0].pid} and wait_event = 'SyncRep'`,
+            )
+          ).length === 1,
+        10_000,
+        'the commit to wait for the standby',
+      );
+      // statement_timeout cannot do this (PostgreSQL disables it before the commit); a cancel request can.
+      await rs.primary(`select pg_cancel_backend(${me[0].pid})`);
+      await expect(insert).resolves.toBeDefined();
+      expect(notices.join('\n')).toMatch(/canceling wait for synchronous replication/);
+      const { rows } = await pool.query('select count(*)::int as n from cancelled_wait');
+      expect(rows[0].n).toBe(1); // committed locally, never confirmed by the standby
+    } finally {
+      await pool.end();
+      rs.replication.switchTo(rs.primaryPort); // the link flows again
+    }
+  }, 30_000);
 
   it('a module pointed at the standby reads as standby (health down), and its writes would fail', async () => {
     const pool = new Pool({ connectionString: rs.standbyUrl, max: 1 });
