@@ -29,7 +29,6 @@ export interface OperatorTarget {
 
 /** What the operator commands act through: the same services as the admin API. */
 export interface Operator {
-  options: ResolvedDurableOptions;
   runs: RunRepository;
   admin: AdminRunsService;
   leases: LeaseService;
@@ -127,5 +126,5 @@ function operatorOf(app: INestApplicationContext): Operator {
     new AdminRedactor(options),
     get(CommandStore),
   );
-  return { options, runs, admin, leases: get(LeaseService), workers: get(WorkerPresenceStore) };
+  return { runs, admin, leases: get(LeaseService), workers: get(WorkerPresenceStore) };
 }

@@ -82,9 +82,10 @@ export function printRun(out: Out, run: RunView | null | undefined): void {
     out(`  cancel requested ${at(run.cancelRequestedAt)}: ${brief(run.cancelReason)}`);
 }
 
-function commandLine(c: CommandView): string[] {
-  const outcome = c.status === 'succeeded' ? c.result : c.status === 'failed' ? c.error : undefined;
-  return [`#${c.stepIndex}`, c.name, c.status, c.idempotencyKey, outcome === undefined ? '' : brief(outcome)];
+/** A command's outcome as `show` prints it: its result or error once settled. */
+function outcomeOf(c: CommandView): string {
+  if (c.status === 'succeeded') return brief(c.result);
+  return c.status === 'failed' ? brief(c.error) : '';
 }
 
 /** `show`: the run, its steps (with how often each ran), its commands and its event trail. */
@@ -114,10 +115,7 @@ export function printDetail(out: Out, d: AdminRunDetail): void {
     table(
       out,
       ['  STEP', 'NAME', 'STATUS', 'KEY', 'OUTCOME'],
-      d.commands.map((c) => {
-        const [step, ...rest] = commandLine(c);
-        return [`  ${step}`, ...rest];
-      }),
+      d.commands.map((c) => [`  #${c.stepIndex}`, c.name, c.status, c.idempotencyKey, outcomeOf(c)]),
     );
   out('');
   out(`events (${d.events.length}${d.eventsBefore !== undefined ? ', newest shown' : ''}):`);
