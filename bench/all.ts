@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { log } from './cli';
+import { log, type BenchMode } from './cli';
 import { ensurePeersInstalled } from './peers';
 
 /**
@@ -24,21 +24,23 @@ const SCRIPT: Record<Part, string> = {
   scale: 'scale.ts',
 };
 
-const USAGE = `usage: npm run bench -- [--quick] [--parts core,peers,workers,scale] [--out FILE]
+const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale] [--out FILE]
+  --smoke      every part with tiny workloads (~3 minutes; .ci/run does this so that no part rots)
   --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~14 minutes)
   --parts      run only these parts (their figures only; the headline shows '-' for the rest)
   --out FILE   the combined JSON results (default bench/results.json; Markdown tables beside it, .md)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)
 Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale`;
 
-function parseArgs(argv: string[]): { quick: boolean; parts: Part[]; out: string } {
-  let quick = false;
+function parseArgs(argv: string[]): { mode: BenchMode; parts: Part[]; out: string } {
+  let mode: BenchMode = 'full';
   let parts: Part[] = [...PARTS];
   let out = join(__dirname, 'results.json');
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = () => inline ?? argv[++i];
-    if (flag === '--quick') quick = true;
+    if (flag === '--quick') mode = 'quick';
+    else if (flag === '--smoke') mode = 'smoke';
     else if (flag === '--out') out = value();
     else if (flag === '--parts') {
       const asked = value().split(',');
@@ -56,14 +58,14 @@ function parseArgs(argv: string[]): { quick: boolean; parts: Part[]; out: string
       process.exit(2);
     }
   }
-  return { quick, parts, out };
+  return { mode, parts, out };
 }
 
 /** Runs one part as its own process (its table goes to our stdout); its JSON results. */
-async function runPart(part: Part, quick: boolean): Promise<any> {
+async function runPart(part: Part, mode: BenchMode): Promise<any> {
   const out = join(tmpdir(), `dx-bench-${part}-${process.pid}.json`);
   const args = ['-r', 'ts-node/register/transpile-only', join(__dirname, SCRIPT[part]), '--out', out];
-  if (quick) args.push('--quick');
+  if (mode !== 'full') args.push(`--${mode}`);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
   const onSigint = () => child.kill('SIGINT');
   process.once('SIGINT', onSigint);
@@ -278,7 +280,7 @@ function markdown(rows: Headline[], r: Results, meta: Record<string, unknown>): 
 }
 
 async function main(): Promise<void> {
-  const { quick, parts, out } = parseArgs(process.argv.slice(2));
+  const { mode, parts, out } = parseArgs(process.argv.slice(2));
   const started = Date.now();
   // Install the peers first, so that a missing registry fails the run before anything is measured.
   const versions = parts.includes('peers') ? ensurePeersInstalled() : {};
@@ -287,11 +289,11 @@ async function main(): Promise<void> {
   for (const part of parts) {
     loadBefore[part] = Number(loadavg()[0].toFixed(2));
     log(`\n=== bench part '${part}' (${SCRIPT[part]}), load ${loadBefore[part]} ===`);
-    results[part] = await runPart(part, quick);
+    results[part] = await runPart(part, mode);
   }
   const meta = {
     date: new Date().toISOString(),
-    mode: quick ? 'quick' : 'full',
+    mode,
     parts,
     durationSeconds: Math.round((Date.now() - started) / 1000),
     node: process.version,

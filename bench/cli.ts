@@ -1,31 +1,37 @@
 import { cpus } from 'node:os';
 /** Argument parsing and logging shared by the bench entry points (bench/*.ts). */
 
-/** What every bench entry point accepts: `--quick`, `--repeat N` (N >= 2), `--out FILE`. */
+/** full: the published figures; quick: smaller; smoke: tiny, only proves that the part still runs (CI). */
+export type BenchMode = 'full' | 'quick' | 'smoke';
+
+/** What every bench entry point accepts: `--quick`, `--smoke`, `--repeat N` (N >= 2), `--out FILE`. */
 export interface BenchArgs<C extends { repeat: number }> {
   config: C;
   out: string;
+  /** True for `--quick` and `--smoke`. */
   quick: boolean;
+  mode: BenchMode;
 }
 
 /**
- * Parses `--quick`, `--repeat N`, `--out FILE` and `--help`; exits with the usage on anything else.
- * `full` / `quick` are the entry point's two configurations; `--repeat` overrides either's count.
+ * Parses `--quick`, `--smoke`, `--repeat N`, `--out FILE` and `--help`; exits with the usage on
+ * anything else. `full` / `quick` / `smoke` are the entry point's configurations; `--repeat`
+ * overrides any one's count.
  */
 export function parseBenchArgs<C extends { repeat: number }>(
   argv: string[],
   usage: string,
-  full: C,
-  quick: C,
+  configs: Record<BenchMode, C>,
   defaultOut: string,
 ): BenchArgs<C> {
-  let isQuick = false;
+  let mode: BenchMode = 'full';
   let repeat: number | undefined;
   let out = defaultOut;
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = () => inline ?? argv[++i];
-    if (flag === '--quick') isQuick = true;
+    if (flag === '--quick') mode = 'quick';
+    else if (flag === '--smoke') mode = 'smoke';
     else if (flag === '--repeat') repeat = Number(value());
     else if (flag === '--out') out = value();
     else if (flag === '--help' || flag === '-h') {
@@ -36,7 +42,7 @@ export function parseBenchArgs<C extends { repeat: number }>(
       process.exit(2);
     }
   }
-  const config = { ...(isQuick ? quick : full) };
+  const config = { ...configs[mode] };
   if (repeat !== undefined) {
     if (!Number.isInteger(repeat) || repeat < 2) {
       console.error('--repeat must be an integer >= 2');
@@ -44,7 +50,7 @@ export function parseBenchArgs<C extends { repeat: number }>(
     }
     config.repeat = repeat;
   }
-  return { config, out, quick: isQuick };
+  return { config, out, quick: mode !== 'full', mode };
 }
 
 /** Progress goes to stderr; stdout carries the table only. */
@@ -62,17 +68,17 @@ export const adminUrl = (): string => process.env.DATABASE_URL ?? 'postgres://ro
 /** What every part's JSON `meta` starts with: when, how, how long, on what. */
 export interface RunMeta {
   date: string;
-  mode: 'quick' | 'full';
+  mode: BenchMode;
   durationSeconds: number;
   node: string;
   cpus: number;
   cpuModel?: string;
 }
 
-export function runMeta(started: number, quick: boolean): RunMeta {
+export function runMeta(started: number, mode: BenchMode): RunMeta {
   return {
     date: new Date().toISOString(),
-    mode: quick ? 'quick' : 'full',
+    mode,
     durationSeconds: Math.round((Date.now() - started) / 1000),
     node: process.version,
     cpus: cpus().length,

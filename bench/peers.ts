@@ -72,7 +72,21 @@ const QUICK: PeersConfig = {
   },
 };
 
+/** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
+const SMOKE: PeersConfig = {
+  ...FULL,
+  n: {
+    'step-latency': 60,
+    'workflows-direct': 60,
+    'workflows-queue': 60,
+    drain: 120,
+    'drain-batch10': 120,
+    pickup: 8,
+  },
+};
+
 const USAGE = `usage: npm run bench:peers -- [--quick] [--repeat N] [--out FILE]
+  --smoke      tiny workloads (CI checks that the part still runs)
   --quick      smaller workloads (default: 2 repeats of every workload, ~10 minutes)
   --repeat N   repeat every workload N times (N >= 2)
   --out FILE   where to write the JSON results (default bench/peers-results.json)
@@ -282,8 +296,8 @@ async function main(): Promise<void> {
   const {
     config: cfg,
     out,
-    quick,
-  } = parseBenchArgs(process.argv.slice(2), USAGE, FULL, QUICK, join(__dirname, 'peers-results.json'));
+    mode,
+  } = parseBenchArgs(process.argv.slice(2), USAGE, { full: FULL, quick: QUICK, smoke: SMOKE }, join(__dirname, 'peers-results.json'));
   const admin = adminUrl();
   const started = Date.now();
   const versions = ensurePeersInstalled();
@@ -304,7 +318,7 @@ async function main(): Promise<void> {
   const ratios = peerRatios(samples);
   const summary = {
     meta: {
-      ...runMeta(started, quick),
+      ...runMeta(started, mode),
       repeats: cfg.repeat,
       versions,
     },

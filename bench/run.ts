@@ -72,7 +72,24 @@ const QUICK: BenchConfig = {
   starts: 600,
 };
 
+/** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
+const SMOKE: BenchConfig = {
+  ...QUICK,
+  blocks: 1,
+  seqStatements: 100,
+  seqWarmup: 20,
+  engineSteps: 60,
+  concurrentMs: 300,
+  concurrentWarmupMs: 50,
+  throughputRuns: 32,
+  throughputSteps: 3,
+  loopRuns: 48,
+  warmRuns: 4,
+  starts: 48,
+};
+
 const USAGE = `usage: npm run bench:core -- [--quick] [--repeat N] [--out FILE]
+  --smoke      seconds: tiny workloads (CI checks that the part still runs)
   --quick      ~1 minute: smaller workloads, 2 repeats (default: ~4 minutes, 5 repeats)
   --repeat N   repeat every workload N times (N >= 2)
   --out FILE   where to write the JSON results (default bench/core-results.json)
@@ -295,8 +312,8 @@ async function main(): Promise<void> {
   const {
     config: cfg,
     out,
-    quick,
-  } = parseBenchArgs(process.argv.slice(2), USAGE, FULL, QUICK, join(__dirname, 'core-results.json'));
+    mode,
+  } = parseBenchArgs(process.argv.slice(2), USAGE, { full: FULL, quick: QUICK, smoke: SMOKE }, join(__dirname, 'core-results.json'));
   const admin = adminUrl();
   const started = Date.now();
   log(`creating the bench database on ${new URL(admin).host} ...`);
@@ -329,7 +346,7 @@ async function main(): Promise<void> {
   }
 
   const meta = {
-    ...runMeta(started, quick),
+    ...runMeta(started, mode),
     loadAverageAfterEachRepeat: loads.map((l) => Number(l.toFixed(2))),
     postgres: db.serverVersion,
     database: db.name,

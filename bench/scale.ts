@@ -34,8 +34,11 @@ interface ScaleConfig {
 
 const FULL: ScaleConfig = { repeat: 3, sizes: [1_000, 10_000, 100_000, 1_000_000], claims: 300, warmup: 50 };
 const QUICK: ScaleConfig = { ...FULL, repeat: 2, claims: 150 };
+/** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
+const SMOKE: ScaleConfig = { repeat: 2, sizes: [1_000, 5_000], claims: 20, warmup: 5 };
 
 const USAGE = `usage: npm run bench:scale -- [--quick] [--repeat N] [--out FILE]
+  --smoke      seconds: two small sizes, 20 claims (CI checks that the part still runs)
   --quick      2 blocks of 150 claims per size (default: 3 blocks of 300; 1-3 minutes either way,
                most of it filling a table to 1 million runs)
   --repeat N   measurement blocks per size (N >= 2)
@@ -175,8 +178,8 @@ async function main(): Promise<void> {
   const {
     config: cfg,
     out,
-    quick,
-  } = parseBenchArgs(process.argv.slice(2), USAGE, FULL, QUICK, join(__dirname, 'scale-results.json'));
+    mode,
+  } = parseBenchArgs(process.argv.slice(2), USAGE, { full: FULL, quick: QUICK, smoke: SMOKE }, join(__dirname, 'scale-results.json'));
   const admin = adminUrl();
   const started = Date.now();
   const dbs: BenchDatabase[] = [];
@@ -239,7 +242,7 @@ async function main(): Promise<void> {
     spread(pick(last).samples.map((v, i) => v / pick(first).samples[i]));
   const summary = {
     meta: {
-      ...runMeta(started, quick),
+      ...runMeta(started, mode),
       blocks: cfg.repeat,
       postgres: dbs[0]?.serverVersion,
     },

@@ -82,8 +82,21 @@ const FULL: WorkersConfig = {
 };
 
 const QUICK: WorkersConfig = { ...FULL, repeat: 2, pickups: 80, runs: 1200, warmRunsPerProcess: 32 };
+/** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
+const SMOKE: WorkersConfig = {
+  ...QUICK,
+  pickups: 5,
+  pickupWarmup: 2,
+  processCounts: [1, 2],
+  runs: 120,
+  warmRunsPerProcess: 4,
+  memParked: 40,
+  memQueued: 40,
+  memInFlight: 16,
+};
 
 const USAGE = `usage: npm run bench:workers -- [--quick] [--repeat N] [--out FILE]
+  --smoke      tiny workloads (CI checks that the part still runs)
   --quick      ~1.5 minutes: 2 repeats, smaller workloads (default: ~3-4 minutes, 3 repeats)
   --repeat N   repeat every workload N times (N >= 2)
   --out FILE   where to write the JSON results (default bench/workers-results.json)
@@ -1019,8 +1032,8 @@ async function main(): Promise<void> {
   const {
     config: cfg,
     out,
-    quick,
-  } = parseBenchArgs(process.argv.slice(2), USAGE, FULL, QUICK, join(__dirname, 'workers-results.json'));
+    mode,
+  } = parseBenchArgs(process.argv.slice(2), USAGE, { full: FULL, quick: QUICK, smoke: SMOKE }, join(__dirname, 'workers-results.json'));
   const admin = adminUrl();
   const started = Date.now();
   log(`creating the bench database on ${new URL(admin).host} ...`);
@@ -1052,7 +1065,7 @@ async function main(): Promise<void> {
   }
 
   const meta = {
-    ...runMeta(started, quick),
+    ...runMeta(started, mode),
     repeats: cfg.repeat,
     loadAverageAfterEachRepeat: loads.map((l) => Number(l.toFixed(2))),
     postgres: db.serverVersion,
