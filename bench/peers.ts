@@ -297,7 +297,12 @@ async function main(): Promise<void> {
     config: cfg,
     out,
     mode,
-  } = parseBenchArgs(process.argv.slice(2), USAGE, { full: FULL, quick: QUICK, smoke: SMOKE }, join(__dirname, 'peers-results.json'));
+  } = parseBenchArgs(
+    process.argv.slice(2),
+    USAGE,
+    { full: FULL, quick: QUICK, smoke: SMOKE },
+    join(__dirname, 'peers-results.json'),
+  );
   const admin = adminUrl();
   const started = Date.now();
   const versions = ensurePeersInstalled();

@@ -313,7 +313,12 @@ async function main(): Promise<void> {
     config: cfg,
     out,
     mode,
-  } = parseBenchArgs(process.argv.slice(2), USAGE, { full: FULL, quick: QUICK, smoke: SMOKE }, join(__dirname, 'core-results.json'));
+  } = parseBenchArgs(
+    process.argv.slice(2),
+    USAGE,
+    { full: FULL, quick: QUICK, smoke: SMOKE },
+    join(__dirname, 'core-results.json'),
+  );
   const admin = adminUrl();
   const started = Date.now();
   log(`creating the bench database on ${new URL(admin).host} ...`);

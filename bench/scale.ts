@@ -179,7 +179,12 @@ async function main(): Promise<void> {
     config: cfg,
     out,
     mode,
-  } = parseBenchArgs(process.argv.slice(2), USAGE, { full: FULL, quick: QUICK, smoke: SMOKE }, join(__dirname, 'scale-results.json'));
+  } = parseBenchArgs(
+    process.argv.slice(2),
+    USAGE,
+    { full: FULL, quick: QUICK, smoke: SMOKE },
+    join(__dirname, 'scale-results.json'),
+  );
   const admin = adminUrl();
   const started = Date.now();
   const dbs: BenchDatabase[] = [];

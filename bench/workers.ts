@@ -1033,7 +1033,12 @@ async function main(): Promise<void> {
     config: cfg,
     out,
     mode,
-  } = parseBenchArgs(process.argv.slice(2), USAGE, { full: FULL, quick: QUICK, smoke: SMOKE }, join(__dirname, 'workers-results.json'));
+  } = parseBenchArgs(
+    process.argv.slice(2),
+    USAGE,
+    { full: FULL, quick: QUICK, smoke: SMOKE },
+    join(__dirname, 'workers-results.json'),
+  );
   const admin = adminUrl();
   const started = Date.now();
   log(`creating the bench database on ${new URL(admin).host} ...`);
