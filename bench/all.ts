@@ -6,15 +6,16 @@ import { log, type BenchMode } from './cli';
 import { ensurePeersInstalled } from './peers';
 
 /**
- * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale] [-- --out FILE]`
+ * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale,limits] [-- --out FILE]`
  * The whole bench in one run: the engine against the raw node-postgres limit (bench/run.ts), the peer
  * libraries (bench/peers.ts), workers as OS processes with pickup latency and memory
- * (bench/workers.ts), and claim cost as history grows (bench/scale.ts), one after the other on the
+ * (bench/workers.ts), claim cost as history grows (bench/scale.ts) and with concurrency limits
+ * (bench/limits.ts), one after the other on the
  * same server. Each part is its own process and its own throw-away database(s); this file then puts
  * the headline figures side by side, as ratios against their targets, and writes bench/results.json.
  */
 
-const PARTS = ['core', 'peers', 'workers', 'scale'] as const;
+const PARTS = ['core', 'peers', 'workers', 'scale', 'limits'] as const;
 type Part = (typeof PARTS)[number];
 
 const SCRIPT: Record<Part, string> = {
@@ -22,15 +23,16 @@ const SCRIPT: Record<Part, string> = {
   peers: 'peers.ts',
   workers: 'workers.ts',
   scale: 'scale.ts',
+  limits: 'limits.ts',
 };
 
-const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale] [--out FILE]
+const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale,limits] [--out FILE]
   --smoke      every part with tiny workloads (~3 minutes; .ci/run does this so that no part rots)
   --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~14 minutes)
   --parts      run only these parts (their figures only; the headline shows '-' for the rest)
   --out FILE   the combined JSON results (default bench/results.json; Markdown tables beside it, .md)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)
-Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale`;
+Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale | bench:limits`;
 
 function parseArgs(argv: string[]): { mode: BenchMode; parts: Part[]; out: string } {
   let mode: BenchMode = 'full';
@@ -136,7 +138,7 @@ function peerRows(peers: any, engineK1: number, engineJobK1: number): Headline[]
 }
 
 export function headline(r: Results): Headline[] {
-  const { core, peers, workers, scale } = r;
+  const { core, peers, workers, scale, limits } = r;
   const engineK1 = fig(workers, 'engine.k1');
   const pickup = fig(workers, 'pickup.proc.db.p50');
   const rows: Headline[] = [
@@ -182,6 +184,19 @@ export function headline(r: Results): Headline[] {
       unit: 'x',
       target: { op: '<=', value: 1.2 },
       how: 'scale: CLAIM_RUNS_SQL with one run due, blocks alternating between the databases',
+    },
+    {
+      label: '1-step runs/s: kind limited / no limit',
+      value: limits?.runsPerSecond?.ratio?.median ?? NaN,
+      unit: 'x',
+      how: 'limits: claim + step + finish on one connection, blocks alternating, per block then the median',
+    },
+    {
+      label: 'claim p50, most runs held back by a full limit / none',
+      value: limits?.heldBack?.ratio ?? NaN,
+      unit: 'x',
+      target: { op: '<=', value: 1.2 },
+      how: 'limits: CLAIM_LIMITED_SQL of a due run; the held runs (100,000; smoke: 200) are of a kind whose limit is full',
     },
     {
       label: `worker RSS, 1,000 parked + 1,000 queued + 100 in flight`,

@@ -244,7 +244,7 @@ export class EngineBench {
         (original) =>
           async function (this: RunStateStore, ...args: Parameters<RunStateStore['claim']>) {
             const claimed = await original.apply(this, args);
-            meter.claimed(claimed.length);
+            meter.claimed(claimed.runs.length);
             return claimed;
           },
       ),

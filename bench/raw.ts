@@ -352,6 +352,7 @@ export class RawBench {
                 0,
                 JSON.stringify({ kind: RAW_KIND, idempotencyKey: null }),
                 WAKE_CHANNEL,
+                null, // concurrency key
               ],
             });
           }

@@ -7,6 +7,7 @@ import { ReplayOrder1764700000000 } from './1764700000000-replay-order';
 import { RunResultNotify1764800000000 } from './1764800000000-run-result-notify';
 import { AdminSessions1764900000000 } from './1764900000000-admin-sessions';
 import { WorkerPresence1765000000000 } from './1765000000000-worker-presence';
+import { ConcurrencyLimits1765100000000 } from './1765100000000-concurrency-limits';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -16,6 +17,7 @@ export {
   RunResultNotify1764800000000,
   AdminSessions1764900000000,
   WorkerPresence1765000000000,
+  ConcurrencyLimits1765100000000,
 };
 
 /**
@@ -32,6 +34,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   RunResultNotify1764800000000,
   AdminSessions1764900000000,
   WorkerPresence1765000000000,
+  ConcurrencyLimits1765100000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

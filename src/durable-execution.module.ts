@@ -26,6 +26,8 @@ import { RunResultWaiter } from './api/run-results';
 import { RunStateStore } from './store/run-state/run-state.store';
 import { CommandStore } from './store/command.store';
 import { ExpiredLeaseStore } from './store/expired-leases.store';
+import { LimitsStore } from './store/limits.store';
+import { WorkerLimits } from './engine/worker-limits';
 import { RunControlStore } from './store/run-control.store';
 import { RunEndListener } from './store/run-end-listener';
 import { RunReadStore } from './store/run-reads.store';
@@ -67,6 +69,8 @@ import { RunStatsReader } from './store/run-stats.reader';
     CommandStore,
     RunEndListener,
     ExpiredLeaseStore,
+    LimitsStore,
+    WorkerLimits,
     RunStatsReader,
     WorkerPresenceStore,
     WorkerPresence,

@@ -84,11 +84,8 @@ export type {
   WorkflowInput,
   WorkflowOutput,
 } from './interfaces/run.interface';
-export {
-  DURABLE_EVENT_PAYLOAD_KEYS,
-  DURABLE_EVENT_TYPES,
-  isDurableEvent,
-} from './interfaces/events.interface';
+export { DURABLE_EVENT_TYPES, isDurableEvent } from './interfaces/events.interface';
+export { DURABLE_EVENT_PAYLOAD_KEYS } from './interfaces/event-payload-keys';
 export type {
   DurableEventPayloads,
   DurableEventType,

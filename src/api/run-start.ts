@@ -65,7 +65,17 @@ export class RunStarter {
       idempotencyKey: key ?? null,
       ...(traceparent ? { traceparent } : {}),
     });
-    const run = { kind, inputJson, idempotencyKey: key ?? null, maxAttempts, runAt, priority, event };
+    const concurrencyKey = concurrencyKeyOf(wf?.meta, input, opts.concurrencyKey);
+    const run = {
+      kind,
+      inputJson,
+      idempotencyKey: key ?? null,
+      maxAttempts,
+      runAt,
+      priority,
+      event,
+      concurrencyKey,
+    };
 
     // A key taken by a run that retention deletes right then: the second insert gets it.
     for (let attempt = 0; ; attempt++) {
@@ -124,8 +134,45 @@ export function workflowKind(workflow: WorkflowClass, method: string): string {
   return meta.kind;
 }
 
-/** The longest kind the runs table takes (`check (length(kind) between 1 and 200)`). */
+/** The longest kind or concurrency key the runs table takes (`check (length(…) between 1 and 200)`). */
 export const MAX_KIND_LENGTH = 200;
+
+/**
+ * The run's key for a per-key limit: `given` (StartRunOptions.concurrencyKey), else the workflow's
+ * `concurrencyKey(input)` (a number becomes its decimal text; null or undefined: no key), checked as
+ * a kind is (InvalidArgumentError naming `concurrencyKey`, before anything is written).
+ */
+function concurrencyKeyOf(meta: WorkflowMetadata | undefined, input: unknown, given: unknown): string | null {
+  const field = 'concurrencyKey';
+  if (given !== undefined && given !== null) return requireShortText(given, field);
+  if (!meta?.concurrencyKey) return null;
+  let key: unknown;
+  try {
+    key = meta.concurrencyKey(input);
+  } catch (err) {
+    throw new InvalidArgumentError(
+      field,
+      `could not be computed: @DurableWorkflow('${meta.kind}')'s concurrencyKey(input) threw ${(err as Error)?.message ?? String(err)}`,
+    );
+  }
+  if (key === undefined || key === null) return null;
+  if (typeof key === 'number' && Number.isFinite(key)) key = String(key);
+  return requireShortText(key, `${field} (from @DurableWorkflow('${meta.kind}')'s concurrencyKey(input))`);
+}
+
+/** A non-empty string of at most MAX_KIND_LENGTH characters with no control character. */
+function requireShortText(value: unknown, field: string): string {
+  const text = requireText(value, field);
+  if (text.length > MAX_KIND_LENGTH)
+    throw new InvalidArgumentError(
+      field,
+      `must be at most ${MAX_KIND_LENGTH} characters, got ${text.length}`,
+    );
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(text))
+    throw new InvalidArgumentError(field, 'must not contain control characters (newlines, tabs, NUL)');
+  return text;
+}
 
 /**
  * A kind as `start()` may store and log it: a non-empty string of at most MAX_KIND_LENGTH characters
@@ -133,14 +180,5 @@ export const MAX_KIND_LENGTH = 200;
  * otherwise, checked before anything is looked up, written or logged.
  */
 export function requireKind(kind: unknown): string {
-  const text = requireText(kind, 'kind');
-  if (text.length > MAX_KIND_LENGTH)
-    throw new InvalidArgumentError(
-      'kind',
-      `must be at most ${MAX_KIND_LENGTH} characters, got ${text.length}`,
-    );
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(text))
-    throw new InvalidArgumentError('kind', 'must not contain control characters (newlines, tabs, NUL)');
-  return text;
+  return requireShortText(kind, 'kind');
 }

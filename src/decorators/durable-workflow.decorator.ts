@@ -1,6 +1,26 @@
 import { applyDecorators, Injectable, SetMetadata } from '@nestjs/common';
 import { WORKFLOW_METADATA } from '../durable-execution.constants';
+import { DurableUsageError } from '../errors/durable-usage.error';
 import type { DurableWorkflowOptions, WorkflowMetadata } from '../interfaces/step-options.interface';
+
+/** The largest `concurrency` / `perKeyConcurrency` (one slot row each, per kind or key). */
+export const MAX_CONCURRENCY_LIMIT = 10_000;
+
+/** What is wrong with a workflow's concurrency options, naming the field; undefined when nothing. */
+function limitsProblem(o: DurableWorkflowOptions): string | undefined {
+  for (const field of ['concurrency', 'perKeyConcurrency'] as const) {
+    const v = o[field];
+    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > MAX_CONCURRENCY_LIMIT))
+      return `${field} must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${String(v)}`;
+  }
+  if (o.concurrencyKey !== undefined && typeof o.concurrencyKey !== 'function')
+    return `concurrencyKey must be a function of the input, got ${typeof o.concurrencyKey}`;
+  if (o.perKeyConcurrency !== undefined && !o.concurrencyKey)
+    return 'perKeyConcurrency needs concurrencyKey (input) => key, to know which runs share a key';
+  if (o.concurrencyKey && o.perKeyConcurrency === undefined)
+    return 'concurrencyKey is given without perKeyConcurrency (how many runs of one key may run at once)';
+  return undefined;
+}
 
 /**
  * Declares an injectable workflow class for runs of `kind`. The class has `run(input, ctx)`: ordinary
@@ -12,6 +32,8 @@ import type { DurableWorkflowOptions, WorkflowMetadata } from '../interfaces/ste
  * ```
  */
 export function DurableWorkflow(kind: string, options: DurableWorkflowOptions = {}): ClassDecorator {
+  const problem = limitsProblem(options);
+  if (problem) throw new DurableUsageError(`@DurableWorkflow('${kind}'): ${problem}`);
   const meta: WorkflowMetadata = { ...options, kind };
   return applyDecorators(Injectable(), SetMetadata(WORKFLOW_METADATA, meta));
 }

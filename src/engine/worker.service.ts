@@ -23,6 +23,7 @@ import { DURABLE_JOB_NAMES, DurableJobs, jobName, ScheduledJob } from './durable
 import { announceDrain, announceWorker, wakeWhenDue, warnWithoutShutdownHooks } from './worker-announce';
 import { installStopRejectionGuard } from './stop-rejections';
 import { replayOnly } from './replay-check-report';
+import { WorkerLimits } from './worker-limits';
 
 /**
  * Claims due runs (up to `concurrency` in flight), drives them through the executor, renews their
@@ -55,6 +56,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
     private readonly jobs: DurableJobs,
+    private readonly limits: WorkerLimits,
   ) {}
 
   /** This worker's identity in the record (`worker_id`). */
@@ -103,9 +105,10 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       do {
         this.again = false;
         const free = this.options.worker.concurrency - this.inFlight.size;
-        const mine = [...new Set([...this.inFlight.values()].map((f) => f.claim.id))];
-        const claims = await this.store.claim(this.id, this.registry.kinds(), free, mine);
+        const inFlight = [...this.inFlight.values()].map((f) => f.claim.id);
+        const { runs: claims, heldBack } = await this.limits.claim(this.id, free, inFlight);
         this.errors = 0;
+        this.again ||= heldBack > 0 && claims.length < free; // held-back runs left the index: others may be due
         total += claims.length;
         if (this.observers.active)
           this.observers.workerTicked({ workerId: this.id, claimedKinds: claims.map((c) => c.kind) });
@@ -197,12 +200,9 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     });
   }
 
-  private async safeHeartbeat(): Promise<void> {
-    try {
-      await this.heartbeat();
-    } catch (err) {
-      this.logger.warn(`heartbeat failed (leases may lapse): ${(err as Error).message}`);
-    }
+  private safeHeartbeat(): Promise<void> {
+    const warn = (err: Error) => this.logger.warn(`heartbeat failed (leases may lapse): ${err.message}`);
+    return this.heartbeat().catch(warn);
   }
 
   /**

@@ -48,6 +48,13 @@ export interface RunView<I = unknown, O = unknown> {
   cancelRequestedAt: Date | null;
   cancelReason: string | null;
   parkedReason: string | null;
+  /** Its key for a per-key concurrency limit (`StartRunOptions.concurrencyKey`), or null. */
+  concurrencyKey: string | null;
+  /**
+   * Set while a due run is held back because a concurrency limit of its kind or key was full: the
+   * limit's scope (`["triage"]` or `["triage","tenant-a"]`). Null otherwise.
+   */
+  limitedBy: string | null;
   error: { name?: string; code?: string; message: string; stack?: string; cause?: unknown } | null;
   createdAt: Date;
   updatedAt: Date;
@@ -64,6 +71,12 @@ export interface StartRunOptions {
   runAt?: Date;
   /** Higher runs are claimed first. Default 0. */
   priority?: number;
+  /**
+   * The run's key for its kind's `perKeyConcurrency` (a tenant, a user). Default: the workflow's
+   * `concurrencyKey(input)` when the kind is registered in this process; a producer-only process that
+   * does not register the kind passes it here. Ignored by a kind without a per-key limit.
+   */
+  concurrencyKey?: string;
 }
 
 /** Result of `start`: the run and whether this call created it. */

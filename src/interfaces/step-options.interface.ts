@@ -22,6 +22,19 @@ export interface DurableStepOptions {
 export interface DurableWorkflowOptions {
   /** `max_attempts` of new runs of this kind (claims without progress before dead-letter). */
   maxAttempts?: number;
+  /**
+   * At most this many runs of the kind are running at once, across every worker process (fleet-wide,
+   * enforced in the claim). A run parked on a signal or a sleep holds no slot. Over the limit, a due
+   * run stays queued (`pending`/`waiting`, `limitedBy` set) until a slot frees. See docs/FLOW-CONTROL.md.
+   */
+  concurrency?: number;
+  /**
+   * The key of a run for `perKeyConcurrency` (a tenant, a user), computed from its input when it is
+   * started: a string or a number; null or undefined: the run has no key and no per-key limit.
+   */
+  concurrencyKey?: (input: any) => string | number | null | undefined;
+  /** At most this many runs of one key are running at once, fleet-wide (1: one at a time per key). */
+  perKeyConcurrency?: number;
 }
 
 /** Metadata recorded by `@DurableStep`. @internal */

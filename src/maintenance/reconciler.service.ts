@@ -3,6 +3,7 @@ import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from '../engine/durable-observers';
 import { ExpiredLeaseStore } from '../store/expired-leases.store';
+import { LimitsStore } from '../store/limits.store';
 import { IntervalTask } from './interval-task';
 import { DURABLE_JOB_NAMES, DurableJobs, jobName } from '../engine/durable-jobs';
 import { replayOnly } from '../engine/replay-check-report';
@@ -11,11 +12,14 @@ import { replayOnly } from '../engine/replay-check-report';
 export interface ReconcileResult {
   requeued: number;
   deadLettered: number;
+  /** Runs held back by a full concurrency limit put back in the queue (a slot of theirs was free). */
+  woken?: number;
 }
 
 /**
  * Recovers runs whose worker died: expired leases go back to `waiting` with backoff, or are
- * dead-lettered when attempts are spent. A job on `reconciler.intervalMs` or `reconciler.cron`
+ * dead-lettered when attempts are spent; runs held back by a concurrency limit whose scope has a free
+ * slot go back to the queue (the safety net behind the statements that free slots). A job on `reconciler.intervalMs` or `reconciler.cron`
  * (`durable-execution:reconciler` in the app's SchedulerRegistry); safe on every pod.
  */
 @Injectable()
@@ -26,6 +30,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
 
   constructor(
     private readonly leases: ExpiredLeaseStore,
+    private readonly limits: LimitsStore,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
     private readonly jobs: DurableJobs,
@@ -57,13 +62,15 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
       }
       if (rows.length < r.batchSize) {
         if (this.observers.active && (out.requeued || out.deadLettered)) this.observers.reconciled(out);
-        return out;
+        const { woken } = await this.limits.wakeHeld();
+        return woken ? { ...out, woken } : out;
       }
     }
   }
 
   private async sweepAndLog(): Promise<void> {
     const res = await this.sweep();
+    if (res.woken) this.logger.debug(`reconciler: ${res.woken} run(s) held back by a limit woken`);
     if (res.requeued || res.deadLettered) {
       this.logger.log(
         `reconciler: ${res.requeued} expired lease(s) requeued, ${res.deadLettered} dead-lettered`,

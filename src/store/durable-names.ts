@@ -25,6 +25,10 @@ export interface DurableNames {
   readonly adminSessions: string;
   /** The live workers and the kinds each serves (`ai_workers`). */
   readonly workers: string;
+  /** Concurrency limits per kind, as the workers that run it declare them (`ai_limits`). */
+  readonly limits: string;
+  /** Concurrency slots: one row per slot of a kind or key, held by (run, epoch) (`ai_slots`). */
+  readonly slots: string;
   /** The module's own migrations table (`ai_migrations`), qualified as the tables are. */
   readonly migrations: string;
   /** NOTIFY channel that wakes idle workers of this schema. */
@@ -80,6 +84,8 @@ export function durableNames(schema?: string): DurableNames {
     signals: `${prefix}ai_signals`,
     adminSessions: `${prefix}ai_admin_sessions`,
     workers: `${prefix}ai_workers`,
+    limits: `${prefix}ai_limits`,
+    slots: `${prefix}ai_slots`,
     migrations: `${prefix}ai_migrations`,
     wakeChannel: own === undefined ? WAKE_CHANNEL : scoped(WAKE_CHANNEL, '_', own),
     doneChannel: own === undefined ? DONE_CHANNEL : scoped(DONE_CHANNEL, '_', own),

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
 import type { DurableNames, SqlText } from './durable-names';
+import { releaseSlots } from './run-state/slots';
 
 /**
  * Return runs whose lease expired to the queue, in batches. Running rows are found through the partial
@@ -62,7 +63,7 @@ export function handBackCtes(
    where r.id = s.id
   returning r.id, r.kind, r.epoch, r.status, r.attempts, s.worker_id as previous_worker, r.available_at,
             r.notify_on_finish${o.returning ? `, ${o.returning}` : ''}
-), doubt as (
+), ${releaseSlots(t, 'upd')}, doubt as (
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from upd where c.run_id = upd.id and c.status = 'pending'
   returning c.run_id, c.idempotency_key

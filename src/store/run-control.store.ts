@@ -4,19 +4,29 @@ import { DurableDatabase } from './durable-database';
 import { toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL } from './sql/signal.sql';
 import type { DurableNames, SqlText } from './durable-names';
+import { keyScope } from './run-state/slots';
 
 /**
  * Insert a run and its `run.created` event in one statement. ON CONFLICT on the unique
  * idempotency_key makes a concurrent duplicate wait for the first insert and then insert nothing;
- * the caller reads the winner back. pg_notify is delivered at commit and wakes idle workers.
- * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload, $8 channel
+ * the caller reads the winner back. pg_notify is delivered at commit and wakes idle workers. A run
+ * with a concurrency key of a kind with a per-key limit gets its key's slots (`ai_slots`) when they
+ * are missing.
+ * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload,
+ * $8 channel, $9 concurrency key
  */
 export const START_RUN_SQL: SqlText = (t) => `
 with ins as (
-  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority)
-  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6)
+  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority, concurrency_key)
+  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9)
   on conflict (idempotency_key) do nothing
   returning *
+), key_slots as (
+  insert into ${t.slots} (scope, n, kind)
+  select ${keyScope('ins.kind', 'ins.concurrency_key')}, g, ins.kind
+    from ins join ${t.limits} l on l.kind = ins.kind cross join generate_series(1, l.key_cap) g
+   where ins.concurrency_key is not null
+  on conflict do nothing
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.created', 0, $7::jsonb from ins
@@ -115,6 +125,8 @@ export interface NewRun {
   priority: number;
   /** The `run.created` event's payload. */
   event: string;
+  /** Its key for a per-key concurrency limit; null: none. */
+  concurrencyKey: string | null;
 }
 
 /** The run that holds an idempotency key, and whether its input equals the one a start brought. */
@@ -144,6 +156,7 @@ export class RunControlStore {
         run.priority,
         run.event,
         this.db.names.wakeChannel,
+        run.concurrencyKey,
       ],
       'dx_start',
     );

@@ -21,6 +21,8 @@ export function toRunView(r: Record<string, any>): RunView {
     cancelRequestedAt: r.cancel_requested_at,
     cancelReason: r.cancel_reason,
     parkedReason: r.parked_reason,
+    concurrencyKey: r.concurrency_key ?? null,
+    limitedBy: r.limited_by ?? null,
     error: r.error,
     createdAt: r.created_at,
     updatedAt: r.updated_at,

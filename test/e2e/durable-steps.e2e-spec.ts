@@ -312,7 +312,9 @@ describe('durable steps (in process)', () => {
       [run.id],
     );
     const lease = app.get(RunStateStore);
-    const [claimB] = await lease.claim('worker-B', ['slow'], 1);
+    const {
+      runs: [claimB],
+    } = await lease.claim('worker-B', ['slow'], 1);
     expect(claimB.epoch).toBe(2);
     const takeoverEventId = Number((await db.query(`select max(id) as id from ai_events`))[0].id);
     hold.open();

@@ -33,6 +33,8 @@ const TABLES = [
   'ai_signals',
   'ai_admin_sessions',
   'ai_workers',
+  'ai_limits',
+  'ai_slots',
 ];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
 

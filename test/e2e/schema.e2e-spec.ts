@@ -31,9 +31,11 @@ const TABLES = [
   'ai_checkpoints',
   'ai_commands',
   'ai_events',
+  'ai_limits',
   'ai_migrations',
   'ai_runs',
   'ai_signals',
+  'ai_slots',
   'ai_workers',
 ];
 const NAME_RULE =

@@ -2,6 +2,7 @@ import type { RunCursor } from '../../interfaces/run.interface';
 import { decodeStored } from '../../util/codec';
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
+import { CLAIM_LIMITED_SQL } from './claim-limited';
 
 /**
  * Claim up to $3 due runs of the kinds this worker knows, in one statement. SKIP LOCKED lets many
@@ -54,9 +55,17 @@ export interface ClaimedRun {
   sentAt: number;
 }
 
+/** What one claim statement did. */
+export interface ClaimBatch {
+  runs: ClaimedRun[];
+  /** Due runs it held back because a concurrency limit was full (they left the claim index). */
+  heldBack: number;
+}
+
 /**
  * Claims up to `limit` due runs of `kinds` for `workerId` (SKIP LOCKED; raises epoch and attempts),
  * never one of `exclude` (runs this process still drives, e.g. a stale attempt stuck in a call).
+ * `limited`: one of the kinds has a concurrency limit, so the claim takes slots (CLAIM_LIMITED_SQL).
  */
 export async function claimRuns(
   s: StoreContext,
@@ -64,25 +73,30 @@ export async function claimRuns(
   kinds: string[],
   limit: number,
   exclude: string[] = [],
-): Promise<ClaimedRun[]> {
-  if (limit <= 0 || kinds.length === 0) return [];
+  limited = false,
+): Promise<ClaimBatch> {
+  if (limit <= 0 || kinds.length === 0) return { runs: [], heldBack: 0 };
   const sentAt = performance.now();
   const { rows } = await s.db.query(
-    CLAIM_RUNS_SQL,
+    limited ? CLAIM_LIMITED_SQL : CLAIM_RUNS_SQL,
     [workerId, kinds, limit, s.options.worker.leaseTtlMs, exclude],
-    'dx_claim',
+    limited ? 'dx_claim_limited' : 'dx_claim',
   );
-  return rows.map((r) => ({
-    id: r.id,
-    kind: r.kind,
-    input: decodeStored(r.input),
-    epoch: Number(r.epoch),
-    cursor: decodeStored(r.cursor),
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    cancelRequested: r.cancel_requested,
-    cancelReason: r.cancel_reason,
-    dbNow: r.db_now,
-    sentAt,
-  }));
+  const heldBack = limited ? Number(rows[0]?.held_back ?? 0) : 0;
+  const runs = rows
+    .filter((r) => r.id != null)
+    .map((r) => ({
+      id: r.id,
+      kind: r.kind,
+      input: decodeStored(r.input),
+      epoch: Number(r.epoch),
+      cursor: decodeStored(r.cursor),
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      cancelRequested: r.cancel_requested,
+      cancelReason: r.cancel_reason,
+      dbNow: r.db_now,
+      sentAt,
+    }));
+  return { runs, heldBack };
 }

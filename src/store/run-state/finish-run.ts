@@ -11,6 +11,7 @@ import {
 } from './fence';
 import type { SqlText } from '../durable-names';
 import { closeUnsentCommands } from '../run-control.store';
+import { releaseSlots } from './slots';
 
 /**
  * Leave `running` for good or for a while, fenced: terminal (succeeded/failed/cancelled/dead_lettered)
@@ -36,7 +37,7 @@ ${fencedRun(
          finished_at = case when $4 in ('succeeded', 'failed', 'cancelled', 'dead_lettered') then now() end,
          updated_at = now()`,
   'id, epoch, kind, available_at, notify_on_finish',
-)}, ${insertRecords(t, '$9')}, doubt as (
+)}, ${releaseSlots(t, 'run')}, ${insertRecords(t, '$9')}, doubt as (
   -- A cancelled run may leave a reserved command with no outcome: list it as in doubt on the run.
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from run where c.run_id = run.id and c.status = 'pending' and $4 = 'cancelled'

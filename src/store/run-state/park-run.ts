@@ -10,6 +10,7 @@ import {
   StoreContext,
 } from './fence';
 import type { SqlText } from '../durable-names';
+import { releaseSlots } from './slots';
 
 /**
  * Park the run, fenced: back to `waiting` with owner and lease cleared until `available_at` (an
@@ -53,7 +54,7 @@ with snap as (
    where r.id = lock.id
   returning r.id, r.epoch, r.available_at,
             coalesce($4::timestamptz, now() + $5 * interval '1 millisecond', 'infinity') as due
-), rec as (
+), ${releaseSlots(t, 'run')}, rec as (
   insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, seq)
   select run.id, $15, $16, to_jsonb(run.due), 0, run.epoch, $18 from run where $15::int is not null
 ), ${insertRecords(t, '$17')}, ev as (

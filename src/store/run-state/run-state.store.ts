@@ -36,8 +36,8 @@ export class RunStateStore implements StoreContext {
   ) {}
 
   /** Claims due runs (SKIP LOCKED), raising epoch and attempts. See `claimRuns`. */
-  claim(workerId: string, kinds: string[], limit: number, exclude: string[] = []) {
-    return claimRuns(this, workerId, kinds, limit, exclude);
+  claim(workerId: string, kinds: string[], limit: number, exclude: string[] = [], limited = false) {
+    return claimRuns(this, workerId, kinds, limit, exclude, limited);
   }
 
   /** Extends the leases of `runs` (each fenced by its epoch); returns those still owned. */

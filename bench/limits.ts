@@ -1,0 +1,250 @@
+import 'reflect-metadata';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Pool, PoolClient } from 'pg';
+import { DEFAULT_NAMES } from '../src/store/durable-names';
+import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-runs';
+import { CLAIM_LIMITED_SQL as claimLimitedSql } from '../src/store/run-state/claim-limited';
+import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
+import { BenchDatabase, dropDatabase } from './database';
+import { rawFinish, RawStepWriter } from './raw';
+import { median, spread, Spread } from './stats';
+
+const CLAIM_RUNS_SQL = claimRunsSql(DEFAULT_NAMES);
+const CLAIM_LIMITED_SQL = claimLimitedSql(DEFAULT_NAMES);
+
+/**
+ * `npm run bench:limits [-- --quick | --smoke] [-- --repeat N] [-- --out FILE]`
+ * Concurrency limits (docs/FLOW-CONTROL.md), with the engine's own statements on one connection:
+ * 1. 1-step runs/s (claim, one fenced step commit, finish) of a kind without limits (CLAIM_RUNS_SQL)
+ *    and of a kind limited to 10,000 (CLAIM_LIMITED_SQL: every claim takes a slot, every finish frees
+ *    it), in alternating blocks; the ratio per block, and the claim p50 of each.
+ * 2. The claim p50 of a due run of that limited kind while 0, then 10,000 runs of another kind the same
+ *    worker serves are held back behind its full limit (held by the claim itself, as in production):
+ *    the held runs left the claim index, so the ratio should be about 1.
+ */
+
+interface LimitsConfig {
+  repeat: number;
+  /** Runs per block and workload of figure 1. */
+  runs: number;
+  /** Timed claims per block of figure 2. */
+  claims: number;
+  /** Runs held back behind the full limit in figure 2, in steps (cumulative). */
+  held: number[];
+}
+
+const FULL: LimitsConfig = { repeat: 5, runs: 400, claims: 300, held: [10_000, 100_000] };
+const QUICK: LimitsConfig = { ...FULL, repeat: 3, runs: 200, claims: 150 };
+/** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
+const SMOKE: LimitsConfig = { repeat: 2, runs: 20, claims: 10, held: [200] };
+
+const USAGE = `usage: npm run bench:limits -- [--quick | --smoke] [--repeat N] [--out FILE]
+  --smoke      seconds: tiny workloads (CI checks that the part still runs)
+  --quick      3 blocks of 200 runs (default: 5 blocks of 400; about a minute either way)
+  --repeat N   blocks (N >= 2)
+  --out FILE   where to write the JSON results (default bench/limits-results.json)
+  DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)`;
+
+const FREE = 'bench.unlimited';
+const LIMITED = 'bench.limited';
+const FULL_KIND = 'bench.full';
+const WORKER = 'bench-limits';
+const LEASE_MS = 30_000;
+
+class LimitsBench {
+  constructor(
+    private readonly db: BenchDatabase,
+    private readonly c: PoolClient,
+  ) {}
+
+  /** A kind limited to 10,000 (never full here) and one limited to 1 whose slot a running run holds. */
+  async setUp(): Promise<void> {
+    await this.db.ctl.query(`insert into ai_limits (kind, kind_cap) values ($1, 10000), ($2, 1)`, [
+      LIMITED,
+      FULL_KIND,
+    ]);
+    await this.db.ctl.query(
+      `insert into ai_slots (scope, n, kind) select jsonb_build_array($1::text)::text, g, $1 from generate_series(1, 10000) g`,
+      [LIMITED],
+    );
+    const [holder] = await this.db.insertRunning(1, FULL_KIND, 'bench-holder');
+    await this.db.ctl.query(
+      `insert into ai_slots (scope, n, kind, run_id, epoch, taken_at) values (jsonb_build_array($1::text)::text, 1, $1, $2, $3, now())`,
+      [FULL_KIND, holder.id, holder.epoch],
+    );
+  }
+
+  private async claim(limited: boolean, kinds: string[], limit = 1) {
+    const { rows } = await this.c.query({
+      name: limited ? 'claim_limited' : 'claim',
+      text: limited ? CLAIM_LIMITED_SQL : CLAIM_RUNS_SQL,
+      values: [WORKER, kinds, limit, LEASE_MS, []],
+    });
+    return rows.filter((r) => r.id != null) as Array<{ id: string; epoch: string }>;
+  }
+
+  private insertDue(kind: string, n: number): Promise<unknown> {
+    return this.db.ctl.query(
+      `insert into ai_runs (kind, input) select $1, '{}'::jsonb from generate_series(1, $2)`,
+      [kind, n],
+    );
+  }
+
+  /** Figure 1: `n` 1-step runs, each claimed, written once and finished; runs/s and claim ms. */
+  async runLoop(limited: boolean, n: number): Promise<{ perSecond: number; claimMs: number[] }> {
+    await this.insertDue(limited ? LIMITED : FREE, n);
+    const claimMs: number[] = [];
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const c0 = performance.now();
+      const [run] = await this.claim(limited, [limited ? LIMITED : FREE]);
+      claimMs.push(performance.now() - c0);
+      if (!run) throw new Error('the claim found no due run');
+      const owned = { id: run.id, epoch: Number(run.epoch) };
+      await new RawStepWriter(this.c, owned, WORKER).write();
+      await rawFinish(this.c, owned, WORKER, { ok: true });
+    }
+    return { perSecond: n / ((performance.now() - t0) / 1000), claimMs };
+  }
+
+  /** Runs of FULL_KIND queued and held back by claims (the limit is full): how many are held in all. */
+  async holdBack(total: number): Promise<number> {
+    const { rows: have } = await this.db.ctl.query(
+      `select count(*)::int as n from ai_runs where kind = $1 and limited_by is not null`,
+      [FULL_KIND],
+    );
+    await this.insertDue(FULL_KIND, total - have[0].n);
+    while ((await this.claim(true, [FULL_KIND], 500)).length === 0) {
+      const { rows } = await this.db.ctl.query(
+        `select count(*)::int as n from ai_runs where kind = $1 and status = 'pending' and limited_by is null`,
+        [FULL_KIND],
+      );
+      if (rows[0].n === 0) break;
+    }
+    // As autovacuum would: holding a run back is an UPDATE, whose old row version stays in the claim
+    // index until vacuumed (bench/scale.ts vacuums its filled tables the same way).
+    await this.db.ctl.query('vacuum analyze ai_runs');
+    const { rows } = await this.db.ctl.query(
+      `select count(*)::int as n from ai_runs where kind = $1 and limited_by is not null`,
+      [FULL_KIND],
+    );
+    return rows[0].n;
+  }
+
+  /** Buffers (hit + read) one due claim of figure 2 touches, from EXPLAIN (ANALYZE, BUFFERS), rolled back. */
+  async claimBuffers(): Promise<number> {
+    await this.db.ctl.query('begin');
+    try {
+      await this.db.ctl.query(`insert into ai_runs (kind, input) values ($1, '{}'::jsonb)`, [LIMITED]);
+      const sql = CLAIM_LIMITED_SQL.replace(/\$1\b/g, `'${WORKER}'`)
+        .replace(/\$2\b/g, `array['${FULL_KIND}', '${LIMITED}']`)
+        .replace(/\$3\b/g, '1')
+        .replace(/\$4\b/g, String(LEASE_MS))
+        .replace(/\$5\b/g, `'{}'::uuid[]`);
+      const { rows } = await this.db.ctl.query(`explain (analyze, buffers, format json) ${sql}`);
+      const plan = rows[0]['QUERY PLAN'][0];
+      return (plan.Plan['Shared Hit Blocks'] ?? 0) + (plan.Plan['Shared Read Blocks'] ?? 0);
+    } finally {
+      await this.db.ctl.query('rollback');
+    }
+  }
+
+  /** Figure 2: due claims of LIMITED by a worker that also serves FULL_KIND; ms each. */
+  async dueClaims(n: number): Promise<number[]> {
+    const ms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      await this.insertDue(LIMITED, 1);
+      const t0 = performance.now();
+      const [run] = await this.claim(true, [FULL_KIND, LIMITED]);
+      ms.push(performance.now() - t0);
+      if (!run) throw new Error('the claim found no due run');
+      await rawFinish(this.c, { id: run.id, epoch: Number(run.epoch) }, WORKER, { ok: true });
+    }
+    return ms;
+  }
+}
+
+async function main(): Promise<void> {
+  const {
+    config: cfg,
+    out,
+    mode,
+  } = parseBenchArgs(
+    process.argv.slice(2),
+    USAGE,
+    { full: FULL, quick: QUICK, smoke: SMOKE },
+    join(__dirname, 'limits-results.json'),
+  );
+  const started = Date.now();
+  const admin = adminUrl();
+  const db = await BenchDatabase.create(admin);
+  const pool = new Pool({ connectionString: db.url, max: 1, application_name: 'dx-bench-limits' });
+  const c = await pool.connect();
+  try {
+    const bench = new LimitsBench(db, c);
+    await bench.setUp();
+    const off: number[] = [];
+    const on: number[] = [];
+    const ratio: number[] = [];
+    const claimOff: number[] = [];
+    const claimOn: number[] = [];
+    for (let r = 0; r < cfg.repeat; r++) {
+      const got: Record<string, { perSecond: number; claimMs: number[] }> = {};
+      for (const which of rotate(['off', 'on'], r)) {
+        log(`  [${r + 1}/${cfg.repeat}] 1-step runs, limits ${which}`);
+        got[which] = await bench.runLoop(which === 'on', cfg.runs);
+      }
+      off.push(got.off.perSecond);
+      on.push(got.on.perSecond);
+      ratio.push(got.on.perSecond / got.off.perSecond);
+      claimOff.push(median(got.off.claimMs));
+      claimOn.push(median(got.on.claimMs));
+    }
+    log(`  claims with nothing held back`);
+    const before = median(await bench.dueClaims(cfg.claims));
+    const steps = [{ held: 0, claimP50Ms: before, buffers: await bench.claimBuffers() }];
+    for (const n of cfg.held) {
+      const held = await bench.holdBack(n);
+      log(`  claims with ${held} runs held back behind a full limit`);
+      steps.push({
+        held,
+        claimP50Ms: median(await bench.dueClaims(cfg.claims)),
+        buffers: await bench.claimBuffers(),
+      });
+    }
+    const last = steps[steps.length - 1];
+    const summary = {
+      meta: { ...runMeta(started, mode), repeats: cfg.repeat, runsPerBlock: cfg.runs, claims: cfg.claims },
+      runsPerSecond: { off: spread(off), on: spread(on), ratio: spread(ratio) },
+      claimP50Ms: { off: spread(claimOff), on: spread(claimOn) },
+      heldBack: { steps, ratio: last.claimP50Ms / before, buffersRatio: last.buffers / steps[0].buffers },
+    };
+    const f = (s: Spread, d = 1) => `${s.median.toFixed(d)} (${s.min.toFixed(d)}-${s.max.toFixed(d)})`;
+    console.log(
+      `\nConcurrency limits (${mode}, ${cfg.repeat} blocks of ${cfg.runs} 1-step runs; median (min-max))\n` +
+        `1-step runs/s, no limit                        ${f(summary.runsPerSecond.off)}\n` +
+        `1-step runs/s, kind limited (slot per claim)   ${f(summary.runsPerSecond.on)}\n` +
+        `  limited / unlimited, per block               ${f(summary.runsPerSecond.ratio, 2)}\n` +
+        `claim p50 ms, no limit / limited               ${f(summary.claimP50Ms.off, 3)} / ${f(summary.claimP50Ms.on, 3)}\n` +
+        steps
+          .map(
+            (x) =>
+              `claim p50 ms / buffers, ${String(x.held).padStart(7)} runs held back   ${x.claimP50Ms.toFixed(3)} / ${x.buffers}`,
+          )
+          .join('\n'),
+    );
+    writeFileSync(out, JSON.stringify(summary, null, 2));
+    log(`results written to ${out} (${Math.round((Date.now() - started) / 1000)} s)`);
+  } finally {
+    c.release();
+    await pool.end();
+    await db.ctl.end().catch(() => undefined);
+    await dropDatabase(admin, db.name);
+  }
+}
+
+void main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

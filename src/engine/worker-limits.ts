@@ -1,0 +1,53 @@
+import { Injectable } from '@nestjs/common';
+import { LimitsStore } from '../store/limits.store';
+import type { ClaimBatch } from '../store/run-state/claim-runs';
+import { RunStateStore } from '../store/run-state/run-state.store';
+import { DurableRegistry } from './durable.registry';
+
+/**
+ * The concurrency limits of the kinds this worker runs (the `concurrency` and `perKeyConcurrency`
+ * options of their workflows), declared in the database before its first claim: a claim that ran
+ * before would not know them. @internal
+ */
+@Injectable()
+export class WorkerLimits {
+  private declared = false;
+
+  constructor(
+    private readonly registry: DurableRegistry,
+    private readonly store: LimitsStore,
+    private readonly runs: RunStateStore,
+  ) {}
+
+  /**
+   * The worker's claim: declares the limits first (once), then claims up to `free` runs of the kinds
+   * registered here, never one still in flight here, taking slots when a kind has a limit.
+   */
+  async claim(workerId: string, free: number, inFlight: string[]): Promise<ClaimBatch> {
+    await this.ready();
+    return this.runs.claim(workerId, this.registry.kinds(), free, [...new Set(inFlight)], this.limited);
+  }
+
+  /** A kind this worker runs has a limit: its claims take slots. */
+  get limited(): boolean {
+    return this.registry
+      .kinds()
+      .some(
+        (k) =>
+          this.registry.getWorkflow(k)?.meta.concurrency ||
+          this.registry.getWorkflow(k)?.meta.perKeyConcurrency,
+      );
+  }
+
+  /** Declares the limits once (a failure throws, and the next claim round tries again). */
+  async ready(): Promise<void> {
+    if (this.declared) return;
+    await this.store.declare(
+      this.registry.kinds().map((kind) => {
+        const meta = this.registry.getWorkflow(kind)!.meta;
+        return { kind, kindCap: meta.concurrency ?? null, keyCap: meta.perKeyConcurrency ?? null };
+      }),
+    );
+    this.declared = true;
+  }
+}

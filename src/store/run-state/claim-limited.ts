@@ -1,0 +1,96 @@
+import type { SqlText } from '../durable-names';
+import { keyScope, kindScope } from './slots';
+
+/**
+ * The claim of a worker that runs a kind with a concurrency limit (CLAIM_RUNS_SQL otherwise): the same
+ * due runs in the same order, SKIP LOCKED, and in the same statement every run takes one free slot of
+ * each scope it needs (its kind's when the kind has a `concurrency`, its key's when it has a
+ * `perKeyConcurrency` and the run a key), also SKIP LOCKED. A run that gets all of them is claimed,
+ * its slots owned by (run, new epoch); a run that cannot is held back: `limited_by` names the scope
+ * that was full, it leaves the claim index, and a `run.limited` event says so; the statement that
+ * frees a slot of that scope wakes it (`releaseSlots`). Slots are granted key first, then kind, in
+ * claim order; a slot is free only when its row says so (`run_id is null`), which a concurrent take
+ * re-checks on the newest row version, so two claims never share one. Slots above today's cap (it
+ * was lowered) are never taken. Only as many free slots are locked as the runs found need: a lock is a
+ * write to the row.
+ * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process
+ */
+export const CLAIM_LIMITED_SQL: SqlText = (t) => `
+with c as (
+  select id, kind, concurrency_key, priority, available_at from ${t.runs}
+   where status in ('pending', 'waiting')
+     and limited_by is null
+     and available_at <= now()
+     and attempts < max_attempts
+     and kind = any($2::text[])
+     and id <> all($5::uuid[])
+   order by priority desc, available_at
+   limit $3
+   for update skip locked
+), need as (
+  select c.id, c.priority, c.available_at, s.level, s.scope, s.cap
+    from c join ${t.limits} l on l.kind = c.kind
+   cross join lateral (values
+     (1, case when c.concurrency_key is not null then ${keyScope('c.kind', 'c.concurrency_key')} end, l.key_cap),
+     (2, ${kindScope('c.kind')}, l.kind_cap)) s(level, scope, cap)
+   where s.scope is not null and s.cap is not null
+), free as (
+  -- At most as many free slots of a scope as runs here need (ai_slots_free_idx), locked SKIP LOCKED.
+  select f.scope, f.n
+    from (select scope, count(*) as want, max(cap) as cap from need group by scope) w
+   cross join lateral (
+     select sl.scope, sl.n from ${t.slots} sl
+      where sl.scope = w.scope and sl.run_id is null and sl.n <= w.cap
+      order by sl.n
+      limit w.want
+      for update of sl skip locked) f
+), room as (
+  select scope, count(*) as k from free group by scope
+), key_ranked as (
+  select id, scope, row_number() over (partition by scope order by priority desc, available_at, id) as rn
+    from need where level = 1
+), key_full as (
+  select kr.id, kr.scope from key_ranked kr left join room on room.scope = kr.scope
+   where kr.rn > coalesce(room.k, 0)
+), kind_ranked as (
+  select id, scope, row_number() over (partition by scope order by priority desc, available_at, id) as rn
+    from need where level = 2 and id not in (select id from key_full)
+), denied as (
+  select id, scope from key_full
+  union all
+  select kr.id, kr.scope from kind_ranked kr left join room on room.scope = kr.scope
+   where kr.rn > coalesce(room.k, 0)
+), r as (
+  update ${t.runs} r
+     set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,
+         lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+    from c
+   where r.id = c.id and c.id not in (select id from denied)
+  returning r.id, r.kind, r.input, r.epoch, r.cursor, r.attempts, r.max_attempts,
+            r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now
+), held as (
+  update ${t.runs} r set limited_by = d.scope, updated_at = now()
+    from denied d
+   where r.id = d.id
+  returning r.id, r.epoch, d.scope
+), granted as (
+  select n.id, n.scope, row_number() over (partition by n.scope order by n.priority desc, n.available_at, n.id) as rn
+    from need n where n.id not in (select id from denied)
+), take as (
+  update ${t.slots} sl set run_id = r.id, epoch = r.epoch, taken_at = now()
+    from (select scope, n, row_number() over (partition by scope order by n) as rn from free) f
+    join granted g on g.scope = f.scope and g.rn = f.rn
+    join r on r.id = g.id
+   where sl.scope = f.scope and sl.n = f.n
+  returning sl.run_id, sl.scope, sl.n
+), ev as (
+  insert into ${t.events} (run_id, event_type, epoch, payload)
+  select id, 'run.claimed', epoch,
+         jsonb_build_object('workerId', $1::text, 'attempt', attempts)
+         || coalesce((select jsonb_build_object('slots', jsonb_agg(jsonb_build_array(tk.scope::jsonb, tk.n) order by tk.scope))
+                        from take tk where tk.run_id = r.id), '{}'::jsonb)
+    from r
+  union all
+  select id, 'run.limited', epoch, jsonb_build_object('scope', scope::jsonb) from held
+)
+select r.*, h.held_back from (select count(*)::int as held_back from held) h left join r on true`;

@@ -1,0 +1,36 @@
+import type { DurableNames } from '../durable-names';
+
+/**
+ * The scope of a kind's limit (`["triage"]`) and of a key's (`["triage", "tenant-a"]`), as SQL
+ * expressions: a JSON array as text, so no kind or key can make two scopes meet.
+ */
+export const kindScope = (kind: string): string => `jsonb_build_array(${kind})::text`;
+export const keyScope = (kind: string, key: string): string => `jsonb_build_array(${kind}, ${key})::text`;
+
+/**
+ * Two CTEs, `slot_free` and `slot_wake`, for a statement that takes runs out of `running`: the
+ * concurrency slots held by the runs of `from` (a FROM item with their `id` and the `epoch` they held
+ * them at) are freed, and for every slot freed the first run held back on its scope
+ * (ai_runs_limited_idx, in claim order) goes back into the claim index, with a NOTIFY that wakes idle
+ * workers. A run without slots costs one probe of ai_slots_run_idx. Two statements that wake the
+ * same run at once wake one run for two slots; the reconciler's sweep wakes the rest.
+ * @internal
+ */
+export function releaseSlots(t: DurableNames, from: string): string {
+  return `slot_free as (
+  update ${t.slots} sl set run_id = null, epoch = null, taken_at = null
+    from ${from} f
+   where sl.run_id = f.id and sl.epoch = f.epoch
+  returning sl.scope
+), slot_wake as (
+  update ${t.runs} w set limited_by = null, updated_at = now()
+    from (select fs.scope, count(*) as k from slot_free fs group by fs.scope) f
+   cross join lateral (
+     select x.id from ${t.runs} x
+      where x.limited_by = f.scope and x.status in ('pending', 'waiting')
+      order by x.priority desc, x.available_at
+      limit f.k) h
+   where w.id = h.id
+  returning w.id, pg_notify('${t.wakeChannel}', w.kind)
+)`;
+}

@@ -1,0 +1,113 @@
+/**
+ * Concurrency slots as the event trail shows them (docs/FLOW-CONTROL.md): a hold starts at the
+ * `run.claimed` event that lists the slot (the claim statement takes it) and ends at the run's next
+ * event of a statement that takes it out of `running` (that statement frees it). Event ids order
+ * statements that depend on each other (a take sees the free committed), not timestamps
+ * (transaction starts). Shared by the multi-process limits test and the model test's invariants.
+ */
+
+/** Event types written by the statements that take a run out of `running` (and free its slots). */
+export const LEAVES_RUNNING = new Set([
+  'run.succeeded',
+  'run.failed',
+  'run.dead_lettered',
+  'run.cancelled',
+  'run.held',
+  'run.released',
+  'run.retry_scheduled',
+  'run.reconciled',
+  'run.sleeping',
+  'run.waiting_for_signal',
+  'command.approval_requested',
+  'command.in_doubt',
+]);
+
+/** One slot held by one run at one epoch, between two event ids. */
+export interface Hold {
+  runId: string;
+  epoch: number;
+  /** `["kind"]` or `["kind","key"]` (JSON). */
+  scope: string;
+  /** `<scope>#<n>`. */
+  slot: string;
+  n: number;
+  from: number;
+  to: number;
+}
+
+/** An event row as the trail holds it (id and epoch may come back from pg as strings). */
+export interface TrailEvent {
+  id: string | number;
+  run_id: string;
+  event_type: string;
+  epoch: string | number;
+  payload: any;
+}
+
+/** Every hold in the trail (`to` is Infinity for one never ended), in the order the claims were written. */
+export function holdsOf(events: TrailEvent[]): Hold[] {
+  const open = new Map<string, Hold[]>();
+  const holds: Hold[] = [];
+  for (const e of [...events].sort((a, b) => Number(a.id) - Number(b.id))) {
+    const id = Number(e.id);
+    if (e.event_type === 'run.claimed' && e.payload?.slots) {
+      const mine = (e.payload.slots as [string[], number][]).map(([scope, n]) => ({
+        runId: e.run_id,
+        epoch: Number(e.epoch),
+        scope: JSON.stringify(scope),
+        slot: `${JSON.stringify(scope)}#${n}`,
+        n,
+        from: id,
+        to: Infinity,
+      }));
+      open.set(e.run_id, mine);
+      holds.push(...mine);
+    } else if ((LEAVES_RUNNING.has(e.event_type) || e.event_type === 'run.claimed') && open.has(e.run_id)) {
+      for (const h of open.get(e.run_id)!) h.to = id;
+      open.delete(e.run_id);
+    }
+  }
+  return holds;
+}
+
+/** The most holds of `scope` open at once, in event-id order. */
+export function peak(holds: Hold[], scope: string): number {
+  const edges = holds
+    .filter((h) => h.scope === scope)
+    .flatMap((h) => [
+      [h.from, 1],
+      [h.to, -1],
+    ])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let max = 0;
+  for (const [, d] of edges) max = Math.max(max, (now += d));
+  return max;
+}
+
+/**
+ * What the trail shows against the limits: a scope over its cap at some point, a slot numbered above
+ * its cap, a slot with two holders at once, a hold never ended. `capOf` gives a scope's cap.
+ */
+export function slotViolations(holds: Hold[], capOf: (scope: string) => number): string[] {
+  const out: string[] = [];
+  for (const scope of new Set(holds.map((h) => h.scope))) {
+    const most = peak(holds, scope);
+    if (most > capOf(scope))
+      out.push(`slots: ${most} runs of ${scope} held slots at once (cap ${capOf(scope)})`);
+  }
+  const bySlot = new Map<string, Hold[]>();
+  for (const h of holds) bySlot.set(h.slot, [...(bySlot.get(h.slot) ?? []), h]);
+  for (const [slot, hs] of bySlot) {
+    if (hs[0].n > capOf(hs[0].scope))
+      out.push(`slots: ${slot} was taken above the cap ${capOf(hs[0].scope)}`);
+    for (let i = 1; i < hs.length; i++)
+      if (hs[i].from < hs[i - 1].to)
+        out.push(
+          `slots: ${slot} taken by run ${hs[i].runId} (event ${hs[i].from}) while run ${hs[i - 1].runId} held it until event ${hs[i - 1].to}`,
+        );
+  }
+  for (const h of holds.filter((x) => x.to === Infinity))
+    out.push(`slots: run ${h.runId} never freed ${h.slot} (epoch ${h.epoch})`);
+  return out;
+}
