@@ -1,7 +1,8 @@
 /**
  * `npm run chaos:model -- --cases N --seed S [--time-limit-s T] [--no-shrink] [--only REGEX] [--path P]`
  * Runs the model-based property (PostgreSQL: DATABASE_URL or 127.0.0.1:5432), prints every case, and
- * on a violation the shrunk counterexample with its seed; exits 1 then.
+ * on a violation the shrunk counterexample with its seed; exits 1 then. `DURABLE_MODEL_LIMITED=1`: every
+ * case runs the kind with concurrency limits.
  */
 import 'reflect-metadata';
 import { existsSync, readFileSync, rmSync } from 'node:fs';

@@ -17,7 +17,7 @@ import { applyAction, decide, releaseHolder } from './actions';
 import { FaultPlan, ModelWorker } from './faults';
 import { checkInvariants } from './invariants';
 import type { Case, ScheduledAction } from './program';
-import { MODEL_KIND, MODEL_PROVIDERS } from './workflow';
+import { LimitedModelWorkflow, MODEL_KIND, MODEL_LIMITED_KIND, MODEL_PROVIDERS } from './workflow';
 import { resetWorld, World } from './world';
 import { RULES, ruleOf } from './grammar';
 
@@ -64,9 +64,12 @@ function coverageOf(c: Case, runIds: string[], world: World): CaseResult['covera
 
 let bootCount = 0;
 
-async function bootWorker(db: TestSchema): Promise<Booted> {
+const kindOf = (c: Case) => (c.limited ? MODEL_LIMITED_KIND : MODEL_KIND);
+
+/** A worker; `limited`: it also runs the kind with concurrency limits (its claims take slots). */
+async function bootWorker(db: TestSchema, limited = false): Promise<Booted> {
   const id = `model-w${++bootCount}`;
-  const app = await bootApp(db.url, MODEL_PROVIDERS, {
+  const app = await bootApp(db.url, limited ? [...MODEL_PROVIDERS, LimitedModelWorkflow] : MODEL_PROVIDERS, {
     database: { url: db.url, schema: db.schema, poolSize: 4 },
     worker: { concurrency: 4, leaseTtlMs: LEASE_TTL_MS, heartbeatMs: 100, drainTimeoutMs: 0, workerId: id },
     reconciler: { backoffBaseMs: 5, backoffMaxMs: 40 },
@@ -89,7 +92,7 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
   let released = 0;
   const boots: Promise<void>[] = [];
   const addWorker = () => {
-    const b = bootWorker(db).then((w) => {
+    const b = bootWorker(db, c.limited).then((w) => {
       workers.push(w);
       plan.workers.set(w.id, w);
     });
@@ -130,7 +133,7 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
     await Promise.all([addWorker(), addWorker()]);
     setPausePointHook(plan.hook);
     const runs = workers[0].app.get(RunRepository);
-    for (const p of c.programs) runIds.push((await runs.start(MODEL_KIND, p)).run.id);
+    for (const p of c.programs) runIds.push((await runs.start(kindOf(c), p)).run.id);
     for (const a of c.actions) if (a.moment.at === 'start') await apply(a);
     const stuck = await drive(c, workers, runIds, plan, applied, apply, live, addWorker);
     await Promise.all(boots);
@@ -145,6 +148,21 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
     violations.push(...replayCheckProblems(runIds));
     if (violations.length) await dumpFailure(c, runIds, workers[0].app, violations);
     const coverage = coverageOf(c, runIds, world);
+    if (c.limited) {
+      const { n } = (
+        await db.query(
+          `select count(*)::int as n from ai_events where event_type = 'run.limited' and run_id = any($1)`,
+          [runIds],
+        )
+      )[0];
+      for (const [key, hit] of [
+        ['limits: a case of the limited kind', true],
+        ['limits: a run held back by a full limit', n > 0],
+      ] as const) {
+        const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
+        if (hit) coverage.set(key, { ran: x.ran + 1, replayed: x.replayed + 1 });
+      }
+    }
     // Faults that fired, by kind (a drain counts only when the call it held was in flight).
     c.faults.forEach((f, i) => {
       if (!plan.fired[i]) return;
@@ -174,7 +192,7 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
     plan.releaseAll();
     if (!stuck.length) {
       // On a worker of its own: the case's workers may still hold what its faults froze.
-      const fresh = await bootWorker(db);
+      const fresh = await bootWorker(db, c.limited);
       workers.push(fresh);
       violations.push(...(await againWithoutFaults(c, views, fresh, runIds)));
     }
@@ -226,7 +244,7 @@ function replayCheckProblems(runIds: string[]): string[] {
 async function againWithoutFaults(c: Case, views: RunView[], w: Booted, runIds: string[]): Promise<string[]> {
   const runs = w.app.get(RunRepository);
   const twins: string[] = [];
-  for (const p of c.programs) twins.push((await runs.start(MODEL_KIND, p)).run.id);
+  for (const p of c.programs) twins.push((await runs.start(kindOf(c), p)).run.id);
   for (const a of c.actions)
     if (a.action.a === 'signal') await applyAction(w.app, twins[a.run], c.programs[a.run], a.action);
   const worker = w.app.get(DurableWorker);

@@ -8,6 +8,8 @@ import type { FaultPlan } from './faults';
 import type { Case, Program } from './program';
 import { checkRecord, Rows } from './record-checks';
 import type { FakeVendor, World } from './world';
+import { holdsOf, slotViolations } from '../helpers/slot-holds';
+import { MODEL_LIMITS } from './workflow';
 
 const STEP_NAMES = ['compute_step', 'model_step', 'tool_step'];
 
@@ -35,6 +37,13 @@ export async function checkInvariants(
   out.push(...checkEffects(world, rows, short));
   runIds.forEach((id, r) => out.push(...checkConsumers(world, rows, id, c.programs[r], short(id))));
   out.push(...checkReExecutions(world, plan, short));
+  // Concurrency limits, from the statements that take and free slots (test/helpers/slot-holds.ts).
+  const holds = holdsOf(rows.events);
+  if (!c.limited && holds.length)
+    out.push(`slots: ${holds.length} slots taken by runs of a kind without limits`);
+  out.push(
+    ...slotViolations(holds, (s) => (JSON.parse(s).length === 1 ? MODEL_LIMITS.kind : MODEL_LIMITS.key)),
+  );
   // A value drawn inside a command body is the same on every send of its key.
   for (const [key, values] of world.drawn)
     if (values.size > 1)

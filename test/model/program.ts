@@ -37,6 +37,8 @@ export type Op =
 
 export interface Program {
   ops: Op[];
+  /** In a case with limits: the run's concurrency key (the limited kind allows one run per key). */
+  key?: string;
 }
 
 /** When an outside action is applied: right after start, after n driver rounds, or during a hold. */
@@ -97,6 +99,8 @@ export interface Case {
   programs: Program[];
   actions: ScheduledAction[];
   faults: Fault[];
+  /** The runs are of the kind with concurrency limits (MODEL_LIMITS), each with its `key`. */
+  limited?: boolean;
 }
 
 const stepKind = fc.constantFrom<StepKind>('compute', 'model', 'tool');
@@ -233,10 +237,29 @@ function toCase(
   return { programs, faults, actions };
 }
 
+/** One case in four has limits: up to 3 runs of the limited kind, each with a key of three. */
+const limitsArb = fc.oneof(
+  // DURABLE_MODEL_LIMITED=1: every case (hunting a defect of the limits).
+  { arbitrary: fc.constant(null), weight: process.env.DURABLE_MODEL_LIMITED === '1' ? 0 : 3 },
+  { arbitrary: fc.array(fc.constantFrom('a', 'b', 'c'), { minLength: 3, maxLength: 3 }), weight: 1 },
+);
+
 export const caseArb: fc.Arbitrary<Case> = fc
   .record({
-    programs: fc.array(programArb, { minLength: 1, maxLength: 2 }),
+    programs: fc.array(programArb, { minLength: 1, maxLength: 3 }),
     faults: fc.array(faultArb, { maxLength: 3 }),
     extra: fc.array(extraArb, { maxLength: 3 }),
+    keys: limitsArb,
   })
-  .map(({ programs, faults, extra }) => toCase(programs, faults, extra));
+  .map(({ programs, faults, extra, keys }) =>
+    keys
+      ? {
+          ...toCase(
+            programs.map((p, i) => ({ ...p, key: keys[i] })),
+            faults,
+            extra,
+          ),
+          limited: true,
+        }
+      : toCase(programs.slice(0, 2), faults, extra),
+  );

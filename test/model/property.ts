@@ -122,7 +122,8 @@ export function describeCase(c: Case): string {
     return `${o.id}:now+uuid`;
   };
   return [
-    ...c.programs.map((p, i) => `  run#${i}: ${p.ops.map(op).join(' ; ')}`),
+    ...(c.limited ? ['  kind with limits (2 at once, 1 per key)'] : []),
+    ...c.programs.map((p, i) => `  run#${i}${p.key ? ` [key ${p.key}]` : ''}: ${p.ops.map(op).join(' ; ')}`),
     ...c.actions.map(
       (a) => `  action run#${a.run} ${JSON.stringify(a.action)} at ${JSON.stringify(a.moment)}`,
     ),

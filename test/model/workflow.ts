@@ -358,4 +358,17 @@ export class ModelWorkflow {
   }
 }
 
+/** The kind of the cases with limits, and its caps. */
+export const MODEL_LIMITED_KIND = 'model-limited';
+export const MODEL_LIMITS = { kind: 2, key: 1 };
+
+/** The same interpreter under concurrency limits: 2 runs of the kind at once, 1 per key. */
+@DurableWorkflow(MODEL_LIMITED_KIND, {
+  maxAttempts: 8,
+  concurrency: MODEL_LIMITS.kind,
+  concurrencyKey: (p: Program) => p.key,
+  perKeyConcurrency: MODEL_LIMITS.key,
+})
+export class LimitedModelWorkflow extends ModelWorkflow {}
+
 export const MODEL_PROVIDERS = [ModelSteps, ModelCommands, ModelWorkflow];
