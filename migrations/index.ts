@@ -8,6 +8,7 @@ import { RunResultNotify1764800000000 } from './1764800000000-run-result-notify'
 import { AdminSessions1764900000000 } from './1764900000000-admin-sessions';
 import { WorkerPresence1765000000000 } from './1765000000000-worker-presence';
 import { ConcurrencyLimits1765100000000 } from './1765100000000-concurrency-limits';
+import { Schedules1765200000000 } from './1765200000000-schedules';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -18,6 +19,7 @@ export {
   AdminSessions1764900000000,
   WorkerPresence1765000000000,
   ConcurrencyLimits1765100000000,
+  Schedules1765200000000,
 };
 
 /**
@@ -35,6 +37,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   AdminSessions1764900000000,
   WorkerPresence1765000000000,
   ConcurrencyLimits1765100000000,
+  Schedules1765200000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

@@ -2,6 +2,8 @@
 export const DURABLE_EXECUTION_OPTIONS = Symbol('durable-execution:options');
 /** Metadata key set by `@DurableWorkflow`. */
 export const WORKFLOW_METADATA = 'durable-execution:workflow';
+/** Metadata key of `@DurableCron` (a list of schedules on a workflow class). */
+export const CRON_METADATA = 'durable-execution:cron';
 /** Metadata key set by `@DurableStep`. */
 export const STEP_METADATA = 'durable-execution:step';
 /** Metadata key set by `@IdempotentCommand`. */

@@ -27,6 +27,9 @@ import { RunStateStore } from './store/run-state/run-state.store';
 import { CommandStore } from './store/command.store';
 import { ExpiredLeaseStore } from './store/expired-leases.store';
 import { LimitsStore } from './store/limits.store';
+import { ScheduleStore } from './store/schedules.store';
+import { ScheduleRunner } from './maintenance/schedule-runner.service';
+import { DurableSchedules } from './api/durable-schedules.service';
 import { WorkerLimits } from './engine/worker-limits';
 import { RunControlStore } from './store/run-control.store';
 import { RunEndListener } from './store/run-end-listener';
@@ -71,6 +74,9 @@ import { RunStatsReader } from './store/run-stats.reader';
     ExpiredLeaseStore,
     LimitsStore,
     WorkerLimits,
+    ScheduleStore,
+    ScheduleRunner,
+    DurableSchedules,
     RunStatsReader,
     WorkerPresenceStore,
     WorkerPresence,
@@ -83,6 +89,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     CheckpointService,
     CommandGateway,
     LeaseService,
+    DurableSchedules,
     DurableRegistry,
     DurableWorker,
     Reconciler,

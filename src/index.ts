@@ -26,11 +26,14 @@ export type { RedactHook, RedactKey, RedactSurface } from './options/redact';
 
 // Writing workflows: decorators, the run context, commands.
 export { DurableWorkflow } from './decorators/durable-workflow.decorator';
+export { DurableCron } from './decorators/durable-cron.decorator';
+export type { ScheduledRunInput } from './decorators/durable-cron.decorator';
 export { DurableStep } from './decorators/durable-step.decorator';
 export { IdempotentCommand } from './decorators/idempotent-command.decorator';
 export type {
   DurableStepOptions,
   DurableWorkflowOptions,
+  DurableCronOptions,
   StepKind,
 } from './interfaces/step-options.interface';
 export { RunContext } from './engine/run-context';
@@ -65,6 +68,8 @@ export { CommandGateway } from './api/command-gateway.service';
 export { CheckpointService } from './api/checkpoint.service';
 export type { StepOutput, StepRef } from './api/checkpoint.service';
 export { LeaseService } from './api/lease.service';
+export { DurableSchedules } from './api/durable-schedules.service';
+export type { ScheduleView } from './api/durable-schedules.service';
 export type { RunLeaseView, WorkerReleaseResult } from './interfaces/lease.interface';
 export type { CommandView } from './interfaces/command.interface';
 export { RUN_STATUSES, TERMINAL_STATUSES } from './interfaces/run.interface';

@@ -18,6 +18,8 @@ export const DURABLE_JOB_NAMES = {
   reconciler: 'durable-execution:reconciler',
   /** The worker's presence row, renewed on `worker.presenceIntervalMs` (which kinds it serves). */
   presence: 'durable-execution:worker-presence',
+  /** `@DurableCron` schedules fired (every second, where the reconciler runs). */
+  schedules: 'durable-execution:schedules',
   /** Retention's sweep (`DurableRetentionModule`: `intervalMs` or `cron`). */
   retention: 'durable-execution:retention',
 } as const;

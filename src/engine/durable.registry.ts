@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DuplicateRegistrationError } from '../errors/duplicate-registration.error';
-import type { WorkflowMetadata } from '../interfaces/step-options.interface';
+import { CRON_METADATA } from '../durable-execution.constants';
+import type { CronMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
 import type { RunContext } from './run-context';
 
 /** A workflow class instance as the registry holds it. */
@@ -38,6 +39,12 @@ export class DurableRegistry {
   /** The workflow registered for `kind`, if any. */
   getWorkflow(kind: string): RegisteredWorkflow | undefined {
     return this.workflows.get(kind);
+  }
+
+  /** The `@DurableCron` schedules of the workflow registered for `kind` (none: []). @internal */
+  cronSchedules(kind: string): CronMetadata[] {
+    const metatype = this.workflows.get(kind)?.metatype as object | undefined;
+    return ((metatype && Reflect.getMetadata(CRON_METADATA, metatype)) as CronMetadata[] | undefined) ?? [];
   }
 
   /** Every registered workflow kind. */

@@ -9,7 +9,7 @@ type PayloadKeys<T> = T extends unknown ? keyof T & string : never;
  * compares the payloads stored on real runs with it, another test compares it with docs/EVENTS.md.
  */
 export const DURABLE_EVENT_PAYLOAD_KEYS = {
-  'run.created': ['kind', 'idempotencyKey', 'traceparent'],
+  'run.created': ['kind', 'idempotencyKey', 'traceparent', 'schedule', 'scheduledAt'],
   'run.claimed': ['workerId', 'attempt', 'slots'],
   'run.limited': ['scope'],
   'step.started': ['step', 'name'],

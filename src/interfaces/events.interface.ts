@@ -38,7 +38,14 @@ export interface NotSent {
  */
 export interface DurableEventPayloads {
   /** `RunRepository.start()` stored a new run (not written when the idempotency key already had one). */
-  'run.created': { kind: string; idempotencyKey: string | null; traceparent?: string };
+  'run.created': {
+    kind: string;
+    idempotencyKey: string | null;
+    traceparent?: string;
+    /** A run a `@DurableCron` tick started: the schedule's name and the tick (ISO). */
+    schedule?: string;
+    scheduledAt?: string;
+  };
   /** A worker claimed the run; the event's epoch is the new one. `attempt` counts claims without progress. */
   'run.claimed': {
     workerId: string;

@@ -37,6 +37,31 @@ export interface DurableWorkflowOptions {
   perKeyConcurrency?: number;
 }
 
+/** Options of `@DurableCron`. */
+export interface DurableCronOptions {
+  /** The schedule's name, unique in the database (default: the workflow's kind). */
+  name?: string;
+  /** IANA time zone the cron expression is read in (default `'UTC'`). */
+  timezone?: string;
+  /** Input of every run (a JSON object); the run also gets `schedule` and `scheduledAt`. */
+  input?: Record<string, unknown>;
+  /**
+   * Ticks missed while no process fired them (every pod down): `'latest'` (default) starts one run,
+   * for the latest missed tick; `'all'` one run per missed tick (at most 100 at once); `'skip'` none
+   * (a tick fires only within a minute after it is due).
+   */
+  catchUp?: 'latest' | 'all' | 'skip';
+  /** A tick whose schedule's previous run has not ended: `'allow'` (default) starts it, `'skip'` does not. */
+  overlap?: 'allow' | 'skip';
+}
+
+/** A schedule as `@DurableCron` records it on the class. @internal */
+export interface CronMetadata extends Required<Omit<DurableCronOptions, 'name' | 'input'>> {
+  name?: string;
+  input: Record<string, unknown>;
+  cron: string;
+}
+
 /** Metadata recorded by `@DurableStep`. @internal */
 export interface StepMetadata {
   name: string;

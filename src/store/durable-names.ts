@@ -29,6 +29,8 @@ export interface DurableNames {
   readonly limits: string;
   /** Concurrency slots: one row per slot of a kind or key, held by (run, epoch) (`ai_slots`). */
   readonly slots: string;
+  /** Durable cron schedules (`ai_schedules`). */
+  readonly schedules: string;
   /** The module's own migrations table (`ai_migrations`), qualified as the tables are. */
   readonly migrations: string;
   /** NOTIFY channel that wakes idle workers of this schema. */
@@ -86,6 +88,7 @@ export function durableNames(schema?: string): DurableNames {
     workers: `${prefix}ai_workers`,
     limits: `${prefix}ai_limits`,
     slots: `${prefix}ai_slots`,
+    schedules: `${prefix}ai_schedules`,
     migrations: `${prefix}ai_migrations`,
     wakeChannel: own === undefined ? WAKE_CHANNEL : scoped(WAKE_CHANNEL, '_', own),
     doneChannel: own === undefined ? DONE_CHANNEL : scoped(DONE_CHANNEL, '_', own),

@@ -3,7 +3,7 @@ import { DEFAULT_NAMES, DurableNames } from './durable-names';
 import { DURABLE_TABLES } from './run-migrations';
 
 /** Tables later migrations add. */
-const LATER_TABLES = ['ai_admin_sessions', 'ai_workers', 'ai_limits', 'ai_slots'] as const;
+const LATER_TABLES = ['ai_admin_sessions', 'ai_workers', 'ai_limits', 'ai_slots', 'ai_schedules'] as const;
 
 /** Columns later migrations add (table, column): one missing means the schema is behind. */
 const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [

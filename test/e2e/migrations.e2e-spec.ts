@@ -35,6 +35,7 @@ const TABLES = [
   'ai_workers',
   'ai_limits',
   'ai_slots',
+  'ai_schedules',
 ];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
 

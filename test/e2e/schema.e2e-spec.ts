@@ -34,6 +34,7 @@ const TABLES = [
   'ai_limits',
   'ai_migrations',
   'ai_runs',
+  'ai_schedules',
   'ai_signals',
   'ai_slots',
   'ai_workers',

@@ -13,7 +13,7 @@
 #     every request-time code;
 #   - a worker process (the workflow registered) finishes it: the run is polled to 'succeeded';
 #   - in both processes the app's interval ticks about once per 100 ms (7-13 ticks in 1 s, not twice),
-#     and the worker process lists the module's jobs (worker poll, reconciler, worker presence) in its SchedulerRegistry;
+#     and the worker process lists the module's jobs (worker poll, reconciler, schedules, worker presence) in its SchedulerRegistry;
 #   - on the app-migrated database, a boot with the module's migrationsRun left true fails fast with
 #     DURABLE_SCHEMA_CONFLICT;
 #   - the app's own jest test (app/test/) skips a 24 h sleep and a 3-day signal timeout with the
@@ -128,7 +128,7 @@ scenario() { # app-dir label migrations-mode
   [[ "$proc_line" == "READY worker ticks="* ]] || { cat "$proc_log" >&2; fail "$label/$mode: the worker process did not boot: $proc_line"; }
   local worker=$proc_pid rest="${proc_line#READY worker ticks=}"
   local worker_ticks="${rest%% *}" jobs="${rest#* jobs=}"
-  [ "$jobs" = "durable-execution:reconciler,durable-execution:worker-poll,durable-execution:worker-presence" ] ||
+  [ "$jobs" = "durable-execution:reconciler,durable-execution:schedules,durable-execution:worker-poll,durable-execution:worker-presence" ] ||
     fail "$label/$mode: the module's jobs in the app's SchedulerRegistry are '$jobs'"
   ticks_ok "$worker_ticks" "$label/$mode worker process"
   local status=""

@@ -1,0 +1,162 @@
+import { Injectable } from '@nestjs/common';
+import { DurableDatabase } from './durable-database';
+import type { SqlText } from './durable-names';
+
+/** A schedule as the database holds it. */
+export interface ScheduleRow {
+  name: string;
+  kind: string;
+  cron: string;
+  timezone: string;
+  input: Record<string, unknown>;
+  catchUp: 'latest' | 'all' | 'skip';
+  overlap: 'allow' | 'skip';
+  nextAt: Date;
+  lastAt: Date | null;
+  lastKey: string | null;
+  paused: boolean;
+}
+
+/** A schedule as a process that registers it declares it; `nextAt`: its first tick after the database's now. */
+export type DeclaredSchedule = Omit<ScheduleRow, 'lastAt' | 'lastKey' | 'paused'>;
+
+/**
+ * Upserts one schedule of this process's code. Its next tick moves only when its cron or time zone
+ * changed (else it keeps the tick it was waiting for). $1 name … $8 next tick if new or changed
+ */
+const DECLARE_SQL: SqlText = (t) => `
+insert into ${t.schedules} as s (name, kind, cron, timezone, input, catch_up, overlap, next_at)
+values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)
+on conflict (name) do update
+   set kind = excluded.kind, cron = excluded.cron, timezone = excluded.timezone, input = excluded.input,
+       catch_up = excluded.catch_up, overlap = excluded.overlap, updated_at = now(),
+       next_at = case when s.cron is distinct from excluded.cron or s.timezone is distinct from excluded.timezone
+                      then excluded.next_at else s.next_at end`;
+
+/** Schedules of the kinds this process registers that its code no longer declares. $1 kinds, $2 names */
+const FORGET_SQL: SqlText = (t) =>
+  `delete from ${t.schedules} where kind = any($1::text[]) and name <> all($2::text[])`;
+
+/** Schedules whose next tick is due, by the database clock. */
+const DUE_SQL: SqlText = (t) => `
+select *, now() as db_now from ${t.schedules} where not paused and next_at <= now() order by next_at limit 50`;
+
+/**
+ * Fires one schedule's due ticks in one statement: locks its row (SKIP LOCKED: another process is firing
+ * it) while it still waits for the tick this process read ($2), inserts a run per tick to fire (unless
+ * the overlap policy says the last one is still going), each keyed `cron:<name>:<tick>` (a tick gives
+ * one run whatever happens), with its `run.created` event, and moves the row to its next tick ($3).
+ * $1 name, $2 next tick read, $3 next tick after now, $4 keys, $5 inputs (JSON text), $6 ticks,
+ * $7 max attempts, $8 wake channel
+ */
+const FIRE_SQL: SqlText = (t) => `
+with cur as (
+  select * from ${t.schedules} where name = $1 and next_at = $2 and not paused for update skip locked
+), busy as (
+  select exists (select 1 from ${t.runs} r join cur on r.idempotency_key = cur.last_key
+                  where r.status not in ('succeeded', 'failed', 'cancelled', 'dead_lettered')) as b
+), fire as (
+  select f.key, f.input::jsonb as input, f.at
+    from cur, unnest($4::text[], $5::text[], $6::timestamptz[]) as f(key, input, at)
+   where cur.overlap = 'allow' or not (select b from busy)
+), ins as (
+  insert into ${t.runs} (kind, input, idempotency_key, max_attempts)
+  select cur.kind, fire.input, fire.key, $7 from cur, fire
+  on conflict (idempotency_key) do nothing
+  returning id, kind, idempotency_key, input
+), ev as (
+  insert into ${t.events} (run_id, event_type, epoch, payload)
+  select id, 'run.created', 0, jsonb_build_object('kind', kind, 'idempotencyKey', idempotency_key,
+                                                  'schedule', $1::text, 'scheduledAt', input->'scheduledAt')
+    from ins
+), moved as (
+  update ${t.schedules} s set next_at = $3, updated_at = now(),
+         last_at = coalesce((select max(at) from fire), s.last_at),
+         last_key = coalesce((select key from fire order by at desc limit 1), s.last_key)
+    from cur where s.name = cur.name
+  returning s.name
+)
+select (select count(*) from moved)::int as moved, (select count(*) from fire)::int as fired,
+       (select count(*) from ins)::int as started, (select count(pg_notify($8, kind)) from ins)::int as woke`;
+
+const LIST_SQL: SqlText = (t) => `select * from ${t.schedules} order by name`;
+
+/** Pauses ($2 true) or resumes a schedule; a resume waits for its next tick after now ($3). $1 name */
+const PAUSE_SQL: SqlText = (t) => `
+update ${t.schedules} set paused = $2, next_at = case when $2 then next_at else $3 end, updated_at = now()
+ where name = $1 returning *`;
+
+const toRow = (r: Record<string, any>): ScheduleRow => ({
+  name: r.name,
+  kind: r.kind,
+  cron: r.cron,
+  timezone: r.timezone,
+  input: r.input,
+  catchUp: r.catch_up,
+  overlap: r.overlap,
+  nextAt: r.next_at,
+  lastAt: r.last_at,
+  lastKey: r.last_key,
+  paused: r.paused,
+});
+
+/** Durable cron schedules (`ai_schedules`), off the run path. @internal */
+@Injectable()
+export class ScheduleStore {
+  constructor(private readonly db: DurableDatabase) {}
+
+  /** The database's clock. */
+  async now(): Promise<Date> {
+    return (await this.db.query('select now() as now', [])).rows[0].now;
+  }
+
+  /** Declares the schedules of the kinds this process registers, and forgets those its code dropped. */
+  async declare(kinds: string[], schedules: DeclaredSchedule[]): Promise<void> {
+    for (const s of schedules)
+      await this.db.query(DECLARE_SQL, [
+        s.name,
+        s.kind,
+        s.cron,
+        s.timezone,
+        JSON.stringify(s.input),
+        s.catchUp,
+        s.overlap,
+        s.nextAt,
+      ]);
+    await this.db.query(FORGET_SQL, [kinds, schedules.map((s) => s.name)]);
+  }
+
+  async due(): Promise<Array<ScheduleRow & { dbNow: Date }>> {
+    const { rows } = await this.db.query(DUE_SQL, []);
+    return rows.map((r) => ({ ...toRow(r), dbNow: r.db_now }));
+  }
+
+  /** Fires the ticks of a due schedule (see FIRE_SQL); how many runs it started, and whether it moved. */
+  async fire(
+    s: ScheduleRow,
+    nextAt: Date,
+    ticks: Array<{ key: string; input: string; at: Date }>,
+    maxAttempts: number,
+  ): Promise<{ moved: boolean; started: number }> {
+    const { rows } = await this.db.query(FIRE_SQL, [
+      s.name,
+      s.nextAt,
+      nextAt,
+      ticks.map((x) => x.key),
+      ticks.map((x) => x.input),
+      ticks.map((x) => x.at),
+      maxAttempts,
+      this.db.names.wakeChannel,
+    ]);
+    return { moved: rows[0].moved === 1, started: rows[0].started };
+  }
+
+  async list(): Promise<ScheduleRow[]> {
+    return (await this.db.query(LIST_SQL, [])).rows.map(toRow);
+  }
+
+  async setPaused(name: string, paused: boolean, nextAt: Date | null): Promise<ScheduleRow | null> {
+    const { rows } = await this.db.query(PAUSE_SQL, [name, paused, nextAt]);
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+}

@@ -1,0 +1,185 @@
+import { INestApplication } from '@nestjs/common';
+import { DurableCron, DurableSchedules, DurableWorkflow, RunRepository, ScheduledRunInput } from '../../src';
+import { DurableUsageError } from '../../src/errors/durable-usage.error';
+import { InvalidArgumentError } from '../../src/errors/invalid-argument.error';
+import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
+import { nextTick } from '../../src/util/cron-ticks';
+import { bootApp } from '../helpers/app';
+import { createTestDatabase, TestDatabase } from '../helpers/database';
+
+@DurableCron('* * * * * *', { name: 'every-second', input: { region: 'eu' } })
+@DurableWorkflow('tick-every')
+class EverySecond {
+  async run(input: ScheduledRunInput) {
+    return input.scheduledAt;
+  }
+}
+
+@DurableCron('* * * * * *', { name: 'catch-all', catchUp: 'all' })
+@DurableWorkflow('tick-all')
+class CatchAll {
+  async run() {
+    return 1;
+  }
+}
+
+@DurableCron('* * * * * *', { name: 'catch-latest' })
+@DurableWorkflow('tick-latest')
+class CatchLatest {
+  async run() {
+    return 1;
+  }
+}
+
+@DurableCron('0 0 1 1 *', { name: 'catch-skip', catchUp: 'skip', timezone: 'Europe/Berlin' })
+@DurableWorkflow('tick-skip')
+class CatchSkip {
+  async run() {
+    return 1;
+  }
+}
+
+@DurableCron('* * * * * *', { name: 'no-overlap', overlap: 'skip' })
+@DurableWorkflow('tick-overlap')
+class NoOverlap {
+  async run() {
+    return 1;
+  }
+}
+
+/** Durable cron schedules in one process, its ticks driven by the test (the multi-process proof: workers-schedules). */
+describe('@DurableCron schedules', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let runner: ScheduleRunner;
+  let schedules: DurableSchedules;
+  let runs: RunRepository;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('cron');
+    app = await bootApp(db.url, [EverySecond, CatchAll, CatchLatest, CatchSkip, NoOverlap]);
+    runner = app.get(ScheduleRunner);
+    schedules = app.get(DurableSchedules);
+    runs = app.get(RunRepository);
+    await runner.tick(); // declares them
+    for (const name of ['catch-all', 'catch-latest', 'no-overlap']) await schedules.pause(name);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  const runsOf = (kind: string) =>
+    db.query(`select idempotency_key, input from ai_runs where kind = $1 order by idempotency_key`, [kind]);
+  /** Moves a schedule's next tick `seconds` before the database's now, on a whole second. */
+  const missSince = (name: string, seconds: number) =>
+    db.query(
+      `update ai_schedules set next_at = date_trunc('second', now()) - make_interval(secs => $2), paused = false where name = $1`,
+      [name, seconds],
+    );
+
+  it('declares each schedule with its next tick, by the database clock', async () => {
+    const list = await schedules.list();
+    expect(list.map((s) => s.name)).toEqual([
+      'catch-all',
+      'catch-latest',
+      'catch-skip',
+      'every-second',
+      'no-overlap',
+    ]);
+    const every = list.find((s) => s.name === 'every-second')!;
+    const now = (await db.query(`select now() as now`))[0].now as Date;
+    expect(every).toMatchObject({ kind: 'tick-every', cron: '* * * * * *', timezone: 'UTC', paused: false });
+    expect(every.nextAt.getTime() - now.getTime()).toBeLessThanOrEqual(1000);
+    // New Year in Berlin, in UTC.
+    expect(list.find((s) => s.name === 'catch-skip')!.nextAt).toEqual(
+      nextTick('0 0 1 1 *', 'Europe/Berlin', now),
+    );
+  });
+
+  it('every tick starts one run, keyed by its tick, with the schedule in its input and trail', async () => {
+    const t0 = Date.now();
+    while (Date.now() - t0 < 3300) {
+      await runner.tick();
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    const fired = await runsOf('tick-every');
+    expect(fired.length).toBeGreaterThanOrEqual(3);
+    expect(fired.length).toBeLessThanOrEqual(5);
+    const ticks = fired
+      .map((r: any) => Date.parse(r.input.scheduledAt))
+      .sort((a: number, b: number) => a - b);
+    for (let i = 1; i < ticks.length; i++) expect(ticks[i] - ticks[i - 1]).toBe(1000); // none missed
+    for (const r of fired) {
+      expect(r.idempotency_key).toBe(`cron:every-second:${r.input.scheduledAt}`);
+      expect(r.input).toMatchObject({ region: 'eu', schedule: 'every-second' });
+    }
+    const created = await db.query(
+      `select e.payload from ai_events e join ai_runs r on r.id = e.run_id
+        where r.kind = 'tick-every' and e.event_type = 'run.created' limit 1`,
+    );
+    expect(created[0].payload).toMatchObject({ kind: 'tick-every', schedule: 'every-second' });
+    const every = (await schedules.list()).find((s) => s.name === 'every-second')!;
+    expect(every.lastRunKey).toBe(
+      fired
+        .map((r: any) => r.idempotency_key)
+        .sort()
+        .at(-1),
+    );
+  });
+
+  it("catchUp 'all' starts a run for every missed tick, 'latest' one, 'skip' none past a minute", async () => {
+    await missSince('catch-all', 5);
+    await missSince('catch-latest', 5);
+    await db.query(`update ai_schedules set next_at = '2026-01-01T00:00:00+01' where name = 'catch-skip'`);
+    await runner.tick();
+    expect((await runsOf('tick-all')).length).toBeGreaterThanOrEqual(6); // -5 s … now
+    expect((await runsOf('tick-latest')).length).toBe(1);
+    expect(await runsOf('tick-skip')).toEqual([]);
+    const skip = (await schedules.list()).find((s) => s.name === 'catch-skip')!;
+    const now = (await db.query(`select now() as now`))[0].now as Date;
+    expect(skip.nextAt).toEqual(nextTick('0 0 1 1 *', 'Europe/Berlin', now));
+    for (const name of ['catch-all', 'catch-latest']) await schedules.pause(name);
+  });
+
+  it("overlap 'skip': no run while the last one has not ended", async () => {
+    await missSince('no-overlap', 0);
+    await runner.tick();
+    expect(await runsOf('tick-overlap')).toHaveLength(1); // pending: no worker here
+    await missSince('no-overlap', 0);
+    await runner.tick();
+    expect(await runsOf('tick-overlap')).toHaveLength(1);
+    const { idempotency_key } = (await runsOf('tick-overlap'))[0];
+    const [run] = (await runs.list({ kind: 'tick-overlap' })).items;
+    await runs.cancel(run.id);
+    await new Promise((r) => setTimeout(r, 1100)); // a tick of its own (the first one's second is taken)
+    await missSince('no-overlap', 0);
+    await runner.tick();
+    const after = await runsOf('tick-overlap');
+    expect(after).toHaveLength(2);
+    expect(after.map((r: any) => r.idempotency_key)).toContain(idempotency_key);
+  });
+
+  it('pause stops the ticks; resume fires from the next tick after now, not the missed ones', async () => {
+    const paused = await schedules.pause('every-second');
+    expect(paused.paused).toBe(true);
+    const before = (await runsOf('tick-every')).length;
+    await new Promise((r) => setTimeout(r, 1200));
+    await runner.tick();
+    expect(await runsOf('tick-every')).toHaveLength(before);
+    const resumed = await schedules.resume('every-second');
+    expect(resumed.paused).toBe(false);
+    expect(resumed.nextAt.getTime()).toBeGreaterThan(Date.now() - 1000);
+    await runner.tick();
+    expect((await runsOf('tick-every')).length).toBeLessThanOrEqual(before + 1);
+    await expect(schedules.pause('nope')).rejects.toThrow(InvalidArgumentError);
+  });
+
+  it('refuses a bad schedule where it is declared, naming the field', () => {
+    expect(() => DurableCron('not a cron')).toThrow(DurableUsageError);
+    expect(() => DurableCron('* * * * *', { timezone: 'Mars/Base' })).toThrow(/timezone must be an IANA/);
+    expect(() => DurableCron('* * * * *', { catchUp: 'some' as never })).toThrow(/catchUp must be/);
+    expect(() => DurableCron('* * * * *', { overlap: 'queue' as never })).toThrow(/overlap must be/);
+    expect(() => DurableCron('* * * * *', { input: [] as never })).toThrow(/input must be a JSON object/);
+  });
+});
