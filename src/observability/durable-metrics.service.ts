@@ -91,6 +91,52 @@ export class DurableMetrics implements OnModuleInit, OnModuleDestroy {
       },
       ['workflow'],
     );
+    gauge(
+      'queue_depth_by_kind',
+      'Runs due now and not yet claimed, by kind.',
+      (g, s) => {
+        g.reset();
+        for (const [kind, d] of Object.entries(s.dueByKind)) g.set({ workflow: kind }, d.queueDepth);
+      },
+      ['workflow'],
+    );
+    gauge(
+      'queue_oldest_due_age_seconds_by_kind',
+      'How long the oldest due run of each kind has waited.',
+      (g, s) => {
+        g.reset();
+        for (const [kind, d] of Object.entries(s.dueByKind))
+          g.set({ workflow: kind }, d.oldestDueAgeMs / 1000);
+      },
+      ['workflow'],
+    );
+    gauge(
+      'runs_held_back',
+      'Due runs held back because a concurrency limit is full, by scope (["kind"] or ["kind","key"]).',
+      (g, s) => {
+        g.reset();
+        for (const [scope, n] of Object.entries(s.heldBack)) g.set({ scope }, n);
+      },
+      ['scope'],
+    );
+    gauge(
+      'schedule_next_tick_timestamp_seconds',
+      'The next tick of each @DurableCron schedule (Unix time; database clock).',
+      (g, s) => {
+        g.reset();
+        for (const x of s.schedules) g.set({ schedule: x.name }, Date.parse(x.nextAt) / 1000);
+      },
+      ['schedule'],
+    );
+    gauge(
+      'schedule_last_tick_timestamp_seconds',
+      'The last tick each @DurableCron schedule started a run for (Unix time).',
+      (g, s) => {
+        g.reset();
+        for (const x of s.schedules) if (x.lastAt) g.set({ schedule: x.name }, Date.parse(x.lastAt) / 1000);
+      },
+      ['schedule'],
+    );
     gauge('commands_in_doubt', 'Commands whose outcome a crash hid, not yet settled.', (g, s) =>
       g.set(s.inDoubtCommands),
     );

@@ -3,26 +3,40 @@ import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
 
 /**
+ * Due and claimable: the claim query's conditions, and the predicate of its partial index
+ * ai_runs_claim_idx (a run held back by a concurrency limit waits for a slot, not for a worker).
+ */
+const DUE = `status in ('pending', 'waiting') and limited_by is null and available_at <= now() and attempts < max_attempts`;
+
+/**
  * The operator's numbers in one round trip, read at scrape or page time, never on the hot path: runs by
  * status (a full count: O(ai_runs), which is why metrics cache it for a few seconds), in-doubt commands
  * (served by the partial index ai_commands_unsettled_idx), and the due backlog, read through the claim
- * index ai_runs_claim_idx with the claim query's own conditions, so "due" means what a worker would claim;
- * of those, by kind, the ones no live worker serves (no unexpired `ai_workers` row lists the kind).
+ * index ai_runs_claim_idx with the claim query's own conditions, so "due" means what a worker would claim
+ * (in all and by kind); of those, by kind, the ones no live worker serves (no unexpired `ai_workers` row
+ * lists the kind); runs held back by a full concurrency limit, by scope (ai_runs_limited_idx); and the
+ * schedules with their ticks.
  */
 export const RUN_STATS_SQL: SqlText = (t) => `
+with due as (
+  select kind, count(*)::int as depth, min(available_at) as oldest from ${t.runs}
+   where ${DUE} group by kind
+)
 select (select coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
           from (select status, count(*) as n from ${t.runs} group by status) s) as by_status,
        (select count(*) from ${t.commands} where status = 'in_doubt')::int as in_doubt,
-       q.depth, q.oldest_due_ms,
-       (select coalesce(jsonb_object_agg(kind, n), '{}'::jsonb)
-          from (select r.kind, count(*) as n from ${t.runs} r
-                 where r.status in ('pending', 'waiting') and r.available_at <= now() and r.attempts < r.max_attempts
-                   and not exists (select 1 from ${t.workers} w where w.expires_at > now() and r.kind = any(w.kinds))
-                 group by r.kind) u) as unserved
-  from (select count(*)::int as depth,
-               coalesce(extract(epoch from now() - min(available_at)) * 1000, 0)::float8 as oldest_due_ms
-          from ${t.runs}
-         where status in ('pending', 'waiting') and available_at <= now() and attempts < max_attempts) q`;
+       (select coalesce(sum(depth), 0) from due)::int as depth,
+       coalesce((select extract(epoch from now() - min(oldest)) * 1000 from due), 0)::float8 as oldest_due_ms,
+       (select coalesce(jsonb_object_agg(kind, jsonb_build_array(depth, extract(epoch from now() - oldest) * 1000)),
+                        '{}'::jsonb) from due) as due_by_kind,
+       (select coalesce(jsonb_object_agg(kind, depth), '{}'::jsonb) from due
+         where not exists (select 1 from ${t.workers} w where w.expires_at > now() and due.kind = any(w.kinds))) as unserved,
+       (select coalesce(jsonb_object_agg(limited_by, n), '{}'::jsonb)
+          from (select limited_by, count(*) as n from ${t.runs}
+                 where limited_by is not null and status in ('pending', 'waiting') group by limited_by) h) as held_back,
+       (select coalesce(jsonb_agg(jsonb_build_object('name', name, 'nextAt', next_at, 'lastAt', last_at,
+                                                     'paused', paused) order by name), '[]'::jsonb)
+          from ${t.schedules}) as schedules`;
 
 /**
  * The health check's backlog: how many runs are due and how long the oldest has waited, by the database
@@ -33,7 +47,7 @@ export const BACKLOG_SQL: SqlText = (t) => `
 select count(*)::int as depth,
        coalesce(extract(epoch from now() - min(available_at)) * 1000, 0)::float8 as oldest_due_ms
   from ${t.runs}
- where status in ('pending', 'waiting') and available_at <= now() and attempts < max_attempts`;
+ where ${DUE}`;
 
 /** The health check's "the database answers". */
 export const PING_SQL = 'select 1';
@@ -48,6 +62,15 @@ export interface RunStats {
   oldestDueAgeMs: number;
   /** Runs due now whose kind no live worker serves, by kind (none: `{}`): they wait for a worker. */
   dueWithoutWorker: Record<string, number>;
+  /** Runs due now and not yet claimed, and how long the oldest has waited, by kind. */
+  dueByKind: Record<string, { queueDepth: number; oldestDueAgeMs: number }>;
+  /**
+   * Runs held back because a concurrency limit is full (not in `queueDepth`), by scope: `["kind"]` or
+   * `["kind", "key"]` as JSON text.
+   */
+  heldBack: Record<string, number>;
+  /** The `@DurableCron` schedules: next and last tick (null: none yet), paused. */
+  schedules: Array<{ name: string; nextAt: string; lastAt: string | null; paused: boolean }>;
 }
 
 /** The due backlog alone (cheap: the claim index). */
@@ -76,6 +99,14 @@ export class RunStatsReader {
       queueDepth: r.depth,
       oldestDueAgeMs: Math.max(0, Math.round(r.oldest_due_ms)),
       dueWithoutWorker: Object.fromEntries(Object.entries(r.unserved ?? {}).map(([k, n]) => [k, Number(n)])),
+      dueByKind: Object.fromEntries(
+        Object.entries((r.due_by_kind ?? {}) as Record<string, [number, number]>).map(([k, [n, ms]]) => [
+          k,
+          { queueDepth: Number(n), oldestDueAgeMs: Math.max(0, Math.round(Number(ms))) },
+        ]),
+      ),
+      heldBack: Object.fromEntries(Object.entries(r.held_back ?? {}).map(([k, n]) => [k, Number(n)])),
+      schedules: r.schedules ?? [],
     };
   }
 
