@@ -8,6 +8,7 @@ import { setAdminResponseHeaders } from '../nest/response-headers';
 const STATUS: Record<string, number> = {
   DURABLE_RUN_NOT_FOUND: HttpStatus.NOT_FOUND,
   DURABLE_COMMAND_NOT_FOUND: HttpStatus.NOT_FOUND,
+  DURABLE_SCHEDULE_NOT_FOUND: HttpStatus.NOT_FOUND,
   DURABLE_INVALID_RUN_STATE: HttpStatus.CONFLICT,
   DURABLE_INVALID_COMMAND_STATE: HttpStatus.CONFLICT,
   DURABLE_INVALID_ARGUMENT: HttpStatus.BAD_REQUEST,

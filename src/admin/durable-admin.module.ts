@@ -13,6 +13,7 @@ import { AdminRunsStore } from '../store/admin-runs.store';
 import { DurableInspectorController } from './controllers/inspector-page.controller';
 import { DurableRunActionsController } from './controllers/run-actions.controller';
 import { DurableRunsApiController } from './controllers/runs-api.controller';
+import { DurableSchedulesController } from './controllers/schedules.controller';
 import { DurableLoginController } from './login/login.controller';
 import {
   adminMount,
@@ -111,6 +112,7 @@ function adminModule(
   const controllers: Type<object>[] = [
     mountController(DurableRunsApiController, api),
     mountController(DurableRunActionsController, api),
+    mountController(DurableSchedulesController, api),
     mountController(DurableInspectorController, path),
   ];
   if (mount.login) controllers.push(mountController(DurableLoginController, path));

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { ScheduleNotFoundError } from '../errors/schedule-not-found.error';
 import { ScheduleRow, ScheduleStore } from '../store/schedules.store';
 import { requireText } from '../util/arguments';
 import { nextTick } from '../util/cron-ticks';
@@ -55,7 +55,7 @@ export class DurableSchedules {
     return (await this.store.list()).map(toView);
   }
 
-  /** Stops firing it until `resume`; ticks while paused start nothing. InvalidArgumentError for an unknown name. */
+  /** Stops firing it until `resume`; ticks while paused start nothing. ScheduleNotFoundError for an unknown name. */
   async pause(name: string): Promise<ScheduleView> {
     return this.set(name, true);
   }
@@ -68,10 +68,10 @@ export class DurableSchedules {
   private async set(name: string, paused: boolean): Promise<ScheduleView> {
     requireText(name, 'name');
     const current = (await this.store.list()).find((s) => s.name === name);
-    if (!current) throw new InvalidArgumentError('name', `names no schedule ("${name}")`);
+    if (!current) throw new ScheduleNotFoundError(name);
     const next = paused ? null : nextTick(current.cron, current.timezone, await this.store.now());
     const row = await this.store.setPaused(name, paused, next);
-    if (!row) throw new InvalidArgumentError('name', `names no schedule ("${name}")`);
+    if (!row) throw new ScheduleNotFoundError(name);
     return toView(row);
   }
 }

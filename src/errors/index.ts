@@ -27,3 +27,4 @@ export * from './result-timeout.error';
 export * from './mount-mismatch.error';
 export * from './schema-not-ready.error';
 export * from './no-worker-for-kind.error';
+export * from './schedule-not-found.error';

@@ -8,6 +8,7 @@ import { DurableErrorCode, DurableExecutionError } from '../errors/durable-execu
 export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, number>>> = {
   DURABLE_RUN_NOT_FOUND: HttpStatus.NOT_FOUND,
   DURABLE_COMMAND_NOT_FOUND: HttpStatus.NOT_FOUND,
+  DURABLE_SCHEDULE_NOT_FOUND: HttpStatus.NOT_FOUND,
   DURABLE_INVALID_RUN_STATE: HttpStatus.CONFLICT,
   DURABLE_INVALID_COMMAND_STATE: HttpStatus.CONFLICT,
   DURABLE_IDEMPOTENCY_CONFLICT: HttpStatus.CONFLICT,

@@ -1,10 +1,17 @@
 import { INestApplication } from '@nestjs/common';
-import { DurableCron, DurableSchedules, DurableWorkflow, RunRepository, ScheduledRunInput } from '../../src';
+import {
+  DurableAdminModule,
+  DurableCron,
+  DurableSchedules,
+  DurableWorkflow,
+  RunRepository,
+  ScheduledRunInput,
+} from '../../src';
 import { DurableUsageError } from '../../src/errors/durable-usage.error';
-import { InvalidArgumentError } from '../../src/errors/invalid-argument.error';
+import { ScheduleNotFoundError } from '../../src/errors/schedule-not-found.error';
 import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
 import { nextTick } from '../../src/util/cron-ticks';
-import { bootApp } from '../helpers/app';
+import { bootApp, bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 @DurableCron('* * * * * *', { name: 'every-second', input: { region: 'eu' } })
@@ -172,7 +179,7 @@ describe('@DurableCron schedules', () => {
     expect(resumed.nextAt.getTime()).toBeGreaterThan(Date.now() - 1000);
     await runner.tick();
     expect((await runsOf('tick-every')).length).toBeLessThanOrEqual(before + 1);
-    await expect(schedules.pause('nope')).rejects.toThrow(InvalidArgumentError);
+    await expect(schedules.pause('nope')).rejects.toThrow(ScheduleNotFoundError);
   });
 
   it('refuses a bad schedule where it is declared, naming the field', () => {
@@ -181,5 +188,47 @@ describe('@DurableCron schedules', () => {
     expect(() => DurableCron('* * * * *', { catchUp: 'some' as never })).toThrow(/catchUp must be/);
     expect(() => DurableCron('* * * * *', { overlap: 'queue' as never })).toThrow(/overlap must be/);
     expect(() => DurableCron('* * * * *', { input: [] as never })).toThrow(/input must be a JSON object/);
+  });
+});
+
+/** An admin action: JSON only (the admin refuses other content types: no form post can forge one). */
+const POST_JSON = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' };
+
+describe('the schedules in the admin API', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let http: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('cron_admin');
+    ({ app, http } = await bootHttpApp(db.url, {
+      imports: [DurableAdminModule.forRoot({ allowAnonymous: true })],
+      providers: [CatchSkip],
+    }));
+    await app.get(ScheduleRunner).tick();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('lists them with their next tick, pauses and resumes one, 404 for an unknown name', async () => {
+    const list = await (await fetch(`${http}/durable/api/schedules`)).json();
+    expect(list).toEqual([
+      expect.objectContaining({
+        name: 'catch-skip',
+        kind: 'tick-skip',
+        paused: false,
+        nextAt: expect.any(String),
+      }),
+    ]);
+    const paused = await fetch(`${http}/durable/api/schedules/catch-skip/pause`, POST_JSON);
+    expect(paused.status).toBe(200);
+    expect(await paused.json()).toMatchObject({ name: 'catch-skip', paused: true });
+    const resumed = await (await fetch(`${http}/durable/api/schedules/catch-skip/resume`, POST_JSON)).json();
+    expect(resumed).toMatchObject({ paused: false });
+    const missing = await fetch(`${http}/durable/api/schedules/nope/pause`, POST_JSON);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ code: 'DURABLE_SCHEDULE_NOT_FOUND' });
   });
 });
