@@ -9,6 +9,7 @@ import { AdminSessions1764900000000 } from './1764900000000-admin-sessions';
 import { WorkerPresence1765000000000 } from './1765000000000-worker-presence';
 import { ConcurrencyLimits1765100000000 } from './1765100000000-concurrency-limits';
 import { Schedules1765200000000 } from './1765200000000-schedules';
+import { RateLimits1765300000000 } from './1765300000000-rate-limits';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -20,6 +21,7 @@ export {
   WorkerPresence1765000000000,
   ConcurrencyLimits1765100000000,
   Schedules1765200000000,
+  RateLimits1765300000000,
 };
 
 /**
@@ -38,6 +40,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   WorkerPresence1765000000000,
   ConcurrencyLimits1765100000000,
   Schedules1765200000000,
+  RateLimits1765300000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

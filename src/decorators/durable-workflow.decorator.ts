@@ -17,8 +17,20 @@ function limitsProblem(o: DurableWorkflowOptions): string | undefined {
     return `concurrencyKey must be a function of the input, got ${typeof o.concurrencyKey}`;
   if (o.perKeyConcurrency !== undefined && !o.concurrencyKey)
     return 'perKeyConcurrency needs concurrencyKey (input) => key, to know which runs share a key';
-  if (o.concurrencyKey && o.perKeyConcurrency === undefined)
-    return 'concurrencyKey is given without perKeyConcurrency (how many runs of one key may run at once)';
+  if (o.rateLimit !== undefined) {
+    const r = o.rateLimit as { limit?: unknown; periodMs?: unknown; perKey?: unknown } | null;
+    if (!r || typeof r !== 'object') return 'rateLimit must be { limit, periodMs, perKey? }';
+    if (!Number.isInteger(r.limit) || (r.limit as number) < 1 || (r.limit as number) > MAX_CONCURRENCY_LIMIT)
+      return `rateLimit.limit must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${String(r.limit)}`;
+    if (!Number.isInteger(r.periodMs) || (r.periodMs as number) < 1 || (r.periodMs as number) > 2_147_483_647)
+      return `rateLimit.periodMs must be a positive integer of milliseconds, got ${String(r.periodMs)}`;
+    if (r.perKey !== undefined && typeof r.perKey !== 'boolean')
+      return `rateLimit.perKey must be a boolean, got ${typeof r.perKey}`;
+    if (r.perKey && !o.concurrencyKey)
+      return 'rateLimit.perKey needs concurrencyKey (input) => key, to know which runs share a key';
+  }
+  if (o.concurrencyKey && o.perKeyConcurrency === undefined && !o.rateLimit?.perKey)
+    return 'concurrencyKey is given without perKeyConcurrency or rateLimit.perKey (what it limits)';
   return undefined;
 }
 

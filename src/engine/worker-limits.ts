@@ -30,13 +30,10 @@ export class WorkerLimits {
 
   /** A kind this worker runs has a limit: its claims take slots. */
   get limited(): boolean {
-    return this.registry
-      .kinds()
-      .some(
-        (k) =>
-          this.registry.getWorkflow(k)?.meta.concurrency ||
-          this.registry.getWorkflow(k)?.meta.perKeyConcurrency,
-      );
+    return this.registry.kinds().some((k) => {
+      const m = this.registry.getWorkflow(k)?.meta;
+      return !!(m?.concurrency || m?.perKeyConcurrency || m?.rateLimit);
+    });
   }
 
   /** Declares the limits once (a failure throws, and the next claim round tries again). */
@@ -45,7 +42,18 @@ export class WorkerLimits {
     await this.store.declare(
       this.registry.kinds().map((kind) => {
         const meta = this.registry.getWorkflow(kind)!.meta;
-        return { kind, kindCap: meta.concurrency ?? null, keyCap: meta.perKeyConcurrency ?? null };
+        return {
+          kind,
+          kindCap: meta.concurrency ?? null,
+          keyCap: meta.perKeyConcurrency ?? null,
+          rate: meta.rateLimit
+            ? {
+                limit: meta.rateLimit.limit,
+                periodMs: meta.rateLimit.periodMs,
+                perKey: !!meta.rateLimit.perKey,
+              }
+            : null,
+        };
       }),
     );
     this.declared = true;

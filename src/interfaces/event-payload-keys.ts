@@ -10,7 +10,7 @@ type PayloadKeys<T> = T extends unknown ? keyof T & string : never;
  */
 export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'run.created': ['kind', 'idempotencyKey', 'traceparent', 'schedule', 'scheduledAt'],
-  'run.claimed': ['workerId', 'attempt', 'slots'],
+  'run.claimed': ['workerId', 'attempt', 'slots', 'rateToken'],
   'run.limited': ['scope'],
   'step.started': ['step', 'name'],
   'model.call_started': ['step', 'name'],

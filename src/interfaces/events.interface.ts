@@ -55,12 +55,18 @@ export interface DurableEventPayloads {
      * `[kind]` or `[kind, key]`. The statement that takes the run out of `running` frees them.
      */
     slots?: Array<[string[], number]>;
+    /**
+     * The rate token the run's first claim took, when its kind has a `rateLimit`: `[scope, n]`, the
+     * scope `{ rate: [kind] }` or `{ rate: [kind, key] }`. Free again a period later.
+     */
+    rateToken?: [{ rate: string[] }, number];
   };
   /**
-   * A claim found the run due but a concurrency limit full (`scope`: `[kind]` or `[kind, key]`): the
-   * run stays queued, out of the claim index, until a slot of that scope frees.
+   * A claim found the run due but a concurrency limit full (`scope`: `[kind]` or `[kind, key]`), or no
+   * rate token free (`{ rate: [kind] }`, `{ rate: [kind, key] }`): the run stays queued, out of the
+   * claim index, until a slot of that scope frees or a token is free again.
    */
-  'run.limited': { scope: string[] };
+  'run.limited': { scope: string[] | { rate: string[] } };
   /** A `tool` step started (cursor `started`). */
   'step.started': { step: number; name: string };
   /** A `model` step started (cursor `started`). */

@@ -35,6 +35,13 @@ export interface DurableWorkflowOptions {
   concurrencyKey?: (input: any) => string | number | null | undefined;
   /** At most this many runs of one key are running at once, fleet-wide (1: one at a time per key). */
   perKeyConcurrency?: number;
+  /**
+   * At most `limit` runs of the kind (with `perKey`: of one `concurrencyKey`) begin in any `periodMs`,
+   * fleet-wide. A run begins at its first claim; later claims (a resume, a retry) do not count. Over
+   * the limit, a due run waits (`limitedBy` set) until a begin leaves the window: `start()` is never
+   * refused. See docs/FLOW-CONTROL.md.
+   */
+  rateLimit?: { limit: number; periodMs: number; perKey?: boolean };
 }
 
 /** Options of `@DurableCron`. */

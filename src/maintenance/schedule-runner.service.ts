@@ -5,6 +5,7 @@ import { DURABLE_JOB_NAMES, DurableJobs, jobName } from '../engine/durable-jobs'
 import { replayOnly } from '../engine/replay-check-report';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { ScheduleStore } from '../store/schedules.store';
+import { LimitsStore } from '../store/limits.store';
 import { dueTicks, nextTick } from '../util/cron-ticks';
 import { IntervalTask } from './interval-task';
 
@@ -28,6 +29,7 @@ export class ScheduleRunner implements OnApplicationBootstrap, OnApplicationShut
     private readonly registry: DurableRegistry,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly jobs: DurableJobs,
+    private readonly limits: LimitsStore,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -40,9 +42,14 @@ export class ScheduleRunner implements OnApplicationBootstrap, OnApplicationShut
     return this.task.stop();
   }
 
-  /** Declares this process's schedules (first time), then fires what is due. Runs fired. */
+  /**
+   * Declares this process's schedules (first time), then fires what is due; and wakes runs held back by
+   * a rate limit whose tokens are free again (a token frees by time, so a second here, not the
+   * reconciler's interval, bounds the wait past it). Runs fired.
+   */
   async tick(): Promise<number> {
     if (!this.declared) await this.declare();
+    await this.limits.wakeHeld();
     let started = 0;
     for (const s of await this.store.due()) {
       const { fire, next } = dueTicks(s.cron, s.timezone, s.nextAt, s.dbNow, s.catchUp);

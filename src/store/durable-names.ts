@@ -31,6 +31,8 @@ export interface DurableNames {
   readonly slots: string;
   /** Durable cron schedules (`ai_schedules`). */
   readonly schedules: string;
+  /** Rate-limit tokens: `limit` per kind or key, each free again a period after it was taken. */
+  readonly rateTokens: string;
   /** The module's own migrations table (`ai_migrations`), qualified as the tables are. */
   readonly migrations: string;
   /** NOTIFY channel that wakes idle workers of this schema. */
@@ -89,6 +91,7 @@ export function durableNames(schema?: string): DurableNames {
     limits: `${prefix}ai_limits`,
     slots: `${prefix}ai_slots`,
     schedules: `${prefix}ai_schedules`,
+    rateTokens: `${prefix}ai_rate_tokens`,
     migrations: `${prefix}ai_migrations`,
     wakeChannel: own === undefined ? WAKE_CHANNEL : scoped(WAKE_CHANNEL, '_', own),
     doneChannel: own === undefined ? DONE_CHANNEL : scoped(DONE_CHANNEL, '_', own),

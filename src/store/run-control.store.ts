@@ -4,14 +4,14 @@ import { DurableDatabase } from './durable-database';
 import { toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL } from './sql/signal.sql';
 import type { DurableNames, SqlText } from './durable-names';
-import { keyScope } from './run-state/slots';
+import { keyScope, rateScope } from './run-state/slots';
 
 /**
  * Insert a run and its `run.created` event in one statement. ON CONFLICT on the unique
  * idempotency_key makes a concurrent duplicate wait for the first insert and then insert nothing;
  * the caller reads the winner back. pg_notify is delivered at commit and wakes idle workers. A run
- * with a concurrency key of a kind with a per-key limit gets its key's slots (`ai_slots`) when they
- * are missing.
+ * with a concurrency key of a kind with a per-key limit gets its key's slots (`ai_slots`) and rate
+ * tokens (`ai_rate_tokens`) when they are missing.
  * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload,
  * $8 channel, $9 concurrency key
  */
@@ -25,6 +25,13 @@ with ins as (
   insert into ${t.slots} (scope, n, kind)
   select ${keyScope('ins.kind', 'ins.concurrency_key')}, g, ins.kind
     from ins join ${t.limits} l on l.kind = ins.kind cross join generate_series(1, l.key_cap) g
+   where ins.concurrency_key is not null
+  on conflict do nothing
+), key_tokens as (
+  insert into ${t.rateTokens} (scope, n, kind)
+  select ${rateScope('ins.kind', 'ins.concurrency_key')}, g, ins.kind
+    from ins join ${t.limits} l on l.kind = ins.kind and l.rate_per_key
+   cross join generate_series(1, l.rate_limit) g
    where ins.concurrency_key is not null
   on conflict do nothing
 ), ev as (

@@ -3,7 +3,14 @@ import { DEFAULT_NAMES, DurableNames } from './durable-names';
 import { DURABLE_TABLES } from './run-migrations';
 
 /** Tables later migrations add. */
-const LATER_TABLES = ['ai_admin_sessions', 'ai_workers', 'ai_limits', 'ai_slots', 'ai_schedules'] as const;
+const LATER_TABLES = [
+  'ai_admin_sessions',
+  'ai_workers',
+  'ai_limits',
+  'ai_slots',
+  'ai_schedules',
+  'ai_rate_tokens',
+] as const;
 
 /** Columns later migrations add (table, column): one missing means the schema is behind. */
 const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
@@ -11,6 +18,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_checkpoints', 'fingerprint'],
   ['ai_runs', 'notify_on_finish'],
   ['ai_runs', 'limited_by'],
+  ['ai_limits', 'rate_limit'],
 ];
 
 /**

@@ -36,6 +36,7 @@ const TABLES = [
   'ai_limits',
   'ai_slots',
   'ai_schedules',
+  'ai_rate_tokens',
 ];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
 

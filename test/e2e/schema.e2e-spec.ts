@@ -33,6 +33,7 @@ const TABLES = [
   'ai_events',
   'ai_limits',
   'ai_migrations',
+  'ai_rate_tokens',
   'ai_runs',
   'ai_schedules',
   'ai_signals',

@@ -4,12 +4,13 @@ import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 import { prepareWorkerSchema } from '../helpers/schema';
-import { LIMITED_KIND_CAP, TENANT_KEY_CAP } from '../fixtures/limited-workflows';
-import { holdsOf, peak, slotViolations } from '../helpers/slot-holds';
+import { LIMITED_KIND_CAP, RATED_LIMIT, TENANT_KEY_CAP } from '../fixtures/limited-workflows';
+import { beginsOverRate, holdsOf, peak, slotViolations } from '../helpers/slot-holds';
 
 /**
  * Issue 21's done-when for kind and key limits: 4 worker processes, two of them SIGKILLed mid-way (their
- * slots come back with their expired leases), a kind limited to 3 and tenants limited to 2 each; from
+ * slots come back with their expired leases), a kind limited to 3, tenants limited to 2 each and a kind
+ * whose runs may begin 3 a second; from
  * the event trail no limit was ever exceeded and no slot had two holders at once.
  */
 describe('concurrency limits across worker processes, with workers SIGKILLed', () => {
@@ -81,6 +82,7 @@ describe('concurrency limits across worker processes, with workers SIGKILLed', (
       const tenant = tenants[n % 4];
       ids.push((await runs.start('tenant', { n, tenant }, { concurrencyKey: tenant })).run.id);
     }
+    for (let n = 0; n < 24; n++) ids.push((await runs.start('rated', { n })).run.id);
     const first = [spawn(), spawn(), spawn(), spawn()];
     await Promise.all(first.map((w) => w.ready));
     // Killed by progress, not by time (a loaded machine is slower): at a fifth and at half of the runs.
@@ -118,6 +120,13 @@ describe('concurrency limits across worker processes, with workers SIGKILLed', (
       slotViolations(holds, (scope) => (scope === kindScope ? LIMITED_KIND_CAP : TENANT_KEY_CAP)),
     ).toEqual([]);
     // Killed workers' runs were recovered (their leases expired), and no slot is held any more.
+    // No window of a second saw more than 3 begins of `rated` (its trail, by the claims' own clock).
+    const rated = await db.query(
+      `select e.created_at, e.payload from ai_events e join ai_runs r on r.id = e.run_id
+        where r.kind = 'rated' and e.event_type = 'run.claimed'`,
+    );
+    expect(rated.filter((e: any) => e.payload.rateToken)).toHaveLength(24);
+    expect(beginsOverRate(rated, RATED_LIMIT.limit, RATED_LIMIT.periodMs)).toEqual([]);
     const recovered = events.filter((e: any) => e.event_type === 'run.reconciled').length;
     expect(recovered).toBeGreaterThanOrEqual(2);
     expect(await db.query(`select * from ai_slots where run_id is not null`)).toEqual([]);

@@ -111,3 +111,33 @@ export function slotViolations(holds: Hold[], capOf: (scope: string) => number):
     out.push(`slots: run ${h.runId} never freed ${h.slot} (epoch ${h.epoch})`);
   return out;
 }
+
+/**
+ * Begins over a rate limit, from the trail: the `run.claimed` events that took a rate token (their
+ * `created_at` is the claim statement's `now()`, the clock the token was spent by), grouped by scope;
+ * a violation wherever more than `limit` fall in one window of `periodMs`.
+ */
+export function beginsOverRate(
+  claims: Array<{ created_at: Date | string; payload: any }>,
+  limit: number,
+  periodMs: number,
+): string[] {
+  const byScope = new Map<string, number[]>();
+  for (const c of claims) {
+    if (!c.payload?.rateToken) continue;
+    const scope = JSON.stringify(c.payload.rateToken[0]);
+    byScope.set(scope, [...(byScope.get(scope) ?? []), new Date(c.created_at).getTime()]);
+  }
+  const out: string[] = [];
+  for (const [scope, times] of byScope) {
+    times.sort((a, b) => a - b);
+    for (let i = 0, j = 0; i < times.length; i++) {
+      while (times[i] - times[j] >= periodMs) j++;
+      if (i - j + 1 > limit)
+        out.push(
+          `rate: ${i - j + 1} runs of ${scope} began within ${periodMs} ms (limit ${limit}), the last at ${new Date(times[i]).toISOString()}`,
+        );
+    }
+  }
+  return out;
+}

@@ -8,7 +8,7 @@ import type { FaultPlan } from './faults';
 import type { Case, Program } from './program';
 import { checkRecord, Rows } from './record-checks';
 import type { FakeVendor, World } from './world';
-import { holdsOf, slotViolations } from '../helpers/slot-holds';
+import { beginsOverRate, holdsOf, slotViolations } from '../helpers/slot-holds';
 import { MODEL_LIMITS } from './workflow';
 
 const STEP_NAMES = ['compute_step', 'model_step', 'tool_step'];
@@ -44,6 +44,13 @@ export async function checkInvariants(
   out.push(
     ...slotViolations(holds, (s) => (JSON.parse(s).length === 1 ? MODEL_LIMITS.kind : MODEL_LIMITS.key)),
   );
+  // Rate limits: one token per run (its first claim only), never more than the limit in a window.
+  const begins = rows.events.filter((e) => e.event_type === 'run.claimed');
+  const tokens = begins.filter((e) => e.payload?.rateToken).length;
+  const begun = new Set(begins.map((e) => e.run_id)).size; // a run cancelled before any claim never began
+  if (tokens !== (c.limited ? begun : 0))
+    out.push(`rate: ${tokens} rate tokens taken for ${begun} runs begun (limited: ${!!c.limited})`);
+  out.push(...beginsOverRate(begins, MODEL_LIMITS.rate.limit, MODEL_LIMITS.rate.periodMs));
   // A value drawn inside a command body is the same on every send of its key.
   for (const [key, values] of world.drawn)
     if (values.size > 1)

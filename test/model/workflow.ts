@@ -360,14 +360,15 @@ export class ModelWorkflow {
 
 /** The kind of the cases with limits, and its caps. */
 export const MODEL_LIMITED_KIND = 'model-limited';
-export const MODEL_LIMITS = { kind: 2, key: 1 };
+export const MODEL_LIMITS = { kind: 2, key: 1, rate: { limit: 2, periodMs: 300 } };
 
-/** The same interpreter under concurrency limits: 2 runs of the kind at once, 1 per key. */
+/** The same interpreter under limits: 2 runs of the kind at once, 1 per key, 2 begin per 300 ms. */
 @DurableWorkflow(MODEL_LIMITED_KIND, {
   maxAttempts: 8,
   concurrency: MODEL_LIMITS.kind,
   concurrencyKey: (p: Program) => p.key,
   perKeyConcurrency: MODEL_LIMITS.key,
+  rateLimit: MODEL_LIMITS.rate,
 })
 export class LimitedModelWorkflow extends ModelWorkflow {}
 

@@ -1,5 +1,5 @@
 import type { SqlText } from '../durable-names';
-import { keyScope, kindScope } from './slots';
+import { keyScope, kindScope, rateScope } from './slots';
 
 /**
  * The claim of a worker that runs a kind with a concurrency limit (CLAIM_RUNS_SQL otherwise): the same
@@ -12,12 +12,14 @@ import { keyScope, kindScope } from './slots';
  * claim order; a slot is free only when its row says so (`run_id is null`), which a concurrent take
  * re-checks on the newest row version, so two claims never share one. Slots above today's cap (it
  * was lowered) are never taken. Only as many free slots are locked as the runs found need: a lock is a
- * write to the row.
+ * write to the row. A run's first claim (epoch 0) of a kind with a rate limit also takes a rate token
+ * free by now (`ai_rate_tokens`), granted after the slots, and sets it a period ahead; a run that gets
+ * none is held back on the rate scope and woken by the sweep once a token is free again.
  * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process
  */
 export const CLAIM_LIMITED_SQL: SqlText = (t) => `
 with c as (
-  select id, kind, concurrency_key, priority, available_at from ${t.runs}
+  select id, kind, concurrency_key, priority, available_at, epoch from ${t.runs}
    where status in ('pending', 'waiting')
      and limited_by is null
      and available_at <= now()
@@ -28,24 +30,39 @@ with c as (
    limit $3
    for update skip locked
 ), need as (
-  select c.id, c.priority, c.available_at, s.level, s.scope, s.cap
+  -- Level 1: the key's slot; 2: the kind's slot; 3: a rate token, only for a run's first claim.
+  select c.id, c.priority, c.available_at, s.level, s.scope, s.cap, l.rate_period_ms as period
     from c join ${t.limits} l on l.kind = c.kind
    cross join lateral (values
      (1, case when c.concurrency_key is not null then ${keyScope('c.kind', 'c.concurrency_key')} end, l.key_cap),
-     (2, ${kindScope('c.kind')}, l.kind_cap)) s(level, scope, cap)
+     (2, ${kindScope('c.kind')}, l.kind_cap),
+     (3, case when c.epoch > 0 then null
+              when not l.rate_per_key then ${rateScope('c.kind')}
+              when c.concurrency_key is not null then ${rateScope('c.kind', 'c.concurrency_key')} end,
+      l.rate_limit)) s(level, scope, cap)
    where s.scope is not null and s.cap is not null
 ), free as (
   -- At most as many free slots of a scope as runs here need (ai_slots_free_idx), locked SKIP LOCKED.
   select f.scope, f.n
-    from (select scope, count(*) as want, max(cap) as cap from need group by scope) w
+    from (select scope, count(*) as want, max(cap) as cap from need where level < 3 group by scope) w
    cross join lateral (
      select sl.scope, sl.n from ${t.slots} sl
       where sl.scope = w.scope and sl.run_id is null and sl.n <= w.cap
       order by sl.n
       limit w.want
       for update of sl skip locked) f
+), tokens as (
+  -- As many rate tokens free by now as runs here begin (ai_rate_tokens_free_idx), SKIP LOCKED.
+  select f.scope, f.n
+    from (select scope, count(*) as want, max(cap) as cap from need where level = 3 group by scope) w
+   cross join lateral (
+     select tk.scope, tk.n from ${t.rateTokens} tk
+      where tk.scope = w.scope and tk.free_at <= now() and tk.n <= w.cap
+      order by tk.free_at
+      limit w.want
+      for update of tk skip locked) f
 ), room as (
-  select scope, count(*) as k from free group by scope
+  select scope, count(*) as k from (select scope from free union all select scope from tokens) x group by scope
 ), key_ranked as (
   select id, scope, row_number() over (partition by scope order by priority desc, available_at, id) as rn
     from need where level = 1
@@ -55,11 +72,19 @@ with c as (
 ), kind_ranked as (
   select id, scope, row_number() over (partition by scope order by priority desc, available_at, id) as rn
     from need where level = 2 and id not in (select id from key_full)
+), kind_full as (
+  select kr.id, kr.scope from kind_ranked kr left join room on room.scope = kr.scope
+   where kr.rn > coalesce(room.k, 0)
+), rate_ranked as (
+  select id, scope, row_number() over (partition by scope order by priority desc, available_at, id) as rn
+    from need where level = 3 and id not in (select id from key_full union all select id from kind_full)
 ), denied as (
   select id, scope from key_full
   union all
-  select kr.id, kr.scope from kind_ranked kr left join room on room.scope = kr.scope
-   where kr.rn > coalesce(room.k, 0)
+  select id, scope from kind_full
+  union all
+  select rr.id, rr.scope from rate_ranked rr left join room on room.scope = rr.scope
+   where rr.rn > coalesce(room.k, 0)
 ), r as (
   update ${t.runs} r
      set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,
@@ -74,21 +99,32 @@ with c as (
    where r.id = d.id
   returning r.id, r.epoch, d.scope
 ), granted as (
-  select n.id, n.scope, row_number() over (partition by n.scope order by n.priority desc, n.available_at, n.id) as rn
+  select n.id, n.scope, n.level, n.period,
+         row_number() over (partition by n.scope order by n.priority desc, n.available_at, n.id) as rn
     from need n where n.id not in (select id from denied)
 ), take as (
   update ${t.slots} sl set run_id = r.id, epoch = r.epoch, taken_at = now()
     from (select scope, n, row_number() over (partition by scope order by n) as rn from free) f
-    join granted g on g.scope = f.scope and g.rn = f.rn
+    join granted g on g.scope = f.scope and g.rn = f.rn and g.level < 3
     join r on r.id = g.id
    where sl.scope = f.scope and sl.n = f.n
   returning sl.run_id, sl.scope, sl.n
+), spend as (
+  -- A token is free again a period after the claim that begins a run took it.
+  update ${t.rateTokens} tk set free_at = now() + g.period * interval '1 millisecond'
+    from (select scope, n, row_number() over (partition by scope order by n) as rn from tokens) f
+    join granted g on g.scope = f.scope and g.rn = f.rn and g.level = 3
+    join r on r.id = g.id
+   where tk.scope = f.scope and tk.n = f.n
+  returning r.id as run_id, tk.scope, tk.n
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.claimed', epoch,
          jsonb_build_object('workerId', $1::text, 'attempt', attempts)
          || coalesce((select jsonb_build_object('slots', jsonb_agg(jsonb_build_array(tk.scope::jsonb, tk.n) order by tk.scope))
                         from take tk where tk.run_id = r.id), '{}'::jsonb)
+         || coalesce((select jsonb_build_object('rateToken', jsonb_build_array(sp.scope::jsonb, sp.n))
+                        from spend sp where sp.run_id = r.id), '{}'::jsonb)
     from r
   union all
   select id, 'run.limited', epoch, jsonb_build_object('scope', scope::jsonb) from held

@@ -6,6 +6,9 @@ import type { DurableNames } from '../durable-names';
  */
 export const kindScope = (kind: string): string => `jsonb_build_array(${kind})::text`;
 export const keyScope = (kind: string, key: string): string => `jsonb_build_array(${kind}, ${key})::text`;
+/** The scope of a kind's rate limit (`{"rate": ["triage"]}`), or of one key's (`{"rate": ["triage", "acme"]}`). */
+export const rateScope = (kind: string, key?: string): string =>
+  `jsonb_build_object('rate', jsonb_build_array(${kind}${key ? `, ${key}` : ''}))::text`;
 
 /**
  * Two CTEs, `slot_free` and `slot_wake`, for a statement that takes runs out of `running`: the
