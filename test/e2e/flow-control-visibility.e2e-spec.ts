@@ -12,6 +12,8 @@ import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
 import { DurableMetrics } from '../../src/observability/durable-metrics.service';
 import { DEFAULT_NAMES } from '../../src/store/durable-names';
 import { BACKLOG_SQL, RunStatsReader } from '../../src/store/run-stats.reader';
+import { CLAIM_RUNS_SQL } from '../../src/store/run-state/claim-runs';
+import { CLAIM_LIMITED_SQL } from '../../src/store/run-state/claim-limited';
 import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { gate } from '../helpers/drive';
@@ -90,13 +92,23 @@ describe('flow control, visible: stats and metrics', () => {
     expect(text).toContain('durable_queue_depth_by_kind{workflow="vis-unserved"} 1');
   });
 
-  it("the backlog's statements read the claim index (its predicate excludes held runs)", async () => {
+  it("the backlog's statements and both claims read the claim index (its predicate excludes held runs)", async () => {
     const c = new Client({ connectionString: db.url });
     await c.connect();
     try {
       await c.query('set enable_seqscan = off'); // a tiny table: only whether the index can serve it
-      const plan = await c.query(`explain ${BACKLOG_SQL(DEFAULT_NAMES)}`);
-      expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('ai_runs_claim_idx');
+      /** The plan PostgreSQL picks for `sql` prepared, run with the SQL literals `args`. */
+      const explain = async (sql: string, args = '') => {
+        await c.query(`prepare q as ${sql}`);
+        const plan = await c.query(`explain execute q${args ? `(${args})` : ''}`);
+        await c.query('deallocate q');
+        return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+      };
+      expect(await explain(BACKLOG_SQL(DEFAULT_NAMES))).toContain('ai_runs_claim_idx');
+      // Both claims: a worker without limits, and one with (the index's predicate is in both).
+      const claim = `'w', '{vis-limited}', 1, 30000, '{}'`;
+      expect(await explain(CLAIM_RUNS_SQL(DEFAULT_NAMES), claim)).toContain('ai_runs_claim_idx');
+      expect(await explain(CLAIM_LIMITED_SQL(DEFAULT_NAMES), claim)).toContain('ai_runs_claim_idx');
     } finally {
       await c.end();
     }

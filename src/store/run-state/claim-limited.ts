@@ -1,5 +1,6 @@
 import type { SqlText } from '../durable-names';
 import { keyScope, kindScope, rateScope } from './slots';
+import { dueCandidates } from './claim-candidates';
 
 /**
  * The claim of a worker that runs a kind with a concurrency limit (CLAIM_RUNS_SQL otherwise): the same
@@ -19,16 +20,7 @@ import { keyScope, kindScope, rateScope } from './slots';
  */
 export const CLAIM_LIMITED_SQL: SqlText = (t) => `
 with c as (
-  select id, kind, concurrency_key, priority, available_at, epoch from ${t.runs}
-   where status in ('pending', 'waiting')
-     and limited_by is null
-     and available_at <= now()
-     and attempts < max_attempts
-     and kind = any($2::text[])
-     and id <> all($5::uuid[])
-   order by priority desc, available_at
-   limit $3
-   for update skip locked
+  ${dueCandidates(t, 'id, kind, concurrency_key, priority, available_at, epoch')}
 ), need as (
   -- Level 1: the key's slot; 2: the kind's slot; 3: a rate token, only for a run's first claim.
   select c.id, c.priority, c.available_at, s.level, s.scope, s.cap, l.rate_period_ms as period

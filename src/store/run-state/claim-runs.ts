@@ -2,6 +2,7 @@ import type { RunCursor } from '../../interfaces/run.interface';
 import { decodeStored } from '../../util/codec';
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
+import { dueCandidates } from './claim-candidates';
 import { CLAIM_LIMITED_SQL } from './claim-limited';
 
 /**
@@ -15,15 +16,7 @@ import { CLAIM_LIMITED_SQL } from './claim-limited';
  */
 export const CLAIM_RUNS_SQL: SqlText = (t) => `
 with c as (
-  select id from ${t.runs}
-   where status in ('pending', 'waiting')
-     and available_at <= now()
-     and attempts < max_attempts
-     and kind = any($2::text[])
-     and id <> all($5::uuid[])
-   order by priority desc, available_at
-   limit $3
-   for update skip locked
+  ${dueCandidates(t, 'id')}
 ), r as (
   update ${t.runs} r
      set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,

@@ -18,9 +18,15 @@ import { writeProgress, writeStep } from './step-write';
 import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
 import { WakeListener } from '../wake-listener';
 
+/** Unfinished runs of other kinds, by kind: through the claim index and the held-back runs' index. */
 const OTHER_KINDS_SQL: SqlText = (t) =>
-  `select kind, count(*)::int as runs from ${t.runs}
-    where status in ('pending', 'waiting') and kind <> all($1::text[]) group by kind order by kind`;
+  `select kind, count(*)::int as runs from (
+     select kind from ${t.runs}
+      where status in ('pending', 'waiting') and limited_by is null and kind <> all($1::text[])
+     union all
+     select kind from ${t.runs}
+      where status in ('pending', 'waiting') and limited_by is not null and kind <> all($1::text[])
+   ) x group by kind order by kind`;
 
 /**
  * The one home of run-state writes: each method is one SQL statement (one round trip), bound in the
