@@ -10,6 +10,7 @@ import { WorkerPresence1765000000000 } from './1765000000000-worker-presence';
 import { ConcurrencyLimits1765100000000 } from './1765100000000-concurrency-limits';
 import { Schedules1765200000000 } from './1765200000000-schedules';
 import { RateLimits1765300000000 } from './1765300000000-rate-limits';
+import { Debounce1765400000000 } from './1765400000000-debounce';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -22,6 +23,7 @@ export {
   ConcurrencyLimits1765100000000,
   Schedules1765200000000,
   RateLimits1765300000000,
+  Debounce1765400000000,
 };
 
 /**
@@ -41,6 +43,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ConcurrencyLimits1765100000000,
   Schedules1765200000000,
   RateLimits1765300000000,
+  Debounce1765400000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

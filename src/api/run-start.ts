@@ -77,6 +77,7 @@ export class RunStarter {
       concurrencyKey,
     };
 
+    if (wf?.meta.debounce) return this.store.startDebounced(run, debounced(wf.meta, input, key, opts.runAt));
     // A key taken by a run that retention deletes right then: the second insert gets it.
     for (let attempt = 0; ; attempt++) {
       const created = await this.store.insert(run);
@@ -136,6 +137,33 @@ export function workflowKind(workflow: WorkflowClass, method: string): string {
 
 /** The longest kind or concurrency key the runs table takes (`check (length(…) between 1 and 200)`). */
 export const MAX_KIND_LENGTH = 200;
+
+/** A debounced kind's key and period; a start with an idempotency key or a runAt is refused. */
+function debounced(
+  meta: WorkflowMetadata,
+  input: unknown,
+  idempotencyKey: string | undefined,
+  runAt: unknown,
+): { key: string; periodMs: number } {
+  const why = `cannot be given for kind "${meta.kind}": its starts are debounced (a burst becomes one run)`;
+  if (idempotencyKey !== undefined && idempotencyKey !== null)
+    throw new InvalidArgumentError('idempotencyKey', why);
+  if (runAt !== undefined) throw new InvalidArgumentError('runAt', why);
+  const { periodMs, key } = meta.debounce!;
+  if (!key) return { key: '', periodMs };
+  let value: unknown;
+  try {
+    value = key(input);
+  } catch (err) {
+    throw new InvalidArgumentError(
+      'debounce.key',
+      `could not be computed: @DurableWorkflow('${meta.kind}')'s debounce.key(input) threw ${(err as Error)?.message ?? String(err)}`,
+    );
+  }
+  if (value === undefined || value === null) return { key: '', periodMs };
+  if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
+  return { key: requireShortText(value, `debounce.key (from @DurableWorkflow('${meta.kind}'))`), periodMs };
+}
 
 /**
  * The run's key for a per-key limit: `given` (StartRunOptions.concurrencyKey), else the workflow's

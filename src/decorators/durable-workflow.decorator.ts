@@ -29,6 +29,14 @@ function limitsProblem(o: DurableWorkflowOptions): string | undefined {
     if (r.perKey && !o.concurrencyKey)
       return 'rateLimit.perKey needs concurrencyKey (input) => key, to know which runs share a key';
   }
+  if (o.debounce !== undefined) {
+    const d = o.debounce as { periodMs?: unknown; key?: unknown } | null;
+    if (!d || typeof d !== 'object') return 'debounce must be { periodMs, key? }';
+    if (!Number.isInteger(d.periodMs) || (d.periodMs as number) < 1 || (d.periodMs as number) > 2_147_483_647)
+      return `debounce.periodMs must be a positive integer of milliseconds, got ${String(d.periodMs)}`;
+    if (d.key !== undefined && typeof d.key !== 'function')
+      return `debounce.key must be a function of the input, got ${typeof d.key}`;
+  }
   if (o.concurrencyKey && o.perKeyConcurrency === undefined && !o.rateLimit?.perKey)
     return 'concurrencyKey is given without perKeyConcurrency or rateLimit.perKey (what it limits)';
   return undefined;

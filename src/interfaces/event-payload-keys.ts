@@ -12,6 +12,7 @@ export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'run.created': ['kind', 'idempotencyKey', 'traceparent', 'schedule', 'scheduledAt'],
   'run.claimed': ['workerId', 'attempt', 'slots', 'rateToken'],
   'run.limited': ['scope'],
+  'run.debounced': ['availableAt'],
   'step.started': ['step', 'name'],
   'model.call_started': ['step', 'name'],
   'step.failed': ['step', 'name', 'error'],

@@ -4,7 +4,7 @@
  * event type written anywhere under src/ is listed here.
  *
  * Payloads pass the module's `redact` hook before they are stored, except those built inside SQL
- * (`run.claimed`, `run.limited`, `run.reconciled`, `run.pruned`, `signal.sent`, `signal.received`, `signal.timed_out`),
+ * (`run.claimed`, `run.limited`, `run.debounced`, `run.reconciled`, `run.pruned`, `signal.sent`, `signal.received`, `signal.timed_out`),
  * so a `redact` that drops fields makes them optional in what you read back.
  */
 
@@ -67,6 +67,11 @@ export interface DurableEventPayloads {
    * claim index, until a slot of that scope frees or a token is free again.
    */
   'run.limited': { scope: string[] | { rate: string[] } };
+  /**
+   * A start of a debounced kind found this run not begun yet: its input is now that start's, and it is
+   * due at `availableAt`.
+   */
+  'run.debounced': { availableAt: string };
   /** A `tool` step started (cursor `started`). */
   'step.started': { step: number; name: string };
   /** A `model` step started (cursor `started`). */
@@ -175,6 +180,7 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'run.created': true,
   'run.claimed': true,
   'run.limited': true,
+  'run.debounced': true,
   'step.started': true,
   'model.call_started': true,
   'run.checkpoint_saved': true,

@@ -42,6 +42,13 @@ export interface DurableWorkflowOptions {
    * refused. See docs/FLOW-CONTROL.md.
    */
   rateLimit?: { limit: number; periodMs: number; perKey?: boolean };
+  /**
+   * A burst of starts becomes one run: a start while a run of the kind (with `key`: of the same key) has
+   * not begun replaces that run's input with its own and moves it `periodMs` later; the run begins once
+   * `periodMs` passed with no new start, with the last input. Applies to `start()` in processes that
+   * register the workflow; refuses `idempotencyKey` and `runAt`. See docs/FLOW-CONTROL.md.
+   */
+  debounce?: { periodMs: number; key?: (input: any) => string | number | null | undefined };
 }
 
 /** Options of `@DurableCron`. */

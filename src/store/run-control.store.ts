@@ -5,6 +5,7 @@ import { toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL } from './sql/signal.sql';
 import type { DurableNames, SqlText } from './durable-names';
 import { keyScope, rateScope } from './run-state/slots';
+import { startDebounced } from './debounced-start';
 
 /**
  * Insert a run and its `run.created` event in one statement. ON CONFLICT on the unique
@@ -168,6 +169,11 @@ export class RunControlStore {
       'dx_start',
     );
     return rows.length ? toRunView(rows[0]) : null;
+  }
+
+  /** A start of a debounced kind: see DEBOUNCED_START_SQL. */
+  startDebounced(run: NewRun, debounce: { key: string; periodMs: number }) {
+    return startDebounced(this.db, run, debounce);
   }
 
   /** The run holding `key` (compared with `inputJson`), or undefined when none does (any more). */

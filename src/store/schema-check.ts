@@ -19,6 +19,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_runs', 'notify_on_finish'],
   ['ai_runs', 'limited_by'],
   ['ai_limits', 'rate_limit'],
+  ['ai_runs', 'debounce_key'],
 ];
 
 /**
