@@ -1,17 +1,20 @@
-import { INestApplication } from '@nestjs/common';
+import { INestApplication, Injectable } from '@nestjs/common';
 import {
   DurableAdminModule,
   DurableCron,
   DurableSchedules,
   DurableWorkflow,
+  DurableStep,
   RunRepository,
   ScheduledRunInput,
 } from '../../src';
+import { DurableWorker } from '../../src/engine/worker.service';
 import { DurableUsageError } from '../../src/errors/durable-usage.error';
 import { ScheduleNotFoundError } from '../../src/errors/schedule-not-found.error';
 import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
 import { nextTick } from '../../src/util/cron-ticks';
 import { bootApp, bootHttpApp } from '../helpers/app';
+import { gate } from '../helpers/drive';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 @DurableCron('* * * * * *', { name: 'every-second', input: { region: 'eu' } })
@@ -191,6 +194,25 @@ describe('@DurableCron schedules', () => {
   });
 });
 
+const pageHold = gate();
+
+@Injectable()
+class PageSteps {
+  @DurableStep()
+  async hold() {
+    await pageHold.promise;
+    return 1;
+  }
+}
+
+@DurableWorkflow('page-limited', { concurrency: 1 })
+class PageLimited {
+  constructor(private readonly s: PageSteps) {}
+  async run() {
+    return this.s.hold(); // running (holding the slot) until the test ends
+  }
+}
+
 /** An admin action: JSON only (the admin refuses other content types: no form post can forge one). */
 const POST_JSON = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' };
 
@@ -203,11 +225,13 @@ describe('the schedules in the admin API', () => {
     db = await createTestDatabase('cron_admin');
     ({ app, http } = await bootHttpApp(db.url, {
       imports: [DurableAdminModule.forRoot({ allowAnonymous: true })],
-      providers: [CatchSkip],
+      providers: [CatchSkip, PageSteps, PageLimited],
     }));
     await app.get(ScheduleRunner).tick();
   });
   afterAll(async () => {
+    pageHold.open();
+    await app?.get(DurableWorker).idle();
     await app?.close();
     await db?.drop();
   });
@@ -230,5 +254,17 @@ describe('the schedules in the admin API', () => {
     const missing = await fetch(`${http}/durable/api/schedules/nope/pause`, POST_JSON);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ code: 'DURABLE_SCHEDULE_NOT_FOUND' });
+  });
+
+  it('the inspector lists the schedules with their ticks, and the runs held back by a limit', async () => {
+    const runs = app.get(RunRepository);
+    for (let i = 0; i < 3; i++) await runs.start('page-limited', { i });
+    await app.get(DurableWorker).tick(); // one claimed (held in its step), two held back
+    const page = await (await fetch(`${http}/durable`)).text();
+    expect(page).toContain('data-testid="schedule-row"');
+    expect(page).toContain('catch-skip');
+    expect(page).toMatch(
+      /held back by the limit \[&quot;page-limited&quot;\]|held back by the limit \["page-limited"\]/,
+    );
   });
 });

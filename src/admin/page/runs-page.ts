@@ -2,7 +2,7 @@ import type { RunStats } from '../../store/run-stats.reader';
 import type { AdminRunPage } from '../admin-runs.service';
 import type { ListRunsQueryDto } from '../dto/list-runs-query.dto';
 import { RUN_STATUSES } from '../dto/list-runs-query.dto';
-import { badge, dur, html, layout, raw, ts } from './html';
+import { badge, dur, html, layout, raw, Raw, ts } from './html';
 
 /** The query string of a list page with `change` applied (undefined removes a filter). */
 function query(
@@ -28,6 +28,31 @@ function where(r: AdminRunPage['items'][number]): string {
   const c = r.cursor;
   if (!c || c.name === null) return `step ${c?.step ?? 0}`;
   return `${c.step}: ${c.name} (${c.status})`;
+}
+
+/** The `@DurableCron` schedules with their ticks (nothing when there are none). */
+function schedulesCard(schedules: RunStats['schedules']): Raw | string {
+  if (!schedules.length) return '';
+  const rows = schedules.map(
+    (x) =>
+      html`<tr data-testid="schedule-row">
+        <td class="mono">${x.name}</td>
+        <td class="mono">${x.paused ? 'paused' : ts(x.nextAt)}</td>
+        <td class="mono">${x.lastAt ? ts(x.lastAt) : 'none yet'}</td>
+      </tr>`,
+  );
+  return html`<table class="card">
+    <thead>
+      <tr>
+        <th>schedule</th>
+        <th>next tick</th>
+        <th>last tick</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${rows}
+    </tbody>
+  </table>`;
 }
 
 /** The runs table with status counts and filters. `base` is the inspector's own URL path. */
@@ -73,7 +98,11 @@ export function renderRunsPage(
       ${Object.entries(stats.dueWithoutWorker).map(
         ([kind, n]) => html` · <b>${n} due of kind ${kind} with no live worker</b>`,
       )}
+      ${Object.entries(stats.heldBack).map(
+        ([scope, n]) => html` · <span data-testid="held-back">${n} held back by the limit ${scope}</span>`,
+      )}
     </div>
+    ${schedulesCard(stats.schedules)}
     <div class="counts">
       <a class="c" href="${base}${query(q, { status: undefined })}"
         ><span class="badge">all</span><b>${total}</b></a
