@@ -113,7 +113,8 @@ with scopes as (
      select x.id from ${t.runs} x
       where x.limited_by = room.scope and x.status in ('pending', 'waiting')
       order by x.priority desc, x.available_at
-      limit case when room.cap is null then null else room.k end) h
+      limit case when room.cap is null then null else room.k end
+      for update of x skip locked) h
    where w.id = h.id
   returning w.kind, pg_notify($1, w.kind)
 )

@@ -15,8 +15,9 @@ export const rateScope = (kind: string, key?: string): string =>
  * concurrency slots held by the runs of `from` (a FROM item with their `id` and the `epoch` they held
  * them at) are freed, and for every slot freed the first run held back on its scope
  * (ai_runs_limited_idx, in claim order) goes back into the claim index, with a NOTIFY that wakes idle
- * workers. A run without slots costs one probe of ai_slots_run_idx. Two statements that wake the
- * same run at once wake one run for two slots; the reconciler's sweep wakes the rest.
+ * workers. A run without slots costs one probe of ai_slots_run_idx. A held run another statement is
+ * waking right now is skipped (SKIP LOCKED: no wait, and no two statements locking held runs in
+ * opposite orders); what a skip leaves held, the reconciler's sweep wakes.
  * @internal
  */
 export function releaseSlots(t: DurableNames, from: string): string {
@@ -32,7 +33,8 @@ export function releaseSlots(t: DurableNames, from: string): string {
      select x.id from ${t.runs} x
       where x.limited_by = f.scope and x.status in ('pending', 'waiting')
       order by x.priority desc, x.available_at
-      limit f.k) h
+      limit f.k
+      for update of x skip locked) h
    where w.id = h.id
   returning w.id, pg_notify('${t.wakeChannel}', w.kind)
 )`;
