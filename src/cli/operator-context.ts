@@ -4,6 +4,7 @@ import { AdminRedactor } from '../admin/admin-redactor';
 import { AdminRunsService } from '../admin/admin-runs.service';
 import { CommandGateway } from '../api/command-gateway.service';
 import { LeaseService } from '../api/lease.service';
+import { DurableSchedules } from '../api/durable-schedules.service';
 import { RunRepository } from '../api/run.repository';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableExecutionModule } from '../durable-execution.module';
@@ -33,6 +34,7 @@ export interface Operator {
   admin: AdminRunsService;
   leases: LeaseService;
   workers: WorkerPresenceStore;
+  schedules: DurableSchedules;
 }
 
 /** Run data is hidden (every surface of the redact hook); event payloads were redacted when stored. */
@@ -126,5 +128,11 @@ function operatorOf(app: INestApplicationContext): Operator {
     new AdminRedactor(options),
     get(CommandStore),
   );
-  return { runs, admin, leases: get(LeaseService), workers: get(WorkerPresenceStore) };
+  return {
+    runs,
+    admin,
+    leases: get(LeaseService),
+    workers: get(WorkerPresenceStore),
+    schedules: get(DurableSchedules),
+  };
 }

@@ -3,6 +3,7 @@ import type { CommandView } from '../interfaces/command.interface';
 import type { WorkerReleaseResult } from '../interfaces/lease.interface';
 import type { RunView } from '../interfaces/run.interface';
 import type { WorkerRow } from '../store/worker-presence.store';
+import type { ScheduleView } from '../api/durable-schedules.service';
 
 type Out = (line: string) => void;
 
@@ -144,6 +145,27 @@ export function printWorkers(out: Out, rows: WorkerRow[]): void {
       w.kinds ? w.kinds.join(',') || '-' : '(no presence row)',
       at(w.seenAt),
       at(w.expiresAt),
+    ]),
+  );
+}
+
+/** `schedules`, `pause`, `resume`: each schedule with its ticks. */
+export function printSchedules(out: Out, rows: ScheduleView[]): void {
+  if (!rows.length) {
+    out('no schedules: no process that registers a @DurableCron workflow has started');
+    return;
+  }
+  table(
+    out,
+    ['SCHEDULE', 'KIND', 'CRON', 'TIMEZONE', 'NEXT', 'LAST', 'PAUSED'],
+    rows.map((s) => [
+      s.name,
+      s.kind,
+      s.cron,
+      s.timezone,
+      at(s.nextAt),
+      at(s.lastAt),
+      s.paused ? 'yes' : 'no',
     ]),
   );
 }

@@ -11,6 +11,7 @@ import {
   printList,
   printReleased,
   printRun,
+  printSchedules,
   printWorkers,
 } from './operator-print';
 
@@ -31,6 +32,9 @@ export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[
   reject: { words: ['RUN', 'KEY'], flags: [...ACTION, 'note'] },
   workers: { words: [], flags: COMMON },
   'release-worker': { words: ['WORKER'], flags: [...COMMON, 'force'] },
+  schedules: { words: [], flags: COMMON },
+  pause: { words: ['SCHEDULE'], flags: COMMON },
+  resume: { words: ['SCHEDULE'], flags: COMMON },
 };
 
 export const OPERATOR_USAGE = `Operator commands (the same checks as the admin API; --json prints what it answers):
@@ -46,6 +50,8 @@ export const OPERATOR_USAGE = `Operator commands (the same checks as the admin A
   workers              each worker: live or not, the kinds it serves, the runs it holds
   release-worker ID    hand a dead worker's runs on now; refused while its presence row is live
                        (--force: it is gone but its row has not expired yet)
+  schedules            the @DurableCron schedules: next and last tick, paused or not
+  pause SCHEDULE       its ticks start nothing until resume SCHEDULE (from its next tick after now)
   Actions are recorded in the run's trail with --by NAME (default cli:<your user name>).
   Run data is shown through your app's redact hook with --app FILE[#Export]; without --app it is
   hidden unless --show-data.`;
@@ -189,6 +195,17 @@ export async function operatorCommand(
       case 'workers': {
         const rows = await op.workers.list();
         print(rows, () => printWorkers(out, rows));
+        break;
+      }
+      case 'schedules': {
+        const rows = await op.schedules.list();
+        print(rows, () => printSchedules(out, rows));
+        break;
+      }
+      case 'pause':
+      case 'resume': {
+        const row = await op.schedules[command](id);
+        print(row, () => printSchedules(out, [row]));
         break;
       }
       case 'release-worker': {

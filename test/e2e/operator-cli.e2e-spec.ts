@@ -17,7 +17,7 @@ import { driveUntil } from '../helpers/drive';
 
 /**
  * The operator CLI (issue 22, item 5): list, show with the trail, cancel, retry, signal, resolve,
- * approve, reject, workers and release-worker against the database URL, each through the same checks
+ * approve, reject, workers, release-worker, schedules, pause and resume against the database URL, each through the same checks
  * as the admin API (a refused action exits 1 and changes nothing), with output a person reads and
  * `--json` for scripts, and run data shown only through a redact hook (`--app`) or on `--show-data`.
  */
@@ -248,6 +248,19 @@ describe('operator CLI', () => {
     expect(released.stdout).toContain(`released 1 run(s) of worker pod-gone\n  ${id}  waiting`);
     expect((await eventsOf(id, 'run.reconciled'))[0]).toMatchObject({ reason: 'worker_gone' });
     expect(await driveUntil(app, db, id, ['waiting'])).toMatchObject({ workerId: null });
+  });
+
+  it('schedules lists the @DurableCron schedules; pause and resume one; an unknown name exits 1', async () => {
+    await db.query(
+      `insert into ai_schedules (name, kind, cron, next_at) values ('nightly', 'op-order', '0 2 * * *', now() + interval '1 hour')`,
+    );
+    expect((await op('schedules')).stdout).toMatch(/nightly\s+op-order\s+0 2 \* \* \*\s+UTC\s+\S+\s+-\s+no/);
+    expect(await json('pause', 'nightly')).toMatchObject({ name: 'nightly', paused: true });
+    expect(await json('schedules')).toEqual([expect.objectContaining({ name: 'nightly', paused: true })]);
+    expect(await json('resume', 'nightly')).toMatchObject({ name: 'nightly', paused: false });
+    const missing = await op('pause', 'nope');
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('No schedule is named "nope"');
   });
 
   it('bad words and flags exit 2 with the usage before connecting; an unknown run exits 1', async () => {
