@@ -6,7 +6,8 @@ import { durableNames } from '../src/store/durable-names';
  * register it. `next_at` is the next tick not yet fired; the statement that fires a tick inserts its run
  * (idempotency key `cron:<name>:<tick>`, so a tick gives one run however many pods fire it) and moves
  * `next_at` past the database's now, in one statement. `last_key`: the idempotency key of the last run
- * fired (the overlap policy asks whether it is still going).
+ * fired (the overlap policy asks whether it is still going). `source`: `code` (a `@DurableCron`, declared by
+ * the processes that register it) or `api` (`DurableSchedules.create`).
  */
 export class Schedules1765200000000 implements MigrationInterface {
   name = 'Schedules1765200000000';
@@ -28,6 +29,7 @@ export class Schedules1765200000000 implements MigrationInterface {
         last_at     timestamptz,
         last_key    text,
         paused      boolean not null default false,
+        source      text not null default 'code' check (source in ('code', 'api')),
         created_at  timestamptz not null default now(),
         updated_at  timestamptz not null default now()
       )`);

@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { ScheduleNotFoundError } from '../errors/schedule-not-found.error';
 import { ScheduleRow, ScheduleStore } from '../store/schedules.store';
 import { requireText } from '../util/arguments';
-import { nextTick } from '../util/cron-ticks';
+import { nextTick, scheduleOf, scheduleProblem } from '../util/cron-ticks';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import type { DurableCronOptions } from '../interfaces/step-options.interface';
 
 /** A `@DurableCron` schedule, as `DurableSchedules.list()` returns it. */
 export interface ScheduleView {
@@ -26,6 +28,8 @@ export interface ScheduleView {
   lastRunKey: string | null;
   /** Paused: its ticks start nothing until `resume`. */
   paused: boolean;
+  /** `code`: declared by a `@DurableCron`; `api`: created with `DurableSchedules.create`. */
+  source: 'code' | 'api';
 }
 
 const toView = (r: ScheduleRow): ScheduleView => ({
@@ -39,6 +43,7 @@ const toView = (r: ScheduleRow): ScheduleView => ({
   lastAt: r.lastAt,
   lastRunKey: r.lastKey,
   paused: r.paused,
+  source: r.source,
 });
 
 /**
@@ -53,6 +58,42 @@ export class DurableSchedules {
   /** Every schedule, by name. */
   async list(): Promise<ScheduleView[]> {
     return (await this.store.list()).map(toView);
+  }
+
+  /**
+   * Creates a schedule at run time (or replaces one created so): runs of `kind` on every tick of `cron`,
+   * as `@DurableCron` does (same options; `name` is required here), from its first tick after now. A
+   * name a `@DurableCron` holds is refused. InvalidArgumentError naming the field for a bad option.
+   */
+  async create(
+    name: string,
+    kind: string,
+    cron: string,
+    options: Omit<DurableCronOptions, 'name'> = {},
+  ): Promise<ScheduleView> {
+    const meta = scheduleOf(cron, { ...options, name: requireText(name, 'name') });
+    const problem = scheduleProblem(meta);
+    if (problem) throw new InvalidArgumentError(problem.field, problem.reason);
+    requireText(kind, 'kind');
+    const nextAt = nextTick(meta.cron, meta.timezone, await this.store.now());
+    const row = await this.store.create({ ...meta, name, kind, nextAt });
+    if (!row)
+      throw new InvalidArgumentError(
+        'name',
+        `"${name}" is a @DurableCron schedule of the code: choose another name`,
+      );
+    return toView(row);
+  }
+
+  /** Deletes a schedule created with `create` (its runs stay). A `@DurableCron`'s is refused: pause it. */
+  async remove(name: string): Promise<void> {
+    const source = await this.store.remove(requireText(name, 'name'));
+    if (source === 'code')
+      throw new InvalidArgumentError(
+        'name',
+        `"${name}" is a @DurableCron schedule of the code: pause it instead`,
+      );
+    if (!source) throw new ScheduleNotFoundError(name);
   }
 
   /** Stops firing it until `resume`; ticks while paused start nothing. ScheduleNotFoundError for an unknown name. */

@@ -15,10 +15,12 @@ export interface ScheduleRow {
   lastAt: Date | null;
   lastKey: string | null;
   paused: boolean;
+  /** `code`: a `@DurableCron`; `api`: created with `DurableSchedules.create`. */
+  source: 'code' | 'api';
 }
 
 /** A schedule as a process that registers it declares it; `nextAt`: its first tick after the database's now. */
-export type DeclaredSchedule = Omit<ScheduleRow, 'lastAt' | 'lastKey' | 'paused'>;
+export type DeclaredSchedule = Omit<ScheduleRow, 'lastAt' | 'lastKey' | 'paused' | 'source'>;
 
 /**
  * Upserts one schedule of this process's code. Its next tick moves only when its cron or time zone
@@ -29,13 +31,31 @@ insert into ${t.schedules} as s (name, kind, cron, timezone, input, catch_up, ov
 values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)
 on conflict (name) do update
    set kind = excluded.kind, cron = excluded.cron, timezone = excluded.timezone, input = excluded.input,
-       catch_up = excluded.catch_up, overlap = excluded.overlap, updated_at = now(),
+       catch_up = excluded.catch_up, overlap = excluded.overlap, source = 'code', updated_at = now(),
        next_at = case when s.cron is distinct from excluded.cron or s.timezone is distinct from excluded.timezone
                       then excluded.next_at else s.next_at end`;
 
 /** Schedules of the kinds this process registers that its code no longer declares. $1 kinds, $2 names */
 const FORGET_SQL: SqlText = (t) =>
-  `delete from ${t.schedules} where kind = any($1::text[]) and name <> all($2::text[])`;
+  `delete from ${t.schedules} where kind = any($1::text[]) and name <> all($2::text[]) and source = 'code'`;
+
+/**
+ * A schedule created at run time (`source = 'api'`), or one created so before replaced; a name a
+ * `@DurableCron` holds is left alone (nothing returned). $1 name … $8 first tick after now
+ */
+const CREATE_SQL: SqlText = (t) => `
+insert into ${t.schedules} as s (name, kind, cron, timezone, input, catch_up, overlap, next_at, source)
+values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, 'api')
+on conflict (name) do update
+   set kind = excluded.kind, cron = excluded.cron, timezone = excluded.timezone, input = excluded.input,
+       catch_up = excluded.catch_up, overlap = excluded.overlap, next_at = excluded.next_at, updated_at = now()
+ where s.source = 'api'
+returning *`;
+
+/** Deletes a schedule created at run time; returns its source when one has that name. $1 name */
+const REMOVE_SQL: SqlText = (t) => `
+with gone as (delete from ${t.schedules} where name = $1 and source = 'api' returning source)
+select source from gone union all select source from ${t.schedules} where name = $1 and source = 'code'`;
 
 /** Schedules whose next tick is due, by the database clock. */
 const DUE_SQL: SqlText = (t) => `
@@ -98,6 +118,7 @@ const toRow = (r: Record<string, any>): ScheduleRow => ({
   lastAt: r.last_at,
   lastKey: r.last_key,
   paused: r.paused,
+  source: r.source,
 });
 
 /** Durable cron schedules (`ai_schedules`), off the run path. @internal */
@@ -149,6 +170,26 @@ export class ScheduleStore {
       this.db.names.wakeChannel,
     ]);
     return { moved: rows[0].moved === 1, started: rows[0].started };
+  }
+
+  /** Creates (or replaces) a schedule at run time; null when a `@DurableCron` holds the name. */
+  async create(s: DeclaredSchedule): Promise<ScheduleRow | null> {
+    const { rows } = await this.db.query(CREATE_SQL, [
+      s.name,
+      s.kind,
+      s.cron,
+      s.timezone,
+      JSON.stringify(s.input),
+      s.catchUp,
+      s.overlap,
+      s.nextAt,
+    ]);
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  /** Removes a schedule created at run time: 'api' when it did, 'code' for a `@DurableCron`'s, null if none. */
+  async remove(name: string): Promise<'api' | 'code' | null> {
+    return (await this.db.query(REMOVE_SQL, [name])).rows[0]?.source ?? null;
   }
 
   async list(): Promise<ScheduleRow[]> {

@@ -1,4 +1,5 @@
-import { cronPackage } from './cron';
+import type { CronMetadata, DurableCronOptions } from '../interfaces/step-options.interface';
+import { cronPackage, cronProblem } from './cron';
 
 /** How far past its tick a `catchUp: 'skip'` schedule still fires it. */
 export const SKIP_GRACE_MS = 60_000;
@@ -40,4 +41,45 @@ export function dueTicks(
         ? latest
         : latest.filter((x) => now.getTime() - x.getTime() <= SKIP_GRACE_MS);
   return { fire, next: t };
+}
+
+/** A schedule's options with their defaults. @internal */
+export function scheduleOf(cron: string, o: DurableCronOptions = {}): CronMetadata {
+  return {
+    cron,
+    name: o.name,
+    timezone: o.timezone ?? 'UTC',
+    input: o.input ?? {},
+    catchUp: o.catchUp ?? 'latest',
+    overlap: o.overlap ?? 'allow',
+  };
+}
+
+/** What is wrong with a schedule, naming the field; undefined when nothing. @internal */
+export function scheduleProblem(m: CronMetadata): { field: string; reason: string } | undefined {
+  const cron = cronProblem(m.cron);
+  if (cron) return { field: 'cron', reason: cron };
+  try {
+    new (cronPackage().CronTime)(m.cron, m.timezone);
+  } catch {
+    return {
+      field: 'timezone',
+      reason: `must be an IANA time zone such as 'Europe/Berlin', got ${JSON.stringify(m.timezone)}`,
+    };
+  }
+  if (m.name !== undefined && (typeof m.name !== 'string' || !m.name || m.name.length > 200))
+    return {
+      field: 'name',
+      reason: `must be a non-empty string of at most 200 characters, got ${JSON.stringify(m.name)}`,
+    };
+  if (!['latest', 'all', 'skip'].includes(m.catchUp))
+    return {
+      field: 'catchUp',
+      reason: `must be 'latest', 'all' or 'skip', got ${JSON.stringify(m.catchUp)}`,
+    };
+  if (!['allow', 'skip'].includes(m.overlap))
+    return { field: 'overlap', reason: `must be 'allow' or 'skip', got ${JSON.stringify(m.overlap)}` };
+  if (typeof m.input !== 'object' || m.input === null || Array.isArray(m.input))
+    return { field: 'input', reason: 'must be a JSON object (the run also gets schedule and scheduledAt)' };
+  return undefined;
 }

@@ -13,6 +13,7 @@ import { DurableUsageError } from '../../src/errors/durable-usage.error';
 import { ScheduleNotFoundError } from '../../src/errors/schedule-not-found.error';
 import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
 import { nextTick } from '../../src/util/cron-ticks';
+import { ScheduleStore } from '../../src/store/schedules.store';
 import { bootApp, bootHttpApp } from '../helpers/app';
 import { gate } from '../helpers/drive';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
@@ -183,6 +184,31 @@ describe('@DurableCron schedules', () => {
     await runner.tick();
     expect((await runsOf('tick-every')).length).toBeLessThanOrEqual(before + 1);
     await expect(schedules.pause('nope')).rejects.toThrow(ScheduleNotFoundError);
+  });
+
+  it('a schedule created at run time fires like a declared one, and only it can be removed', async () => {
+    const made = await schedules.create('made-at-runtime', 'tick-api', '* * * * * *', {
+      input: { from: 'api' },
+    });
+    expect(made).toMatchObject({ name: 'made-at-runtime', kind: 'tick-api', source: 'api', paused: false });
+    // A process that declares its code's schedules for that kind does not forget it.
+    await app.get(ScheduleStore).declare(['tick-api'], []);
+    const t0 = Date.now();
+    while (Date.now() - t0 < 1300) {
+      await runner.tick();
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    const fired = await runsOf('tick-api');
+    expect(fired.length).toBeGreaterThanOrEqual(1);
+    expect(fired[0].input).toMatchObject({ from: 'api', schedule: 'made-at-runtime' });
+    await expect(schedules.create('every-second', 'tick-api', '* * * * *')).rejects.toThrow(
+      /@DurableCron schedule/,
+    );
+    await expect(schedules.create('x', 'tick-api', 'nope')).rejects.toThrow(/^cron is not a cron expression/);
+    await expect(schedules.remove('every-second')).rejects.toThrow(/pause it instead/);
+    await schedules.remove('made-at-runtime');
+    await expect(schedules.remove('made-at-runtime')).rejects.toThrow(ScheduleNotFoundError);
+    expect((await schedules.list()).map((s) => s.name)).not.toContain('made-at-runtime');
   });
 
   it('refuses a bad schedule where it is declared, naming the field', () => {
