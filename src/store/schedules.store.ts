@@ -121,6 +121,18 @@ const toRow = (r: Record<string, any>): ScheduleRow => ({
   source: r.source,
 });
 
+/** $1 … $8 of DECLARE_SQL and CREATE_SQL. */
+const scheduleParams = (s: DeclaredSchedule): unknown[] => [
+  s.name,
+  s.kind,
+  s.cron,
+  s.timezone,
+  JSON.stringify(s.input),
+  s.catchUp,
+  s.overlap,
+  s.nextAt,
+];
+
 /** Durable cron schedules (`ai_schedules`), off the run path. @internal */
 @Injectable()
 export class ScheduleStore {
@@ -133,17 +145,7 @@ export class ScheduleStore {
 
   /** Declares the schedules of the kinds this process registers, and forgets those its code dropped. */
   async declare(kinds: string[], schedules: DeclaredSchedule[]): Promise<void> {
-    for (const s of schedules)
-      await this.db.query(DECLARE_SQL, [
-        s.name,
-        s.kind,
-        s.cron,
-        s.timezone,
-        JSON.stringify(s.input),
-        s.catchUp,
-        s.overlap,
-        s.nextAt,
-      ]);
+    for (const s of schedules) await this.db.query(DECLARE_SQL, scheduleParams(s));
     await this.db.query(FORGET_SQL, [kinds, schedules.map((s) => s.name)]);
   }
 
@@ -174,16 +176,7 @@ export class ScheduleStore {
 
   /** Creates (or replaces) a schedule at run time; null when a `@DurableCron` holds the name. */
   async create(s: DeclaredSchedule): Promise<ScheduleRow | null> {
-    const { rows } = await this.db.query(CREATE_SQL, [
-      s.name,
-      s.kind,
-      s.cron,
-      s.timezone,
-      JSON.stringify(s.input),
-      s.catchUp,
-      s.overlap,
-      s.nextAt,
-    ]);
+    const { rows } = await this.db.query(CREATE_SQL, scheduleParams(s));
     return rows[0] ? toRow(rows[0]) : null;
   }
 
