@@ -150,19 +150,7 @@ function debounced(
     throw new InvalidArgumentError('idempotencyKey', why);
   if (runAt !== undefined) throw new InvalidArgumentError('runAt', why);
   const { periodMs, key } = meta.debounce!;
-  if (!key) return { key: '', periodMs };
-  let value: unknown;
-  try {
-    value = key(input);
-  } catch (err) {
-    throw new InvalidArgumentError(
-      'debounce.key',
-      `could not be computed: @DurableWorkflow('${meta.kind}')'s debounce.key(input) threw ${(err as Error)?.message ?? String(err)}`,
-    );
-  }
-  if (value === undefined || value === null) return { key: '', periodMs };
-  if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
-  return { key: requireShortText(value, `debounce.key (from @DurableWorkflow('${meta.kind}'))`), periodMs };
+  return { key: (key && keyFrom(key, input, meta.kind, 'debounce.key')) ?? '', periodMs };
 }
 
 /**
@@ -173,19 +161,27 @@ function debounced(
 function concurrencyKeyOf(meta: WorkflowMetadata | undefined, input: unknown, given: unknown): string | null {
   const field = 'concurrencyKey';
   if (given !== undefined && given !== null) return requireShortText(given, field);
-  if (!meta?.concurrencyKey) return null;
+  return meta?.concurrencyKey ? keyFrom(meta.concurrencyKey, input, meta.kind, field) : null;
+}
+
+/**
+ * A key the workflow computes from the input (`field`: the option's name): a string, or a number as its
+ * decimal text; null for null or undefined. InvalidArgumentError naming `field` when it throws or is not
+ * a short text.
+ */
+function keyFrom(fn: (input: any) => unknown, input: unknown, kind: string, field: string): string | null {
   let key: unknown;
   try {
-    key = meta.concurrencyKey(input);
+    key = fn(input);
   } catch (err) {
     throw new InvalidArgumentError(
       field,
-      `could not be computed: @DurableWorkflow('${meta.kind}')'s concurrencyKey(input) threw ${(err as Error)?.message ?? String(err)}`,
+      `could not be computed: @DurableWorkflow('${kind}')'s ${field}(input) threw ${(err as Error)?.message ?? String(err)}`,
     );
   }
   if (key === undefined || key === null) return null;
   if (typeof key === 'number' && Number.isFinite(key)) key = String(key);
-  return requireShortText(key, `${field} (from @DurableWorkflow('${meta.kind}')'s concurrencyKey(input))`);
+  return requireShortText(key, `${field} (from @DurableWorkflow('${kind}')'s ${field}(input))`);
 }
 
 /** A non-empty string of at most MAX_KIND_LENGTH characters with no control character. */
