@@ -108,9 +108,9 @@ export class DurableSchedules {
 
   private async set(name: string, paused: boolean): Promise<ScheduleView> {
     requireText(name, 'name');
-    const current = (await this.store.list()).find((s) => s.name === name);
+    const current = await this.store.get(name);
     if (!current) throw new ScheduleNotFoundError(name);
-    const next = paused ? null : nextTick(current.cron, current.timezone, await this.store.now());
+    const next = paused ? null : nextTick(current.cron, current.timezone, current.dbNow);
     const row = await this.store.setPaused(name, paused, next);
     if (!row) throw new ScheduleNotFoundError(name);
     return toView(row);

@@ -101,6 +101,9 @@ select (select count(*) from moved)::int as moved, (select count(*) from fire)::
 
 const LIST_SQL: SqlText = (t) => `select * from ${t.schedules} order by name`;
 
+/** One schedule and the database's clock. $1 name */
+const GET_SQL: SqlText = (t) => `select *, now() as db_now from ${t.schedules} where name = $1`;
+
 /** Pauses ($2 true) or resumes a schedule; a resume waits for its next tick after now ($3). $1 name */
 const PAUSE_SQL: SqlText = (t) => `
 update ${t.schedules} set paused = $2, next_at = case when $2 then next_at else $3 end, updated_at = now()
@@ -183,6 +186,12 @@ export class ScheduleStore {
   /** Removes a schedule created at run time: 'api' when it did, 'code' for a `@DurableCron`'s, null if none. */
   async remove(name: string): Promise<'api' | 'code' | null> {
     return (await this.db.query(REMOVE_SQL, [name])).rows[0]?.source ?? null;
+  }
+
+  /** One schedule by name, with the database's clock; null when none has it. */
+  async get(name: string): Promise<(ScheduleRow & { dbNow: Date }) | null> {
+    const row = (await this.db.query(GET_SQL, [name])).rows[0];
+    return row ? { ...toRow(row), dbNow: row.db_now } : null;
   }
 
   async list(): Promise<ScheduleRow[]> {
