@@ -11,6 +11,7 @@ import { ConcurrencyLimits1765100000000 } from './1765100000000-concurrency-limi
 import { Schedules1765200000000 } from './1765200000000-schedules';
 import { RateLimits1765300000000 } from './1765300000000-rate-limits';
 import { Debounce1765400000000 } from './1765400000000-debounce';
+import { ChildRuns1765500000000 } from './1765500000000-child-runs';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -24,6 +25,7 @@ export {
   Schedules1765200000000,
   RateLimits1765300000000,
   Debounce1765400000000,
+  ChildRuns1765500000000,
 };
 
 /**
@@ -44,6 +46,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   Schedules1765200000000,
   RateLimits1765300000000,
   Debounce1765400000000,
+  ChildRuns1765500000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

@@ -49,6 +49,13 @@ export type {
   Stored,
   UntypedSignalName,
 } from './interfaces/stored-types.interface';
+export type {
+  ChildOptions,
+  ChildRun,
+  ParentClosePolicy,
+  StartChildOptions,
+  WaitForChildOptions,
+} from './interfaces/child.interface';
 export { currentRun } from './engine/run-storage';
 export type {
   ApprovalDecision,
@@ -102,6 +109,7 @@ export type {
 
 // Errors, each with a stable code, and their HTTP mapping.
 export {
+  ChildRunError,
   CommandFailedError,
   CommandInStepError,
   CommandNotFoundError,
@@ -125,6 +133,7 @@ export {
   RunCancelledError,
   RunFailedError,
   RunNotFoundError,
+  ScheduleNotFoundError,
   SchemaConflictError,
   SchemaNotReadyError,
   SerializationError,
@@ -132,7 +141,7 @@ export {
   StepTimeoutError,
   UnknownRunKindError,
 } from './errors';
-export type { DurableErrorCode } from './errors';
+export type { ChildRunEnd, DurableErrorCode } from './errors';
 export { DurableExceptionFilter, DURABLE_HTTP_STATUS } from './nest/durable-exception.filter';
 export type { DurableErrorBody } from './nest/durable-exception.filter';
 

@@ -14,6 +14,7 @@ import type { RunControlStore } from '../store/run-control.store';
 import type { WorkerPresenceStore } from '../store/worker-presence.store';
 import { MAX_IDEMPOTENCY_KEY_BYTES, requireInt4, requireText, requireTimestamp } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
+import { concurrencyKeyOf, keyFrom, requireShortText } from '../util/run-keys';
 import { activeTraceparent } from '../util/trace-context';
 
 /**
@@ -135,9 +136,6 @@ export function workflowKind(workflow: WorkflowClass, method: string): string {
   return meta.kind;
 }
 
-/** The longest kind or concurrency key the runs table takes (`check (length(…) between 1 and 200)`). */
-export const MAX_KIND_LENGTH = 200;
-
 /** A debounced kind's key and period; a start with an idempotency key or a runAt is refused. */
 function debounced(
   meta: WorkflowMetadata,
@@ -151,51 +149,6 @@ function debounced(
   if (runAt !== undefined) throw new InvalidArgumentError('runAt', why);
   const { periodMs, key } = meta.debounce!;
   return { key: (key && keyFrom(key, input, meta.kind, 'debounce.key')) ?? '', periodMs };
-}
-
-/**
- * The run's key for a per-key limit: `given` (StartRunOptions.concurrencyKey), else the workflow's
- * `concurrencyKey(input)` (a number becomes its decimal text; null or undefined: no key), checked as
- * a kind is (InvalidArgumentError naming `concurrencyKey`, before anything is written).
- */
-function concurrencyKeyOf(meta: WorkflowMetadata | undefined, input: unknown, given: unknown): string | null {
-  const field = 'concurrencyKey';
-  if (given !== undefined && given !== null) return requireShortText(given, field);
-  return meta?.concurrencyKey ? keyFrom(meta.concurrencyKey, input, meta.kind, field) : null;
-}
-
-/**
- * A key the workflow computes from the input (`field`: the option's name): a string, or a number as its
- * decimal text; null for null or undefined. InvalidArgumentError naming `field` when it throws or is not
- * a short text.
- */
-function keyFrom(fn: (input: any) => unknown, input: unknown, kind: string, field: string): string | null {
-  let key: unknown;
-  try {
-    key = fn(input);
-  } catch (err) {
-    throw new InvalidArgumentError(
-      field,
-      `could not be computed: @DurableWorkflow('${kind}')'s ${field}(input) threw ${(err as Error)?.message ?? String(err)}`,
-    );
-  }
-  if (key === undefined || key === null) return null;
-  if (typeof key === 'number' && Number.isFinite(key)) key = String(key);
-  return requireShortText(key, `${field} (from @DurableWorkflow('${kind}')'s ${field}(input))`);
-}
-
-/** A non-empty string of at most MAX_KIND_LENGTH characters with no control character. */
-function requireShortText(value: unknown, field: string): string {
-  const text = requireText(value, field);
-  if (text.length > MAX_KIND_LENGTH)
-    throw new InvalidArgumentError(
-      field,
-      `must be at most ${MAX_KIND_LENGTH} characters, got ${text.length}`,
-    );
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(text))
-    throw new InvalidArgumentError(field, 'must not contain control characters (newlines, tabs, NUL)');
-  return text;
 }
 
 /**

@@ -136,8 +136,9 @@ export class RunRepository {
       if (!STATUSES.includes(s)) throw argumentError('status', `"${s}" is not one of ${STATUSES.join(', ')}`);
     }
     const kind = requireText(query.kind, 'kind', { optional: true });
+    if (query.parentId !== undefined) requireUuid(query.parentId, 'parentId');
     return pageOfRuns(query.after, limit, (after, take) =>
-      this.reads.list({ statuses, kind: kind ?? null }, after, take),
+      this.reads.list({ statuses, kind: kind ?? null, parentId: query.parentId ?? null }, after, take),
     );
   }
 
@@ -196,6 +197,11 @@ export class RunRepository {
     const [id, name, payload = null, by] = args as [string, string, unknown?, string?];
     requireUuid(id, 'id');
     requireText(name, 'name', { maxBytes: MAX_SIGNAL_NAME_BYTES });
+    if (name.startsWith('$'))
+      throw argumentError(
+        'name',
+        "must not start with '$': those names are the engine's own (a child run's end is $child:<id>)",
+      );
     requireText(by, 'by', { optional: true, allowEmpty: true });
     const json = toStoredJson(payload, `payload of signal "${name}"`, this.options.limits.maxInputBytes);
     const out = await this.control.signal(id, name, json, by ?? null, kind);

@@ -29,6 +29,9 @@ import { executeStep } from './steps/compute-step';
 import type { ReplayOnly, StepEnv } from './steps/step-env';
 import { progress, recordValue, resumePoint } from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
+import { startChildStep, waitForChildStep } from './steps/child-step';
+import type { ChildRun, StartChildOptions, WaitForChildOptions } from '../interfaces/child.interface';
+import type { WorkflowClass } from '../interfaces/run.interface';
 
 /**
  * One claimed run being driven by this worker, wiring its parts: the replay log (indexes, recorded
@@ -216,6 +219,14 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
 
   waitForSignal(name: string, options: WaitForSignalOptions): Promise<unknown> {
     return waitForSignalStep(this, name, options);
+  }
+
+  startChild(target: string | WorkflowClass, input: unknown, options: StartChildOptions): Promise<ChildRun> {
+    return startChildStep(this, target, input, options);
+  }
+
+  waitForChild(child: ChildRun, options: WaitForChildOptions): Promise<unknown> {
+    return waitForChildStep(this, child, options);
   }
 
   record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T {

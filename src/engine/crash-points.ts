@@ -12,7 +12,8 @@ export type CrashPointName =
   | 'after-command-reserve'
   | 'after-command-dispatch'
   | 'before-heartbeat'
-  | 'during-drain';
+  | 'during-drain'
+  | 'after-child-start';
 
 import { appendFileSync } from 'node:fs';
 

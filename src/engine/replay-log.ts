@@ -7,7 +7,9 @@ export const REPLAY_STALL_MS = 1000;
 
 /** Recorded values (ctx.now/uuid/random, wait deadlines) are read at once, not delivered in order. */
 function isDelivery(name: string): boolean {
-  return !name.startsWith('$') || name === '$sleep' || name.startsWith('$signal:');
+  return (
+    !name.startsWith('$') || name === '$sleep' || name.startsWith('$signal:') || name.startsWith('$child:')
+  );
 }
 
 /**

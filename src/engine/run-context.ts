@@ -1,10 +1,22 @@
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
-import type { RunCancelInfo } from '../interfaces/run.interface';
+import type {
+  ChildOptions,
+  ChildRun,
+  StartChildOptions,
+  WaitForChildOptions,
+} from '../interfaces/child.interface';
+import type {
+  RunCancelInfo,
+  WorkflowClass,
+  WorkflowInput,
+  WorkflowOutput,
+} from '../interfaces/run.interface';
 import type {
   AnySignals,
   SignalMap,
   SignalName,
   SignalPayload,
+  StorableAs,
   UntypedSignalName,
 } from '../interfaces/stored-types.interface';
 import { handed } from './handed';
@@ -22,6 +34,8 @@ export interface RunContextHost {
   resumePoint(): { item: number; partial: unknown } | null;
   sleep(ms: number): Promise<void>;
   waitForSignal(name: string, options: WaitForSignalOptions): Promise<unknown>;
+  startChild(target: string | WorkflowClass, input: unknown, options: StartChildOptions): Promise<ChildRun>;
+  waitForChild(child: ChildRun, options: WaitForChildOptions): Promise<unknown>;
 }
 
 /**
@@ -114,6 +128,51 @@ export class RunContext<S extends SignalMap = AnySignals> {
   waitForSignal<T>(name: UntypedSignalName<S>, options?: WaitForSignalOptions): Promise<T>;
   waitForSignal(name: string, options: WaitForSignalOptions = {}): Promise<unknown> {
     return handed(this.host.waitForSignal(name, options));
+  }
+
+  /**
+   * Starts a child run and waits for it durably: its output, or ChildRunError when it failed, was
+   * dead-lettered or cancelled, or `timeoutMs` passed (then it is cancelled). The child is started once
+   * (keyed by this run and this call's position: a crash between the start and the wait leaves one
+   * child) and its end wakes this run in the statement that ends it; this run holds no worker and no
+   * concurrency slot while it waits. With the workflow class, input and output are typed. Call it in
+   * the workflow body; `Promise.all` over several fans out and replays in the same order.
+   */
+  child<W extends WorkflowClass>(
+    workflow: W,
+    input: StorableAs<WorkflowInput<W>>,
+    options?: ChildOptions,
+  ): Promise<WorkflowOutput<W>>;
+  child<O = unknown>(kind: string, input: unknown, options?: ChildOptions): Promise<O>;
+  child(target: string | WorkflowClass, input: unknown, options: ChildOptions = {}): Promise<unknown> {
+    const { timeoutMs, ...start } = options ?? {};
+    const waited = this.host
+      .startChild(target, input, start)
+      .then((c) => this.host.waitForChild(c, { timeoutMs }));
+    return handed(waited);
+  }
+
+  /**
+   * Starts a child run without waiting (recorded like `child`'s start): pass what it returns to
+   * `waitForChild` later, or never (with `parentClose: 'abandon'` it outlives this run).
+   */
+  startChild<W extends WorkflowClass>(
+    workflow: W,
+    input: StorableAs<WorkflowInput<W>>,
+    options?: StartChildOptions,
+  ): Promise<ChildRun<WorkflowOutput<W>>>;
+  startChild<O = unknown>(kind: string, input: unknown, options?: StartChildOptions): Promise<ChildRun<O>>;
+  startChild(
+    target: string | WorkflowClass,
+    input: unknown,
+    options: StartChildOptions = {},
+  ): Promise<ChildRun> {
+    return handed(this.host.startChild(target, input, options));
+  }
+
+  /** Waits durably for a child `startChild` returned: its output, or ChildRunError (see `child`). */
+  waitForChild<O>(child: ChildRun<O>, options?: WaitForChildOptions): Promise<O> {
+    return handed(this.host.waitForChild(child, options ?? {})) as Promise<O>;
   }
 
   /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */

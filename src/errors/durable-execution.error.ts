@@ -3,6 +3,7 @@
  * a new minor version.
  */
 export type DurableErrorCode =
+  | 'DURABLE_CHILD_RUN_FAILED'
   | 'DURABLE_COMMAND_FAILED'
   | 'DURABLE_COMMAND_IN_STEP'
   | 'DURABLE_COMMAND_NOT_FOUND'

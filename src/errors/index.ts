@@ -28,3 +28,4 @@ export * from './mount-mismatch.error';
 export * from './schema-not-ready.error';
 export * from './no-worker-for-kind.error';
 export * from './schedule-not-found.error';
+export * from './child-run.error';

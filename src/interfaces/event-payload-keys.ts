@@ -9,7 +9,7 @@ type PayloadKeys<T> = T extends unknown ? keyof T & string : never;
  * compares the payloads stored on real runs with it, another test compares it with docs/EVENTS.md.
  */
 export const DURABLE_EVENT_PAYLOAD_KEYS = {
-  'run.created': ['kind', 'idempotencyKey', 'traceparent', 'schedule', 'scheduledAt'],
+  'run.created': ['kind', 'idempotencyKey', 'traceparent', 'schedule', 'scheduledAt', 'parent'],
   'run.claimed': ['workerId', 'attempt', 'slots', 'rateToken'],
   'run.limited': ['scope'],
   'run.debounced': ['availableAt'],
@@ -32,14 +32,16 @@ export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'signal.sent': ['name', 'by'],
   'signal.received': ['name', 'step'],
   'signal.timed_out': ['name', 'step'],
+  'child.started': ['step', 'child', 'kind'],
+  'child.ended': ['child', 'kind', 'status'],
   'run.released': ['reason', 'workerId', 'atStepBoundary', 'callInFlight', 'notSent'],
   'run.retry_scheduled': ['attempts', 'delayMs', 'error', 'notSent'],
   'run.succeeded': ['notSent'],
   'run.failed': ['reason', 'error', 'notSent'],
   'run.held': ['reason', 'error', 'notSent'],
   'run.dead_lettered': ['reason', 'attempts', 'error', 'notSent'],
-  'run.cancel_requested': ['reason', 'by'],
-  'run.cancelled': ['reason', 'by', 'cleanup', 'cleanupError', 'notSent'],
+  'run.cancel_requested': ['reason', 'by', 'parent'],
+  'run.cancelled': ['reason', 'by', 'cleanup', 'cleanupError', 'notSent', 'parent'],
   'run.cleanup_started': [],
   'run.retried': ['by'],
   'run.reconciled': ['reason', 'previousWorker', 'outcome', 'attempts', 'availableAt', 'inDoubt'],

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { REDACT_SURFACES } from '../options/redact';
 import { DURABLE_EVENT_TYPES, isDurableEvent } from './events.interface';
 
-/** Every .ts file under src/ but specs and the event list itself. */
+/** Every .ts file under `dir` but specs and the event list itself. */
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const file = path.join(dir, e.name);
@@ -14,7 +14,9 @@ function sources(dir: string): string[] {
 }
 
 const SRC = path.resolve(__dirname, '..');
-const PREFIX = '(?:run|step|model|tool|command|signal)';
+/** Migrations write events too: the trigger that ends a child run writes `child.ended` on its parent. */
+const MIGRATIONS = path.resolve(SRC, '..', 'migrations');
+const PREFIX = '(?:run|step|model|tool|command|signal|child)';
 /** A quoted event type: 'run.claimed' in TypeScript or in SQL text. */
 const LITERAL = new RegExp(`['"\`](${PREFIX}\\.[a-z_]+)['"\`]`, 'g');
 /** An event type built from a template: `tool.command_${row.status}`. */
@@ -35,7 +37,7 @@ const TEMPLATES: Record<string, string[]> = {
 describe('DurableEventType', () => {
   const found = new Map<string, string[]>();
   const templates = new Set<string>();
-  for (const file of sources(SRC)) {
+  for (const file of [...sources(SRC), ...sources(MIGRATIONS)]) {
     const text = readFileSync(file, 'utf8');
     const rel = path.relative(SRC, file);
     for (const m of text.matchAll(LITERAL)) found.set(m[1], [...(found.get(m[1]) ?? []), rel]);

@@ -4,7 +4,8 @@
  * event type written anywhere under src/ is listed here.
  *
  * Payloads pass the module's `redact` hook before they are stored, except those built inside SQL
- * (`run.claimed`, `run.limited`, `run.debounced`, `run.reconciled`, `run.pruned`, `signal.sent`, `signal.received`, `signal.timed_out`),
+ * (`run.claimed`, `run.limited`, `run.debounced`, `run.reconciled`, `run.pruned`, `signal.sent`, `signal.received`, `signal.timed_out`,
+ * `child.started`, `child.ended`, and a child's `run.cancel_requested`/`run.cancelled` from its parent),
  * so a `redact` that drops fields makes them optional in what you read back.
  */
 
@@ -45,6 +46,8 @@ export interface DurableEventPayloads {
     /** A run a `@DurableCron` tick started: the schedule's name and the tick (ISO). */
     schedule?: string;
     scheduledAt?: string;
+    /** A child run (`ctx.startChild`): its parent run's id. */
+    parent?: string;
   };
   /** A worker claimed the run; the event's epoch is the new one. `attempt` counts claims without progress. */
   'run.claimed': {
@@ -121,6 +124,14 @@ export interface DurableEventPayloads {
   'signal.received': { name: string; step: number };
   /** `ctx.waitForSignal(name)` timed out. */
   'signal.timed_out': { name: string; step: number };
+  /** `ctx.startChild` / `ctx.child` started child run `child` (of `kind`) at step `step`. */
+  'child.started': { step: number; child: string; kind: string };
+  /** A child run of this run ended (`status`); its end is stored for this run's wait. */
+  'child.ended': {
+    child: string;
+    kind: string;
+    status: 'succeeded' | 'failed' | 'cancelled' | 'dead_lettered';
+  };
   /**
    * The worker handed the run back to `waiting`, due at once (a drain, or a command settled
    * meanwhile); with `callInFlight` (a drain whose grace a call outlived) due when the lease ends.
@@ -145,13 +156,13 @@ export interface DurableEventPayloads {
   /** Claims without progress reached `maxAttempts`. */
   'run.dead_lettered': { reason: 'attempts_exhausted'; attempts: number; error: string } & NotSent;
   /** A cancel was requested for a running run; it stops at its next step boundary or heartbeat. */
-  'run.cancel_requested': { reason: string | null; by?: By };
+  'run.cancel_requested': { reason: string | null; by?: By; parent?: string };
   /**
    * The run was cancelled: at once when not running, else by its worker (`{ by: 'worker' }`; with
    * `cleanup` when its workflow has `onCancel`: `done`, or `failed` and the error it ended with).
    */
   'run.cancelled':
-    | { reason: string | null; by?: By }
+    | { reason: string | null; by?: By; parent?: string }
     | ({ by: 'worker'; cleanup?: 'done' | 'failed'; cleanupError?: string } & NotSent);
   /** A cancel reached the running workflow and its `onCancel` cleanup begins (once per run). */
   'run.cleanup_started': Record<never, never>;
@@ -200,6 +211,8 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'signal.sent': true,
   'signal.received': true,
   'signal.timed_out': true,
+  'child.started': true,
+  'child.ended': true,
   'run.released': true,
   'run.retry_scheduled': true,
   'run.succeeded': true,

@@ -55,6 +55,8 @@ export interface RunView<I = unknown, O = unknown> {
    * limit's scope (`["triage"]` or `["triage","tenant-a"]`). Null otherwise.
    */
   limitedBy: string | null;
+  /** The run that started this one (`ctx.child`, `ctx.startChild`), or null. */
+  parentId: string | null;
   error: { name?: string; code?: string; message: string; stack?: string; cause?: unknown } | null;
   createdAt: Date;
   updatedAt: Date;
@@ -122,6 +124,8 @@ export type WorkflowOutput<W> = W extends WorkflowClass<any, infer O> ? Stored<A
 export interface ListRunsQuery {
   status?: RunStatus | RunStatus[];
   kind?: string;
+  /** Only the child runs of this run (`ctx.startChild`). */
+  parentId?: string;
   /** Page size, 1..500. Default 50. */
   limit?: number;
   /** The `next` cursor of the previous page. */

@@ -14,12 +14,15 @@ export interface ReconcileResult {
   deadLettered: number;
   /** Runs held back by a full concurrency limit put back in the queue (a slot of theirs was free). */
   woken?: number;
+  /** Child runs of parents that ended, cancelled (`parentClose: 'cancel'`) where the parent's end could not. */
+  orphansCancelled?: number;
 }
 
 /**
  * Recovers runs whose worker died: expired leases go back to `waiting` with backoff, or are
  * dead-lettered when attempts are spent; runs held back by a concurrency limit whose scope has a free
- * slot go back to the queue (the safety net behind the statements that free slots). A job on `reconciler.intervalMs` or `reconciler.cron`
+ * slot go back to the queue (the safety net behind the statements that free slots); children a
+ * parent's end left going (a row another statement held) are cancelled by their policy. A job on `reconciler.intervalMs` or `reconciler.cron`
  * (`durable-execution:reconciler` in the app's SchedulerRegistry); safe on every pod.
  */
 @Injectable()
@@ -63,7 +66,8 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
       if (rows.length < r.batchSize) {
         if (this.observers.active && (out.requeued || out.deadLettered)) this.observers.reconciled(out);
         const { woken } = await this.limits.wakeHeld();
-        return woken ? { ...out, woken } : out;
+        const orphans = await this.leases.cancelOrphans(r.batchSize);
+        return { ...out, ...(woken ? { woken } : {}), ...(orphans ? { orphansCancelled: orphans } : {}) };
       }
     }
   }
@@ -71,6 +75,8 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
   private async sweepAndLog(): Promise<void> {
     const res = await this.sweep();
     if (res.woken) this.logger.debug(`reconciler: ${res.woken} run(s) held back by a limit woken`);
+    if (res.orphansCancelled)
+      this.logger.log(`reconciler: ${res.orphansCancelled} child run(s) of ended parents cancelled`);
     if (res.requeued || res.deadLettered) {
       this.logger.log(
         `reconciler: ${res.requeued} expired lease(s) requeued, ${res.deadLettered} dead-lettered`,

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
 import type { DurableNames, SqlText } from './durable-names';
 import { releaseSlots } from './run-state/slots';
+import { cancelChildren } from './run-state/child-start';
 
 /**
  * Return runs whose lease expired to the queue, in batches. Running rows are found through the partial
@@ -86,6 +87,26 @@ export interface ReclaimedRun {
   status: 'waiting' | 'dead_lettered';
 }
 
+/**
+ * The reconciler's safety net for child runs: the `cancel`-policy children of a parent that has ended
+ * and that have no cancel request yet (the statement that ended the parent skips a child another
+ * statement holds right then) are cancelled as that statement would have done, up to $1 at a time
+ * (SKIP LOCKED). $1 batch size, $2 wake channel
+ */
+export const CANCEL_ORPHANS_SQL: SqlText = (t) => `
+with ${cancelChildren(
+  t,
+  `select k.id from ${t.runs} k join ${t.runs} p on p.id = k.parent_id
+    where k.parent_id is not null and k.parent_close = 'cancel' and k.cancel_requested_at is null
+      and k.status in ('pending', 'running', 'waiting')
+      and p.status in ('succeeded', 'failed', 'cancelled', 'dead_lettered')
+    limit $1 for update of k skip locked`,
+  `'its parent run ended (' || (select p.status from ${t.runs} p where p.id = c.parent_id) || ')'`,
+)}
+select (select count(*) from c)::int as cancelled,
+       (select count(pg_notify($2, kind)) from c where status <> 'cancelled') as woke,
+       (select count(pg_notify('${t.doneChannel}', id::text)) from c where status = 'cancelled' and notify_on_finish) as announced`;
+
 /** The reconciler's statement: runs whose lease expired go back to the queue. @internal */
 @Injectable()
 export class ExpiredLeaseStore {
@@ -99,5 +120,14 @@ export class ExpiredLeaseStore {
       'dx_reclaim',
     );
     return rows.map((r) => ({ id: r.id, status: r.status }));
+  }
+
+  /** Cancels up to `batchSize` children left going by a parent that ended (CANCEL_ORPHANS_SQL). */
+  async cancelOrphans(batchSize: number): Promise<number> {
+    const { rows } = await this.db.query<{ cancelled: number }>(CANCEL_ORPHANS_SQL, [
+      batchSize,
+      this.db.names.wakeChannel,
+    ]);
+    return rows[0].cancelled;
   }
 }

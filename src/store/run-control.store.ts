@@ -4,7 +4,7 @@ import { DurableDatabase } from './durable-database';
 import { toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL } from './sql/signal.sql';
 import type { DurableNames, SqlText } from './durable-names';
-import { keyScope, rateScope } from './run-state/slots';
+import { keyLimitRows } from './run-state/slots';
 import { startDebounced } from './debounced-start';
 
 /**
@@ -22,20 +22,7 @@ with ins as (
   values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9)
   on conflict (idempotency_key) do nothing
   returning *
-), key_slots as (
-  insert into ${t.slots} (scope, n, kind)
-  select ${keyScope('ins.kind', 'ins.concurrency_key')}, g, ins.kind
-    from ins join ${t.limits} l on l.kind = ins.kind cross join generate_series(1, l.key_cap) g
-   where ins.concurrency_key is not null
-  on conflict do nothing
-), key_tokens as (
-  insert into ${t.rateTokens} (scope, n, kind)
-  select ${rateScope('ins.kind', 'ins.concurrency_key')}, g, ins.kind
-    from ins join ${t.limits} l on l.kind = ins.kind and l.rate_per_key
-   cross join generate_series(1, l.rate_limit) g
-   where ins.concurrency_key is not null
-  on conflict do nothing
-), ev as (
+), ${keyLimitRows(t, 'ins')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.created', 0, $7::jsonb from ins
 )

@@ -23,6 +23,7 @@ export function toRunView(r: Record<string, any>): RunView {
     parkedReason: r.parked_reason,
     concurrencyKey: r.concurrency_key ?? null,
     limitedBy: r.limited_by ?? null,
+    parentId: r.parent_id ?? null,
     error: r.error,
     createdAt: r.created_at,
     updatedAt: r.updated_at,

@@ -20,6 +20,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_runs', 'limited_by'],
   ['ai_limits', 'rate_limit'],
   ['ai_runs', 'debounce_key'],
+  ['ai_runs', 'parent_id'],
 ];
 
 /**

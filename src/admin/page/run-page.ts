@@ -75,6 +75,28 @@ function older(
   </p>`;
 }
 
+/** The run's parent and the children it started (from the `child.started` events shown), as links. */
+function family(base: string, d: AdminRunDetail): Raw | string {
+  const kids = d.events
+    .filter((e) => e.type === 'child.started')
+    .map((e) => e.payload as { child: string; kind: string });
+  const link = (id: string, label: string) => html`<a class="mono" href="${base}/runs/${id}">${label}</a>`;
+  return html`${
+    d.run.parentId
+      ? html`<div>parent</div>
+          <div data-testid="parent">${link(d.run.parentId, d.run.parentId.slice(0, 8))}</div>`
+      : ''
+  }
+  ${
+    kids.length
+      ? html`<div>children</div>
+          <div data-testid="children">
+            ${kids.map((k) => html`${link(k.child, `${k.kind} ${k.child.slice(0, 8)}`)} `)}
+          </div>`
+      : ''
+  }`;
+}
+
 /** Where events that arrive while the page is open are appended by the page script. */
 const LIVE_EVENTS = html`<div id="live" hidden>
   <h3>New since this page loaded</h3>
@@ -116,6 +138,7 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
       <div data-testid="takeovers">${t.takeovers}${shown}</div>
       <div>${r.finishedAt ? 'took' : 'age'}</div>
       <div>${dur(took)}</div>
+      ${family(base, d)}
       ${
         r.parkedReason
           ? html`<div>parked</div>

@@ -6,11 +6,11 @@ import { runStorage } from '../run-storage';
 import { goLive, StepEnv } from './step-env';
 
 /** A wait inside a step or command body, or with a bad argument: the run fails (usage), once. */
-function misuse(env: StepEnv, message: string): never {
+export function misuse(env: StepEnv, message: string): never {
   throw env.control.halt({ kind: 'usage', error: new DurableUsageError(message) });
 }
 
-function notInStep(env: StepEnv, what: string): void {
+export function notInStep(env: StepEnv, what: string): void {
   const step = runStorage.getStore()?.step;
   if (step)
     misuse(
@@ -80,7 +80,13 @@ export async function waitForSignalStep(
   env: StepEnv,
   name: string,
   options: WaitForSignalOptions,
+  engineName = false,
 ): Promise<unknown> {
+  if (!engineName && typeof name === 'string' && name.startsWith('$'))
+    misuse(
+      env,
+      `ctx.waitForSignal(name): "${name}" starts with '$', which is kept for the engine's own signals`,
+    );
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
     misuse(

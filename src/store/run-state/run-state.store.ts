@@ -16,6 +16,7 @@ import { CommandToReserve, reserveCommand } from './reserve-command';
 import { markCommandInDoubt } from './command-in-doubt';
 import { writeProgress, writeStep } from './step-write';
 import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
+import { cancelChild, ChildStart, startChild } from './child-start';
 import { WakeListener } from '../wake-listener';
 
 /** Unfinished runs of other kinds, by kind: through the claim index and the held-back runs' index. */
@@ -125,6 +126,16 @@ export class RunStateStore implements StoreContext {
   /** Consumes a stored signal, records a timeout, or parks: one statement. */
   waitForSignal(fence: Fence, w: SignalWaitWrite) {
     return waitForSignal(this, fence, w);
+  }
+
+  /** Starts a child run once (keyed by parent and step) and records the start on the parent. */
+  startChild(fence: Fence, c: ChildStart) {
+    return startChild(this, fence, c);
+  }
+
+  /** Cancels a child run whose wait timed out (at once when it never began, else by request). */
+  cancelChild(fence: Fence, childId: string, reason: string) {
+    return cancelChild(this, fence, childId, reason);
   }
 
   /** A LISTEN connection on the schema's wake-up channel (not started): `onWake` runs on every NOTIFY of a due run. */

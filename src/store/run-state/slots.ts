@@ -39,3 +39,26 @@ export function releaseSlots(t: DurableNames, from: string): string {
   returning w.id, pg_notify('${t.wakeChannel}', w.kind)
 )`;
 }
+
+/**
+ * Two CTEs, `key_slots` and `key_tokens`, for a statement that inserts runs (CTE `from`, its new rows):
+ * a run with a concurrency key of a kind with a per-key limit gets its key's slots and rate tokens when
+ * they are missing (`ai_limits` says how many). A run without a key costs nothing.
+ * @internal
+ */
+export function keyLimitRows(t: DurableNames, from: string): string {
+  return `key_slots as (
+  insert into ${t.slots} (scope, n, kind)
+  select ${keyScope(`${from}.kind`, `${from}.concurrency_key`)}, g, ${from}.kind
+    from ${from} join ${t.limits} l on l.kind = ${from}.kind cross join generate_series(1, l.key_cap) g
+   where ${from}.concurrency_key is not null
+  on conflict do nothing
+), key_tokens as (
+  insert into ${t.rateTokens} (scope, n, kind)
+  select ${rateScope(`${from}.kind`, `${from}.concurrency_key`)}, g, ${from}.kind
+    from ${from} join ${t.limits} l on l.kind = ${from}.kind and l.rate_per_key
+   cross join generate_series(1, l.rate_limit) g
+   where ${from}.concurrency_key is not null
+  on conflict do nothing
+)`;
+}
