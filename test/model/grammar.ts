@@ -41,7 +41,12 @@ export type RuleOp =
   /** A step never awaited, as the last thing before run() returns (the run fails: a usage error). */
   | { t: 'dangling'; id: string; kind: StepKind }
   /** Waits in a loop, each with its own signal (or timeout). */
-  | { t: 'sigloop'; id: string; n: number; timeoutMs: number | null; signal: Moment | null };
+  | { t: 'sigloop'; id: string; n: number; timeoutMs: number | null; signal: Moment | null }
+  /** Child runs (issue 21): awaited, fanned out, failing (caught), timed out (caught), or not awaited. */
+  | { t: 'child'; id: string; how: ChildHow };
+
+/** How a `child` op uses its child run(s). */
+export type ChildHow = 'await' | 'fan' | 'fail' | 'timeout' | 'detached';
 
 /** The rule name of an op, for the coverage table (`step`, `cmd`, … for the straight-line ops). */
 export function ruleOf(op: { t: string } & Record<string, any>): string {
@@ -64,6 +69,8 @@ export function ruleOf(op: { t: string } & Record<string, any>): string {
       return 'dangling call at return';
     case 'sigloop':
       return 'signals in a loop';
+    case 'child':
+      return `child run (${op.how})`;
     case 'fan':
       return 'Promise.all (step → command)';
     case 'clock':
@@ -103,6 +110,11 @@ export const RULES = [
   'call awaited later',
   'dangling call at return',
   'signals in a loop',
+  'child run (await)',
+  'child run (fan)',
+  'child run (fail)',
+  'child run (timeout)',
+  'child run (detached)',
   'cleanup after a cancel (onCancel)',
 ];
 
@@ -231,6 +243,12 @@ export const ruleShape: fc.Arbitrary<{ t: RuleOp['t'] } & Record<string, any>> =
     weight: 1,
   },
 );
+
+/** A child op (issue 21), weighted like the other rules. */
+export const childShape = fc.record({
+  t: fc.constant('child' as const),
+  how: fc.constantFrom<ChildHow>('await', 'await', 'fan', 'fail', 'timeout', 'detached'),
+});
 
 /** The dangling call, generated only as a program's last op. */
 export const danglingShape = stepKind.map((kind) => ({ t: 'dangling' as const, kind }));

@@ -145,7 +145,10 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
     if (held.length) await sleep(Math.max(...held) + 100);
     const views = (await Promise.all(runIds.map((id) => runs.get(id)))) as RunView[];
     const violations = [...stuck, ...(await checkInvariants(db, world, c, runIds, plan))];
-    violations.push(...replayCheckProblems(runIds));
+    const childIds = (
+      await db.query(`select id from ai_runs where parent_id = any($1) order by created_at`, [runIds])
+    ).map((r: { id: string }) => r.id);
+    violations.push(...replayCheckProblems(runIds, childIds));
     if (violations.length) await dumpFailure(c, runIds, workers[0].app, violations);
     const coverage = coverageOf(c, runIds, world);
     if (c.limited) {
@@ -224,15 +227,18 @@ async function dumpFailure(c: Case, runIds: string[], app: INestApplication, vio
 }
 
 /** Replay checks of this case's runs that failed (the workers check each run after each attempt). */
-function replayCheckProblems(runIds: string[]): string[] {
+function replayCheckProblems(runIds: string[], childIds: string[]): string[] {
   const file = process.env.DURABLE_REPLAY_CHECK;
   if (!file || !existsSync(file)) return [];
   return readFileSync(file, 'utf8')
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as { runId: string; problems: string[] })
-    .filter((r) => runIds.includes(r.runId))
-    .map((r) => `run#${runIds.indexOf(r.runId)} did not replay: ${r.problems.join('; ')}`);
+    .filter((r) => runIds.includes(r.runId) || childIds.includes(r.runId))
+    .map((r) => {
+      const name = runIds.includes(r.runId) ? `run#${runIds.indexOf(r.runId)}` : `child ${r.runId}`;
+      return `${name} did not replay: ${r.problems.join('; ')}`;
+    });
 }
 
 /**
@@ -273,7 +279,10 @@ async function againWithoutFaults(c: Case, views: RunView[], w: Booted, runIds: 
     const code = (v: RunView) => (v.error as { code?: string } | null)?.code ?? '';
     if (twin.status !== faulted.status || code(twin) !== code(faulted))
       out.push(
-        `run#${r} ended ${faulted.status} ${code(faulted)} (${runIds[r]}), its fault-free twin ${twin.status} ${code(twin)}`,
+        `run#${r} ended ${faulted.status} ${code(faulted)} (${runIds[r]}), its fault-free twin ${twin.status} ${code(twin)}` +
+          (twin.status === 'waiting'
+            ? ` (${twin.id}: ${twin.parkedReason}, due ${twin.availableAt.toISOString()})`
+            : ''),
       );
   }
   return out;
@@ -360,15 +369,22 @@ async function drive(
   ];
 }
 
-/** Every run terminal, or waiting with no due time (parked until someone acts). */
+/**
+ * Every run terminal, or waiting with no due time (parked until someone acts); and so is every child
+ * run they started (a child's end reaches its parent, a parent's end its children). The children are
+ * read after their parents, and the parents again after them: a child that ended in between touched
+ * its parent's row (`updatedAt`), so the case is not called settled on a torn read.
+ */
 async function settled(app: INestApplication, runIds: string[]): Promise<boolean> {
   const runs = app.get(RunRepository);
-  for (const id of runIds) {
-    const r = await runs.get(id);
-    if (!r) return false;
-    if (TERMINAL.includes(r.status)) continue;
-    if (r.status === 'waiting' && !Number.isFinite(new Date(r.availableAt as never).getTime())) continue;
-    return false;
-  }
-  return true;
+  const rests = (r: RunView | null) =>
+    !!r &&
+    (TERMINAL.includes(r.status) ||
+      (r.status === 'waiting' && !Number.isFinite(new Date(r.availableAt as never).getTime())));
+  const first = await Promise.all(runIds.map((id) => runs.get(id)));
+  if (!first.every(rests)) return false;
+  const pages = await Promise.all(runIds.map((id) => runs.list({ parentId: id, limit: 500 })));
+  if (!pages.flatMap((p) => p.items).every(rests)) return false;
+  const again = await Promise.all(runIds.map((id) => runs.get(id)));
+  return again.every((r, i) => r!.updatedAt.getTime() === first[i]!.updatedAt.getTime());
 }

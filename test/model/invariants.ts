@@ -7,6 +7,7 @@ import type { TestDatabase } from '../helpers/database';
 import type { FaultPlan } from './faults';
 import type { Case, Program } from './program';
 import { checkRecord, Rows } from './record-checks';
+import { checkChildren } from './child-checks';
 import type { FakeVendor, World } from './world';
 import { beginsOverRate, holdsOf, slotViolations } from '../helpers/slot-holds';
 import { MODEL_LIMITS } from './workflow';
@@ -37,6 +38,8 @@ export async function checkInvariants(
   out.push(...checkEffects(world, rows, short));
   runIds.forEach((id, r) => out.push(...checkConsumers(world, rows, id, c.programs[r], short(id))));
   out.push(...checkReExecutions(world, plan, short));
+  const children = await q(`select * from ai_runs where parent_id = any($1)`);
+  out.push(...checkChildren(rows, children, world, short));
   // Concurrency limits, from the statements that take and free slots (test/helpers/slot-holds.ts).
   const holds = holdsOf(rows.events);
   if (!c.limited && holds.length)

@@ -3,7 +3,7 @@
  * moments, and faults at pause points. All plain JSON, generated and shrunk by fast-check.
  */
 import fc from 'fast-check';
-import { danglingShape, RuleOp, ruleShape, ruleWaits } from './grammar';
+import { childShape, danglingShape, RuleOp, ruleShape, ruleWaits } from './grammar';
 
 export type StepKind = 'compute' | 'model' | 'tool';
 /** The command methods of the model: target (dedup / plain) × in-doubt policy. */
@@ -76,6 +76,8 @@ export const PAUSES = [
   'after-write:park',
   'before-write:run.checkpoint_saved',
   'after-write:run.checkpoint_saved',
+  // A child started, the parent not yet waiting for it (a kill here must not start it twice).
+  'after-write:child.started',
   'after-write:',
 ] as const;
 
@@ -153,6 +155,9 @@ const opShape: fc.Arbitrary<OpShape> = fc.oneof(
   { arbitrary: fc.constant({ t: 'clock' as const }), weight: 2 },
   // The grammar of issue 19: loops, branches, try/catch, allSettled/race, nesting, late awaits, …
   { arbitrary: ruleShape, weight: 12 },
+  // Child runs: started once, awaited durably, their ends and their parent's reaching each other
+  // (DURABLE_MODEL_CHILDREN=1: mostly children, hunting a defect of theirs).
+  { arbitrary: childShape, weight: process.env.DURABLE_MODEL_CHILDREN === '1' ? 30 : 2 },
 );
 
 /** Gives every op (and fan-out branch) an id unique in its program. */

@@ -4,6 +4,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import {
+  ChildRunError,
   CommandContext,
   CommandFailedError,
   CommandLookup,
@@ -279,8 +280,37 @@ export class ModelWorkflow {
       case 'sigloop':
         for (const w of ruleWaits(op)) out[w] = await this.wait(ctx, w, op.timeoutMs);
         return amount;
+      case 'child':
+        out[op.id] = await this.child(ctx, op);
+        return amount;
       case 'dangling':
         return amount; // handled in run(): it ends the program
+    }
+  }
+
+  /** A child op: what the parent saw of its child run(s), observed as `<id>c`. */
+  private async child(ctx: RunContext, op: Extract<RuleOp, { t: 'child' }>): Promise<unknown> {
+    const call = (suffix: string, mode: ChildInput['mode'], timeoutMs?: number) =>
+      ctx.child<ChildOutput>(MODEL_CHILD_KIND, { op: `${op.id}${suffix}`, mode }, { timeoutMs });
+    const seen = (v: unknown) => (world.observe(ctx.runId, `${op.id}c`, ctx.epoch, v), v);
+    switch (op.how) {
+      case 'await':
+        return seen([await call('a', 'ok')]);
+      case 'fan':
+        return seen(await Promise.all([call('a', 'ok'), call('b', 'ok')]));
+      case 'detached':
+        return seen({
+          started: (await ctx.startChild(MODEL_CHILD_KIND, { op: `${op.id}a`, mode: 'ok' })).kind,
+        });
+      default:
+        try {
+          return seen([
+            await call('a', op.how === 'fail' ? 'fail' : 'stall', op.how === 'timeout' ? 30 : undefined),
+          ]);
+        } catch (err) {
+          if (!(err instanceof ChildRunError)) throw err;
+          return seen({ caught: err.childStatus });
+        }
     }
   }
 
@@ -372,4 +402,28 @@ export const MODEL_LIMITS = { kind: 2, key: 1, rate: { limit: 2, periodMs: 300 }
 })
 export class LimitedModelWorkflow extends ModelWorkflow {}
 
-export const MODEL_PROVIDERS = [ModelSteps, ModelCommands, ModelWorkflow];
+/** The kind of the model's child runs, what it is given and what it returns. */
+export const MODEL_CHILD_KIND = 'model-child';
+interface ChildInput {
+  op: string;
+  /** ok: a step, then its output; fail: a step, then NonRetryableError; stall: waits for a signal never sent. */
+  mode: 'ok' | 'fail' | 'stall';
+}
+export interface ChildOutput {
+  op: string;
+  n: number;
+}
+
+/** A child run of a model program: one step, its output returned (or a failure after it). */
+@DurableWorkflow(MODEL_CHILD_KIND, { maxAttempts: 8 })
+export class ModelChildWorkflow {
+  constructor(private readonly steps: ModelSteps) {}
+  async run(input: ChildInput, ctx: RunContext): Promise<ChildOutput> {
+    if (input.mode === 'stall') await ctx.waitForSignal('never');
+    const v = await this.steps.compute({ op: `${input.op}s` });
+    if (input.mode === 'fail') throw new NonRetryableError(`child ${input.op} declined`);
+    return { op: input.op, n: v.n };
+  }
+}
+
+export const MODEL_PROVIDERS = [ModelSteps, ModelCommands, ModelWorkflow, ModelChildWorkflow];
