@@ -12,6 +12,8 @@ import { Schedules1765200000000 } from './1765200000000-schedules';
 import { RateLimits1765300000000 } from './1765300000000-rate-limits';
 import { Debounce1765400000000 } from './1765400000000-debounce';
 import { ChildRuns1765500000000 } from './1765500000000-child-runs';
+import { ModelBudgets1765600000000 } from './1765600000000-model-budgets';
+import { ScheduleQueue1765700000000 } from './1765700000000-schedule-queue';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -26,6 +28,8 @@ export {
   RateLimits1765300000000,
   Debounce1765400000000,
   ChildRuns1765500000000,
+  ModelBudgets1765600000000,
+  ScheduleQueue1765700000000,
 };
 
 /**
@@ -47,6 +51,8 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   RateLimits1765300000000,
   Debounce1765400000000,
   ChildRuns1765500000000,
+  ModelBudgets1765600000000,
+  ScheduleQueue1765700000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

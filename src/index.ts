@@ -49,6 +49,7 @@ export type {
   Stored,
   UntypedSignalName,
 } from './interfaces/stored-types.interface';
+export type { ModelBudgetOptions, ResolvedModelBudget } from './interfaces/budget.interface';
 export type {
   ChildOptions,
   ChildRun,

@@ -19,7 +19,7 @@ export interface ScheduleView {
   /** What missed ticks start (`DurableCronOptions.catchUp`). */
   catchUp: 'latest' | 'all' | 'skip';
   /** Whether a tick starts a run while the last one has not ended (`DurableCronOptions.overlap`). */
-  overlap: 'allow' | 'skip';
+  overlap: 'allow' | 'skip' | 'queue';
   /** The next tick it will fire (database clock). */
   nextAt: Date;
   /** The last tick it fired a run for, or null. */

@@ -2,6 +2,7 @@ import { STEP_METADATA } from '../durable-execution.constants';
 import type { DurableStepOptions, StepMetadata } from '../interfaces/step-options.interface';
 import { handed } from '../engine/handed';
 import { runStorage } from '../engine/run-storage';
+import { DurableUsageError } from '../errors/durable-usage.error';
 
 /**
  * Makes a provider method a durable step: inside a run its result is checkpointed, and on replay the
@@ -22,8 +23,13 @@ export function DurableStep(options: DurableStepOptions = {}): MethodDecorator {
       kind: options.kind ?? 'compute',
       retry: options.retry,
       timeoutMs: options.timeoutMs,
+      budget: options.budget,
       declaredAt,
     };
+    if (options.budget !== undefined && (typeof options.budget !== 'string' || !options.budget))
+      throw new DurableUsageError(
+        `@DurableStep on ${declaredAt}: budget must be the name of a budget in the module's budgets`,
+      );
     const wrapped = function (this: unknown, ...args: unknown[]) {
       const frame = runStorage.getStore();
       if (!frame || frame.step) return original.apply(this, args);

@@ -1,7 +1,13 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { COMMAND_METADATA, STEP_METADATA, WORKFLOW_METADATA } from '../durable-execution.constants';
+import {
+  COMMAND_METADATA,
+  DURABLE_EXECUTION_OPTIONS,
+  STEP_METADATA,
+  WORKFLOW_METADATA,
+} from '../durable-execution.constants';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import type { CommandMetadata } from '../interfaces/command.interface';
 import type { StepMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
 import { DurableRegistry, RegisteredWorkflow } from '../engine/durable.registry';
@@ -21,6 +27,7 @@ export class DurableExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly registry: DurableRegistry,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
   ) {}
 
   onModuleInit(): void {
@@ -58,6 +65,10 @@ export class DurableExplorer implements OnModuleInit {
     for (const m of stepMethods) {
       const step = Reflect.getMetadata(STEP_METADATA, proto[m]) as StepMetadata | undefined;
       if (step) this.registry.addStep(step.name, step.declaredAt, metatype);
+      if (step?.budget !== undefined && !(step.budget in this.options.budgets))
+        throw new DurableUsageError(
+          `@DurableStep on ${step.declaredAt} draws on budget '${step.budget}', which the module's budgets do not declare (${Object.keys(this.options.budgets).join(', ') || 'none'}): add it to DurableExecutionModule.forRoot({ budgets })`,
+        );
       const cmd = Reflect.getMetadata(COMMAND_METADATA, proto[m]) as CommandMetadata | undefined;
       if (!cmd) continue;
       this.registry.addStep(`command:${cmd.name}`, cmd.declaredAt, metatype, 'Command name');

@@ -70,6 +70,11 @@ export class RunControl {
     return this.abort.signal;
   }
 
+  /** In a cancelled run's cleanup (`onCancel`): it may not park. */
+  get inCleanup(): boolean {
+    return this.cleaning;
+  }
+
   /** Why the run stopped, or null while it runs. */
   get stop(): RunStop | null {
     return this.stopped?.stop ?? null;

@@ -27,6 +27,7 @@ export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'command.approved': ['key', 'by', 'note', 'outcome'],
   'command.rejected': ['key', 'by', 'note', 'outcome'],
   'command.resolved': ['key', 'name', 'step', 'by', 'note', 'outcome', 'found'],
+  'model.budget_wait': ['step', 'name', 'budget', 'waitMs', 'availableAt'],
   'run.sleeping': ['step', 'ms', 'availableAt'],
   'run.waiting_for_signal': ['name', 'timeoutMs', 'availableAt'],
   'signal.sent': ['name', 'by'],

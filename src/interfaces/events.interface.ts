@@ -114,6 +114,11 @@ export interface DurableEventPayloads {
   'command.resolved':
     | (CommandRef & { by: 'lookup'; found: true })
     | { key: string; by: By; note: string | null; outcome: 'succeeded' | 'failed' | 'pending' };
+  /**
+   * A step's call found its model budget's window full: the run parked until `availableAt`, when the
+   * window allows it (`waitMs` after); the step runs again then, and is charged again.
+   */
+  'model.budget_wait': { step: number; name: string; budget: string; waitMs: number; availableAt: string };
   /** `ctx.sleep(ms)` parked the run until `availableAt`. */
   'run.sleeping': { step: number; ms: number; availableAt: string };
   /** `ctx.waitForSignal(name)` parked the run (`availableAt`: the timeout, `infinity` without one). */
@@ -206,6 +211,7 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'command.approved': true,
   'command.rejected': true,
   'command.resolved': true,
+  'model.budget_wait': true,
   'run.sleeping': true,
   'run.waiting_for_signal': true,
   'signal.sent': true,

@@ -16,6 +16,11 @@ export interface DurableStepOptions {
   retry?: RetryPolicy;
   /** Abort the step (and retry it) when it runs longer than this. */
   timeoutMs?: number;
+  /**
+   * The model budget it draws on (a name in the module's `budgets`): each attempt is admitted only
+   * when the budget's window allows it, else the run parks until it does; its `usage` is charged after.
+   */
+  budget?: string;
 }
 
 /** Options of `@DurableWorkflow`. */
@@ -65,8 +70,11 @@ export interface DurableCronOptions {
    * (a tick fires only within a minute after it is due).
    */
   catchUp?: 'latest' | 'all' | 'skip';
-  /** A tick whose schedule's previous run has not ended: `'allow'` (default) starts it, `'skip'` does not. */
-  overlap?: 'allow' | 'skip';
+  /**
+   * A tick whose schedule's previous run has not ended: `'allow'` (default) starts it, `'skip'` does not,
+   * `'queue'` starts it once the previous run has ended (ticks wait their turn, one run at a time).
+   */
+  overlap?: 'allow' | 'skip' | 'queue';
 }
 
 /** A schedule as `@DurableCron` records it on the class. @internal */
@@ -82,6 +90,7 @@ export interface StepMetadata {
   kind: StepKind;
   retry?: RetryPolicy;
   timeoutMs?: number;
+  budget?: string;
   /** `Class.method`, for error messages. */
   declaredAt: string;
 }

@@ -137,6 +137,18 @@ export class DurableMetrics implements OnModuleInit, OnModuleDestroy {
       },
       ['schedule'],
     );
+    gauge(
+      'budget_used',
+      'Use of each model budget in the window ending now: calls admitted (unit="requests") and tokens charged (unit="tokens").',
+      (g, s) => {
+        g.reset();
+        for (const b of s.budgets) {
+          g.set({ budget: b.name, unit: 'requests' }, b.usedRequests);
+          g.set({ budget: b.name, unit: 'tokens' }, b.usedTokens);
+        }
+      },
+      ['budget', 'unit'],
+    );
     gauge('commands_in_doubt', 'Commands whose outcome a crash hid, not yet settled.', (g, s) =>
       g.set(s.inDoubtCommands),
     );

@@ -1,3 +1,4 @@
+import type { ModelBudgetOptions, ResolvedModelBudget } from '../interfaces/budget.interface';
 import type { RedactHook } from './redact';
 
 /** Retry policy of a step or command: exponential backoff with jitter. */
@@ -144,6 +145,13 @@ export interface DurableExecutionModuleOptions {
    * nothing. Default `'warn'`.
    */
   unservedKinds?: 'warn' | 'refuse';
+  /**
+   * Budgets of model calls for the whole fleet, by name: `{ openai: { requests: 500, tokens: 200_000 } }`
+   * (per minute by default). A step draws on one with `@DurableStep({ kind: 'model', budget: 'openai' })`;
+   * a call over budget parks its run until the window allows it. Every process that runs such steps
+   * declares the same budgets (the last declared wins). See docs/FLOW-CONTROL.md.
+   */
+  budgets?: Record<string, ModelBudgetOptions>;
 }
 
 /** Options after validation with every default filled in. Services inject these. */
@@ -158,4 +166,5 @@ export interface ResolvedDurableOptions {
   redact?: DurableExecutionModuleOptions['redact'];
   logRunData: boolean;
   unservedKinds: 'warn' | 'refuse';
+  budgets: Record<string, ResolvedModelBudget>;
 }

@@ -4,6 +4,7 @@ import { validateSync, ValidationError } from 'class-validator';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
+import { resolveBudgets } from './budgets';
 import type {
   DurableExecutionModuleOptions,
   ResolvedDurableOptions,
@@ -63,8 +64,10 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
   // The DataSource instance is not a plain object; keep it out of class-transformer's reach.
   const { dataSource, ...database } = (dbGiven ? rawDb : {}) as DurableExecutionModuleOptions['database'];
   // A non-object `database` (a bare url string, say) is reported below; class-validator would call it missing.
+  // Budgets are a map by name: checked by resolveBudgets, not by the class schema.
+  const { budgets: rawBudgets, ...rest } = raw;
   const schema = plainToInstance(DurableExecutionOptionsSchema, {
-    ...raw,
+    ...rest,
     database: dbGiven || !dbMissing ? database : undefined,
   });
   const problems = flatten(
@@ -148,6 +151,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     jitter: 0.2,
     ...stripUnset(raw.defaultRetry),
   };
+  const budgets = resolveBudgets(rawBudgets, problems);
   if (problems.length) throw new InvalidOptionsError(problems);
 
   return {
@@ -166,6 +170,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     redact: raw.redact ?? undefined,
     logRunData: raw.logRunData ?? false,
     unservedKinds: raw.unservedKinds ?? 'warn',
+    budgets,
   };
 }
 

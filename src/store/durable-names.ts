@@ -33,6 +33,10 @@ export interface DurableNames {
   readonly schedules: string;
   /** Rate-limit tokens: `limit` per kind or key, each free again a period after it was taken. */
   readonly rateTokens: string;
+  /** Model budgets as the processes that use them declare them (`ai_budgets`). */
+  readonly budgets: string;
+  /** The calls admitted on a budget in its window, with their tokens (`ai_budget_use`). */
+  readonly budgetUse: string;
   /** The module's own migrations table (`ai_migrations`), qualified as the tables are. */
   readonly migrations: string;
   /** NOTIFY channel that wakes idle workers of this schema. */
@@ -92,6 +96,8 @@ export function durableNames(schema?: string): DurableNames {
     slots: `${prefix}ai_slots`,
     schedules: `${prefix}ai_schedules`,
     rateTokens: `${prefix}ai_rate_tokens`,
+    budgets: `${prefix}ai_budgets`,
+    budgetUse: `${prefix}ai_budget_use`,
     migrations: `${prefix}ai_migrations`,
     wakeChannel: own === undefined ? WAKE_CHANNEL : scoped(WAKE_CHANNEL, '_', own),
     doneChannel: own === undefined ? DONE_CHANNEL : scoped(DONE_CHANNEL, '_', own),

@@ -14,8 +14,8 @@ const DUE = `status in ('pending', 'waiting') and limited_by is null and availab
  * (served by the partial index ai_commands_unsettled_idx), and the due backlog, read through the claim
  * index ai_runs_claim_idx with the claim query's own conditions, so "due" means what a worker would claim
  * (in all and by kind); of those, by kind, the ones no live worker serves (no unexpired `ai_workers` row
- * lists the kind); runs held back by a full concurrency limit, by scope (ai_runs_limited_idx); and the
- * schedules with their ticks.
+ * lists the kind); runs held back by a full concurrency limit, by scope (ai_runs_limited_idx); the
+ * schedules with their ticks; and each model budget with its use in the current window.
  */
 export const RUN_STATS_SQL: SqlText = (t) => `
 with due as (
@@ -36,7 +36,15 @@ select (select coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
                  where limited_by is not null and status in ('pending', 'waiting') group by limited_by) h) as held_back,
        (select coalesce(jsonb_agg(jsonb_build_object('name', name, 'nextAt', next_at, 'lastAt', last_at,
                                                      'paused', paused) order by name), '[]'::jsonb)
-          from ${t.schedules}) as schedules`;
+          from ${t.schedules}) as schedules,
+       (select coalesce(jsonb_agg(jsonb_build_object('name', b.name, 'requests', b.requests, 'tokens', b.tokens,
+                                                     'periodMs', b.period_ms, 'usedRequests', u.n,
+                                                     'usedTokens', u.used) order by b.name), '[]'::jsonb)
+          from ${t.budgets} b
+          cross join lateral (select count(*)::int as n, coalesce(sum(x.tokens), 0)::float8 as used
+                                from ${t.budgetUse} x
+                               where x.budget = b.name and x.at > now() - b.period_ms * interval '1 millisecond') u
+       ) as budgets`;
 
 /**
  * The health check's backlog: how many runs are due and how long the oldest has waited, by the database
@@ -71,6 +79,18 @@ export interface RunStats {
   heldBack: Record<string, number>;
   /** The `@DurableCron` schedules: next and last tick (null: none yet), paused. */
   schedules: Array<{ name: string; nextAt: string; lastAt: string | null; paused: boolean }>;
+  /**
+   * The model budgets (as last declared) and their use in the window ending now: calls admitted and
+   * tokens charged (estimates until the calls' usage replaced them).
+   */
+  budgets: Array<{
+    name: string;
+    requests: number | null;
+    tokens: number | null;
+    periodMs: number;
+    usedRequests: number;
+    usedTokens: number;
+  }>;
 }
 
 /** The due backlog alone (cheap: the claim index). */
@@ -107,6 +127,7 @@ export class RunStatsReader {
       ),
       heldBack: Object.fromEntries(Object.entries(r.held_back ?? {}).map(([k, n]) => [k, Number(n)])),
       schedules: r.schedules ?? [],
+      budgets: r.budgets ?? [],
     };
   }
 

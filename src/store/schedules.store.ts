@@ -10,7 +10,7 @@ export interface ScheduleRow {
   timezone: string;
   input: Record<string, unknown>;
   catchUp: 'latest' | 'all' | 'skip';
-  overlap: 'allow' | 'skip';
+  overlap: 'allow' | 'skip' | 'queue';
   nextAt: Date;
   lastAt: Date | null;
   lastKey: string | null;
@@ -66,6 +66,9 @@ select *, now() as db_now from ${t.schedules} where not paused and next_at <= no
  * it) while it still waits for the tick this process read ($2), inserts a run per tick to fire (unless
  * the overlap policy says the last one is still going), each keyed `cron:<name>:<tick>` (a tick gives
  * one run whatever happens), with its `run.created` event, and moves the row to its next tick ($3).
+ * `overlap: 'queue'`: while the last run is going nothing fires and the row stays (its tick is still
+ * due, asked again every second); then only the oldest due tick fires, and the row moves to the next
+ * one ($6[2], itself due at once) or to $3.
  * $1 name, $2 next tick read, $3 next tick after now, $4 keys, $5 inputs (JSON text), $6 ticks,
  * $7 max attempts, $8 wake channel
  */
@@ -78,7 +81,8 @@ with cur as (
 ), fire as (
   select f.key, f.input::jsonb as input, f.at
     from cur, unnest($4::text[], $5::text[], $6::timestamptz[]) as f(key, input, at)
-   where cur.overlap = 'allow' or not (select b from busy)
+   where (cur.overlap = 'allow' or not (select b from busy))
+     and (cur.overlap <> 'queue' or f.at = $6[1])
 ), ins as (
   insert into ${t.runs} (kind, input, idempotency_key, max_attempts)
   select cur.kind, fire.input, fire.key, $7 from cur, fire
@@ -90,10 +94,13 @@ with cur as (
                                                   'schedule', $1::text, 'scheduledAt', input->'scheduledAt')
     from ins
 ), moved as (
-  update ${t.schedules} s set next_at = $3, updated_at = now(),
+  update ${t.schedules} s
+     set next_at = case when cur.overlap = 'queue' and cardinality($6::timestamptz[]) > 1
+                        then ($6::timestamptz[])[2] else $3 end,
+         updated_at = now(),
          last_at = coalesce((select max(at) from fire), s.last_at),
          last_key = coalesce((select key from fire order by at desc limit 1), s.last_key)
-    from cur where s.name = cur.name
+    from cur where s.name = cur.name and not (cur.overlap = 'queue' and (select b from busy))
   returning s.name
 )
 select (select count(*) from moved)::int as moved, (select count(*) from fire)::int as fired,

@@ -10,6 +10,8 @@ const LATER_TABLES = [
   'ai_slots',
   'ai_schedules',
   'ai_rate_tokens',
+  'ai_budgets',
+  'ai_budget_use',
 ] as const;
 
 /** Columns later migrations add (table, column): one missing means the schema is behind. */

@@ -77,8 +77,11 @@ export function scheduleProblem(m: CronMetadata): { field: string; reason: strin
       field: 'catchUp',
       reason: `must be 'latest', 'all' or 'skip', got ${JSON.stringify(m.catchUp)}`,
     };
-  if (!['allow', 'skip'].includes(m.overlap))
-    return { field: 'overlap', reason: `must be 'allow' or 'skip', got ${JSON.stringify(m.overlap)}` };
+  if (!['allow', 'skip', 'queue'].includes(m.overlap))
+    return {
+      field: 'overlap',
+      reason: `must be 'allow', 'skip' or 'queue', got ${JSON.stringify(m.overlap)}`,
+    };
   if (typeof m.input !== 'object' || m.input === null || Array.isArray(m.input))
     return { field: 'input', reason: 'must be a JSON object (the run also gets schedule and scheduledAt)' };
   return undefined;

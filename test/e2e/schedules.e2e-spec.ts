@@ -58,6 +58,14 @@ class NoOverlap {
   }
 }
 
+@DurableCron('* * * * * *', { name: 'queued', overlap: 'queue', catchUp: 'all' })
+@DurableWorkflow('tick-queue')
+class Queued {
+  async run() {
+    return 1;
+  }
+}
+
 /** Durable cron schedules in one process, its ticks driven by the test (the multi-process proof: workers-schedules). */
 describe('@DurableCron schedules', () => {
   let db: TestDatabase;
@@ -68,12 +76,12 @@ describe('@DurableCron schedules', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('cron');
-    app = await bootApp(db.url, [EverySecond, CatchAll, CatchLatest, CatchSkip, NoOverlap]);
+    app = await bootApp(db.url, [EverySecond, CatchAll, CatchLatest, CatchSkip, NoOverlap, Queued]);
     runner = app.get(ScheduleRunner);
     schedules = app.get(DurableSchedules);
     runs = app.get(RunRepository);
     await runner.tick(); // declares them
-    for (const name of ['catch-all', 'catch-latest', 'no-overlap']) await schedules.pause(name);
+    for (const name of ['catch-all', 'catch-latest', 'no-overlap', 'queued']) await schedules.pause(name);
   });
   afterAll(async () => {
     await app?.close();
@@ -97,6 +105,7 @@ describe('@DurableCron schedules', () => {
       'catch-skip',
       'every-second',
       'no-overlap',
+      'queued',
     ]);
     const every = list.find((s) => s.name === 'every-second')!;
     const now = (await db.query(`select now() as now`))[0].now as Date;
@@ -171,6 +180,27 @@ describe('@DurableCron schedules', () => {
     expect(after.map((r: any) => r.idempotency_key)).toContain(idempotency_key);
   });
 
+  it("overlap 'queue': each tick waits for the previous run to end, then starts, in tick order", async () => {
+    await missSince('queued', 2); // three ticks due: now - 2 s, now - 1 s, now
+    await runner.tick();
+    const first = await runsOf('tick-queue');
+    expect(first).toHaveLength(1); // only the oldest tick: the others wait their turn
+    await runner.tick();
+    expect(await runsOf('tick-queue')).toHaveLength(1); // the first run has not ended
+    const ticks: number[] = [];
+    for (let n = 2; n <= 3; n++) {
+      const live = (await runs.list({ kind: 'tick-queue', status: 'pending' })).items;
+      expect(live).toHaveLength(1);
+      await runs.cancel(live[0].id);
+      await runner.tick();
+      expect(await runsOf('tick-queue')).toHaveLength(n);
+    }
+    for (const r of await runsOf('tick-queue')) ticks.push(Date.parse(r.input.scheduledAt));
+    ticks.sort((a, b) => a - b);
+    expect([ticks[1] - ticks[0], ticks[2] - ticks[1]]).toEqual([1000, 1000]); // consecutive ticks, none lost
+    await schedules.pause('queued');
+  });
+
   it('pause stops the ticks; resume fires from the next tick after now, not the missed ones', async () => {
     const paused = await schedules.pause('every-second');
     expect(paused.paused).toBe(true);
@@ -215,7 +245,7 @@ describe('@DurableCron schedules', () => {
     expect(() => DurableCron('not a cron')).toThrow(DurableUsageError);
     expect(() => DurableCron('* * * * *', { timezone: 'Mars/Base' })).toThrow(/timezone must be an IANA/);
     expect(() => DurableCron('* * * * *', { catchUp: 'some' as never })).toThrow(/catchUp must be/);
-    expect(() => DurableCron('* * * * *', { overlap: 'queue' as never })).toThrow(/overlap must be/);
+    expect(() => DurableCron('* * * * *', { overlap: 'wait' as never })).toThrow(/overlap must be/);
     expect(() => DurableCron('* * * * *', { input: [] as never })).toThrow(/input must be a JSON object/);
   });
 });

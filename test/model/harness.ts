@@ -17,7 +17,14 @@ import { applyAction, decide, releaseHolder } from './actions';
 import { FaultPlan, ModelWorker } from './faults';
 import { checkInvariants } from './invariants';
 import type { Case, ScheduledAction } from './program';
-import { LimitedModelWorkflow, MODEL_KIND, MODEL_LIMITED_KIND, MODEL_PROVIDERS } from './workflow';
+import {
+  LimitedModelWorkflow,
+  MODEL_BUDGET,
+  MODEL_BUDGET_LIMITS,
+  MODEL_KIND,
+  MODEL_LIMITED_KIND,
+  MODEL_PROVIDERS,
+} from './workflow';
 import { resetWorld, World } from './world';
 import { RULES, ruleOf } from './grammar';
 
@@ -74,6 +81,7 @@ async function bootWorker(db: TestSchema, limited = false): Promise<Booted> {
     worker: { concurrency: 4, leaseTtlMs: LEASE_TTL_MS, heartbeatMs: 100, drainTimeoutMs: 0, workerId: id },
     reconciler: { backoffBaseMs: 5, backoffMaxMs: 40 },
     defaultRetry: { initialDelayMs: 5, maxDelayMs: 20 },
+    budgets: { [MODEL_BUDGET]: MODEL_BUDGET_LIMITS },
   });
   return { id, app, state: 'live', claims: new Set() };
 }
@@ -165,6 +173,17 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
         const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
         if (hit) coverage.set(key, { ran: x.ran + 1, replayed: x.replayed + 1 });
       }
+    }
+    // Model budgets: a call of the case's model steps parked because the budget's window was full.
+    const { waits } = (
+      await db.query(
+        `select count(*)::int as waits from ai_events where event_type = 'model.budget_wait' and run_id = any($1)`,
+        [runIds],
+      )
+    )[0];
+    if (waits > 0) {
+      const x = coverage.get('budget: a model call parked over budget') ?? { ran: 0, replayed: 0 };
+      coverage.set('budget: a model call parked over budget', { ran: x.ran + 1, replayed: x.replayed + 1 });
     }
     // Faults that fired, by kind (a drain counts only when the call it held was in flight).
     c.faults.forEach((f, i) => {

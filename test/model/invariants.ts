@@ -10,7 +10,7 @@ import { checkRecord, Rows } from './record-checks';
 import { checkChildren } from './child-checks';
 import type { FakeVendor, World } from './world';
 import { beginsOverRate, holdsOf, slotViolations } from '../helpers/slot-holds';
-import { MODEL_LIMITS } from './workflow';
+import { MODEL_BUDGET, MODEL_BUDGET_LIMITS, MODEL_LIMITS } from './workflow';
 
 const STEP_NAMES = ['compute_step', 'model_step', 'tool_step'];
 
@@ -38,6 +38,17 @@ export async function checkInvariants(
   out.push(...checkEffects(world, rows, short));
   runIds.forEach((id, r) => out.push(...checkConsumers(world, rows, id, c.programs[r], short(id))));
   out.push(...checkReExecutions(world, plan, short));
+  // Model budgets: never more calls admitted in a window than the budget allows (the twin runs later).
+  const admitted = await db.query(
+    `select (extract(epoch from at) * 1000)::float8 as at from ai_budget_use where budget = $1 order by at, id`,
+    [MODEL_BUDGET],
+  );
+  const { requests, periodMs } = MODEL_BUDGET_LIMITS;
+  for (let j = requests; j < admitted.length; j++)
+    if (admitted[j].at - admitted[j - requests].at < periodMs - 0.01)
+      out.push(
+        `budget: ${requests + 1} calls admitted within ${admitted[j].at - admitted[j - requests].at} ms`,
+      );
   const children = await q(`select * from ai_runs where parent_id = any($1)`);
   out.push(...checkChildren(rows, children, world, short));
   // Concurrency limits, from the statements that take and free slots (test/helpers/slot-holds.ts).

@@ -22,6 +22,9 @@ import type { CmdName, CmdSpec, Program, StepKind } from './program';
 import { tinyDelay, world } from './world';
 
 export const MODEL_KIND = 'model-program';
+/** The budget every model step draws on: 3 calls in any 250 ms, so that cases park on it. */
+export const MODEL_BUDGET = 'model-calls';
+export const MODEL_BUDGET_LIMITS = { requests: 3, periodMs: 250 };
 
 interface StepArgs {
   op: string;
@@ -86,7 +89,7 @@ export class ModelSteps {
   compute(a: StepArgs): Promise<StepOutput> {
     return stepBody(a);
   }
-  @DurableStep({ name: 'model_step', kind: 'model' })
+  @DurableStep({ name: 'model_step', kind: 'model', budget: MODEL_BUDGET })
   model(a: StepArgs): Promise<StepOutput> {
     return stepBody(a);
   }

@@ -8,6 +8,8 @@ import { eventPayload } from '../../store/event-payload';
 import { errorFromStored, markStepFailure } from '../stored-error';
 import { runStorage } from '../run-storage';
 import { cursorAt, goLive, StepEnv } from './step-env';
+import { admit, BudgetWait, parkForBudget } from './budget';
+import { usedTokens } from '../../store/run-state/budget-charge';
 
 const noop = (): void => undefined;
 
@@ -45,7 +47,14 @@ export async function executeStep(
   if (live) await live;
   const run = () => runStep(env, meta, index, call, fingerprint);
   const running = env.observers ? env.observers.step(env.stepInfo(index, meta.name, meta.kind), run) : run();
-  return env.control.track(running.catch((err) => failed(env, meta, index, fingerprint, err)));
+  if (!meta.budget)
+    return env.control.track(running.catch((err) => failed(env, meta, index, fingerprint, err)));
+  // A call over its budget leaves the tracked promise as a value, so that the park (which waits for
+  // the run's live calls, this one settled) can follow outside it.
+  const settled = env.control.track(
+    running.catch((err) => (err instanceof BudgetWait ? err : failed(env, meta, index, fingerprint, err))),
+  );
+  return settled.then((v) => (v instanceof BudgetWait ? parkForBudget(env, meta, index, v) : v));
 }
 
 /**
@@ -110,12 +119,17 @@ async function runStep(
   call: () => unknown,
   fingerprint: string | null,
 ): Promise<unknown> {
+  // Every attempt is a call the provider counts: each one is admitted on the budget first (the first
+  // before the `started` mark, so a run parked over budget did not start the step).
+  let useId: string | null = meta.budget ? await admit(env, meta, index) : null;
   if (meta.kind !== 'compute') await markStarted(env, meta, index);
   const policy = { ...env.options.defaultRetry, ...meta.retry };
   let previous: Promise<unknown> | null = null;
+  let attempts = 0;
   const output = await withRetry(policy, env.control.signal, async () => {
     // An attempt that timed out may still run: the next one starts only once it has settled.
     if (previous) await previous.then(noop, noop);
+    if (meta.budget && attempts++ > 0) useId = await admit(env, meta, index);
     // A frame per attempt: values drawn inside the body are the same on every retry.
     const frame = env.frame({ index, name: meta.name, derived: 0 });
     const paused = env.pause('before-call', `step:${meta.name}`);
@@ -140,6 +154,9 @@ async function runStep(
     env.options.limits.maxOutputBytes,
   );
   const usage = meta.kind === 'model' ? modelMeta(output) : null;
+  const tokens = useId === null ? null : usedTokens(output);
+  // The call's real usage replaces its estimate, beside the commit (a crash in between leaves the estimate).
+  const correcting = tokens === null ? null : env.store.correctBudget(useId!, tokens).catch(noop);
   const metaJson = usage && JSON.stringify(usage);
   const done = cursorAt(env, index, meta.name, 'done');
   const seq = env.log.takeSeq();
@@ -157,6 +174,7 @@ async function runStep(
     env.log.abandon(seq);
     throw err;
   }
+  if (correcting) await correcting;
   crashPoint('after-step-commit', index);
   env.control.progressed = true;
   await env.log.deliverLive(seq);

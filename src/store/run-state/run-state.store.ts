@@ -17,6 +17,8 @@ import { markCommandInDoubt } from './command-in-doubt';
 import { writeProgress, writeStep } from './step-write';
 import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
 import { cancelChild, ChildStart, startChild } from './child-start';
+import { chargeBudget, correctBudget } from './budget-charge';
+import type { ResolvedModelBudget } from '../../interfaces/budget.interface';
 import { WakeListener } from '../wake-listener';
 
 /** Unfinished runs of other kinds, by kind: through the claim index and the held-back runs' index. */
@@ -136,6 +138,16 @@ export class RunStateStore implements StoreContext {
   /** Cancels a child run whose wait timed out (at once when it never began, else by request). */
   cancelChild(fence: Fence, childId: string, reason: string) {
     return cancelChild(this, fence, childId, reason);
+  }
+
+  /** Admits one call on model budget `name`, or says how long until it fits (not fenced: a charge of a stale claim only costs budget). */
+  chargeBudget(name: string, budget: ResolvedModelBudget, runId: string, step: number) {
+    return chargeBudget(this, name, budget, runId, step);
+  }
+
+  /** Replaces an admitted call's estimate with its real token usage. */
+  correctBudget(useId: string, tokens: number) {
+    return correctBudget(this, useId, tokens);
   }
 
   /** A LISTEN connection on the schema's wake-up channel (not started): `onWake` runs on every NOTIFY of a due run. */
