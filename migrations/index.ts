@@ -14,6 +14,7 @@ import { Debounce1765400000000 } from './1765400000000-debounce';
 import { ChildRuns1765500000000 } from './1765500000000-child-runs';
 import { ModelBudgets1765600000000 } from './1765600000000-model-budgets';
 import { ScheduleQueue1765700000000 } from './1765700000000-schedule-queue';
+import { PatchMarkers1765800000000 } from './1765800000000-patch-markers';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -30,6 +31,7 @@ export {
   ChildRuns1765500000000,
   ModelBudgets1765600000000,
   ScheduleQueue1765700000000,
+  PatchMarkers1765800000000,
 };
 
 /**
@@ -53,6 +55,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ChildRuns1765500000000,
   ModelBudgets1765600000000,
   ScheduleQueue1765700000000,
+  PatchMarkers1765800000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

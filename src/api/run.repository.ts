@@ -6,14 +6,13 @@ import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
-import { RUN_STATUSES } from '../interfaces/run.interface';
 import type {
+  PatchStatus,
   CheckpointView,
   ListRunsQuery,
   RunEvent,
   RunHistoryQuery,
   RunPage,
-  RunStatus,
   RunView,
   StartRunOptions,
   StartRunResult,
@@ -30,15 +29,14 @@ import { RunReadStore } from '../store/run-reads.store';
 import { WorkerPresenceStore } from '../store/worker-presence.store';
 import { MAX_SIGNAL_NAME_BYTES, requireText } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
-import { pageOfRuns, requireHistoryRange } from '../util/run-cursor';
+import { requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 import { approveCommand, resolveCommand } from './command-decisions';
 import { RunResultWaiter } from './run-results';
 import { RunStarter, workflowKind } from './run-start';
+import { listRuns, patchStatusOf } from './run-queries';
 
 const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);
-
-const STATUSES = RUN_STATUSES;
 
 /**
  * What controllers inject: start runs, read them and their trail, cancel and re-drive them. Its reads
@@ -129,17 +127,15 @@ export class RunRepository {
 
   /** Runs newest first, filtered, with keyset pagination (`after` = previous page's `next`). */
   async list(query: ListRunsQuery = {}): Promise<RunPage> {
-    const limit = query.limit ?? 50;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw argumentError('limit', 'must be 1..500');
-    const statuses = query.status === undefined ? null : ([] as RunStatus[]).concat(query.status);
-    for (const s of statuses ?? []) {
-      if (!STATUSES.includes(s)) throw argumentError('status', `"${s}" is not one of ${STATUSES.join(', ')}`);
-    }
-    const kind = requireText(query.kind, 'kind', { optional: true });
-    if (query.parentId !== undefined) requireUuid(query.parentId, 'parentId');
-    return pageOfRuns(query.after, limit, (after, take) =>
-      this.reads.list({ statuses, kind: kind ?? null, parentId: query.parentId ?? null }, after, take),
-    );
+    return listRuns(this.reads, query);
+  }
+
+  /**
+   * Where `kind`'s open runs stand with `ctx.patched(patchId)`: how many took the new path, and how many
+   * may still take the old one (`openMayTakeOldPath`; at 0 the old path can go, see `ctx.deprecatePatch`).
+   */
+  patchStatus(kind: string, patchId: string): Promise<PatchStatus> {
+    return patchStatusOf(this.reads, kind, patchId);
   }
 
   /**

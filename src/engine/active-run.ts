@@ -30,6 +30,7 @@ import type { ReplayOnly, StepEnv } from './steps/step-env';
 import { progress, recordValue, resumePoint } from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
 import { startChildStep, waitForChildStep } from './steps/child-step';
+import { deprecatePatchStep, patchedStep } from './steps/patch-step';
 import type { ChildRun, StartChildOptions, WaitForChildOptions } from '../interfaces/child.interface';
 import type { WorkflowClass } from '../interfaces/run.interface';
 
@@ -224,9 +225,14 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   startChild(target: string | WorkflowClass, input: unknown, options: StartChildOptions): Promise<ChildRun> {
     return startChildStep(this, target, input, options);
   }
-
   waitForChild(child: ChildRun, options: WaitForChildOptions): Promise<unknown> {
     return waitForChildStep(this, child, options);
+  }
+  patched(id: string): boolean {
+    return patchedStep(this, id);
+  }
+  deprecatePatch(id: string): void {
+    deprecatePatchStep(this, id);
   }
 
   record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T {

@@ -27,7 +27,9 @@ export function phaseOf(
   // The marker precedes every position of the cleanup: without it, everything is run()'s.
   if (!record.checkpoints.has(CLEANUP_BASE))
     return phase === 'run' ? record : { checkpoints: new Map(), commands: new Map() };
-  const inPhase = (index: number) => (phase === 'run' ? index < CLEANUP_BASE : index > CLEANUP_BASE);
+  // Patch markers (negative positions, `ctx.patched`) belong to the run as a whole: both phases read them.
+  const inPhase = (index: number) =>
+    phase === 'run' ? index < CLEANUP_BASE : index > CLEANUP_BASE || index < 0;
   return {
     checkpoints: new Map([...record.checkpoints].filter(([i]) => inPhase(i))),
     commands: new Map([...record.commands].filter(([, c]) => inPhase(c.index))),

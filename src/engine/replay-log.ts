@@ -5,12 +5,8 @@ export type { RecordedStep } from '../store/run-state/load-replay';
 /** How long replay may wait for the workflow to ask for the next recorded result. */
 export const REPLAY_STALL_MS = 1000;
 
-/** Recorded values (ctx.now/uuid/random, wait deadlines) are read at once, not delivered in order. */
-function isDelivery(name: string): boolean {
-  return (
-    !name.startsWith('$') || name === '$sleep' || name.startsWith('$signal:') || name.startsWith('$child:')
-  );
-}
+/** Recorded values (ctx.now/uuid/random, wait deadlines, patch markers) are read at once, not delivered in order. */
+const isDelivery = (name: string): boolean => !/^\$(?!sleep$|signal:|child:)/.test(name);
 
 /**
  * The replay log of one claim: step indexes, recorded results, and the order in which results reach
@@ -83,6 +79,12 @@ export class ReplayLog {
     return this.nextIndex++;
   }
 
+  /** `ctx.patched`: a marker pending at `index`, else whether the record goes past the next call. */
+  patchState(index: number): 'marked' | 'passed' | 'new' {
+    if (this.pending.some((p) => p.index === index)) return 'marked';
+    return [...this.recorded.keys()].some((i) => i >= this.nextIndex) ? 'passed' : 'new';
+  }
+
   /** The entry recorded at `index`, if any. */
   at(index: number): RecordedStep | undefined {
     return this.recorded.get(index);
@@ -125,10 +127,7 @@ export class ReplayLog {
     this.pending.push(value);
   }
 
-  /**
-   * Recorded values not yet durable. Not cleared here (another branch's write could reach an external
-   * call while the one carrying a value is in flight): `durable` drops those a committed write carried.
-   */
+  /** Recorded values not yet durable (kept until `durable` drops those a committed write carried). */
   takePending(): CheckpointWrite[] {
     return this.pending.slice();
   }

@@ -36,6 +36,8 @@ export interface RunContextHost {
   waitForSignal(name: string, options: WaitForSignalOptions): Promise<unknown>;
   startChild(target: string | WorkflowClass, input: unknown, options: StartChildOptions): Promise<ChildRun>;
   waitForChild(child: ChildRun, options: WaitForChildOptions): Promise<unknown>;
+  patched(id: string): boolean;
+  deprecatePatch(id: string): void;
 }
 
 /**
@@ -173,6 +175,27 @@ export class RunContext<S extends SignalMap = AnySignals> {
   /** Waits durably for a child `startChild` returned: its output, or ChildRunError (see `child`). */
   waitForChild<O>(child: ChildRun<O>, options?: WaitForChildOptions): Promise<O> {
     return handed(this.host.waitForChild(child, options ?? {})) as Promise<O>;
+  }
+
+  /**
+   * Changes a workflow under runs in flight: `if (ctx.patched('fraud-check')) await this.fraud.check(o)`.
+   * True on the new path: for a run that recorded this patch's marker, or that reaches this point for
+   * the first time (the marker is recorded with its next write). False for a run whose record goes on
+   * past this point without the marker: it passed here on the code before the change, and replays it.
+   * The marker has a position of its own, so the calls after it keep theirs (and their keys). Once
+   * `RunRepository.patchStatus(kind, id)` says no open run can take the old path, replace the call
+   * with `deprecatePatch(id)` and delete the old path. Call it in the workflow body.
+   */
+  patched(id: string): boolean {
+    return this.host.patched(id);
+  }
+
+  /**
+   * Where `patched(id)` was, once no run can take the old path: the new path always, and a run that
+   * recorded the marker still replays cleanly. Remove it when no open run holds the marker.
+   */
+  deprecatePatch(id: string): void {
+    this.host.deprecatePatch(id);
   }
 
   /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */

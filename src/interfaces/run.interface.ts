@@ -174,3 +174,19 @@ export interface CheckpointView {
   meta: Record<string, unknown> | null;
   createdAt: Date;
 }
+
+/** `RunRepository.patchStatus(kind, patchId)`: where a kind's open runs stand with a `ctx.patched(id)`. */
+export interface PatchStatus {
+  kind: string;
+  patchId: string;
+  /** Open runs (pending, running, waiting) that recorded the patch's marker: they take the new path. */
+  openWithPatch: number;
+  /**
+   * Open runs without the marker, created before the first open run that has it (all open runs without
+   * it, when none has it): they may have passed the patch point on the old code. At 0, replace
+   * `patched(id)` with `deprecatePatch(id)` and delete the old path.
+   */
+  openMayTakeOldPath: number;
+  /** When the first open run recorded the marker, or null. */
+  firstMarkedAt: Date | null;
+}

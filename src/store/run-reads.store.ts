@@ -52,6 +52,23 @@ export const TRACEPARENT_SQL: SqlText = (t) =>
   `select payload->>'traceparent' as traceparent from ${t.events}
     where run_id = $1 and event_type = 'run.created' order by id limit 1`;
 
+/**
+ * Of a kind's open runs (pending, running, waiting): how many recorded patch `$3` (marker at `$2`), and
+ * how many did not and were created before the first of those markers (null: none has it), which may
+ * still take the old path. $1 kind, $2 marker position, $3 marker name
+ */
+export const PATCH_STATUS_SQL: SqlText = (t) => `
+with open as (
+  select r.created_at,
+         (select c.created_at from ${t.checkpoints} c where c.run_id = r.id and c.step_index = $2 and c.step_name = $3) as marked_at
+    from ${t.runs} r where r.kind = $1 and r.status in ('pending', 'running', 'waiting')
+), first as (
+  select min(marked_at) as at from open
+)
+select (select count(*) from open where marked_at is not null)::int as with_patch,
+       (select count(*) from open, first where marked_at is null and (first.at is null or created_at < first.at))::int as old,
+       (select at from first) as first_marked_at`;
+
 /** Where a run stands for someone waiting on its result. */
 export interface RunOutcome {
   status: RunStatus;
@@ -71,6 +88,15 @@ export interface RunListFilter {
 @Injectable()
 export class RunReadStore {
   constructor(private readonly db: DurableDatabase) {}
+
+  /** PATCH_STATUS_SQL. */
+  async patchStatus(kind: string, index: number, name: string) {
+    const { rows } = await this.db.query<{ with_patch: number; old: number; first_marked_at: Date | null }>(
+      PATCH_STATUS_SQL,
+      [kind, index, name],
+    );
+    return rows[0];
+  }
 
   /** The run with this id, or null. */
   async get(id: string): Promise<RunView | null> {
