@@ -37,6 +37,8 @@ const TABLES = [
   'ai_slots',
   'ai_schedules',
   'ai_rate_tokens',
+  'ai_budgets',
+  'ai_budget_use',
 ];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
 

@@ -28,6 +28,8 @@ import { waitFor } from '../helpers/processes';
 
 const TABLES = [
   'ai_admin_sessions',
+  'ai_budget_use',
+  'ai_budgets',
   'ai_checkpoints',
   'ai_commands',
   'ai_events',
