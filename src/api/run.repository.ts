@@ -27,7 +27,7 @@ import { eventPayload } from '../store/event-payload';
 import { RunControlStore } from '../store/run-control.store';
 import { RunReadStore } from '../store/run-reads.store';
 import { WorkerPresenceStore } from '../store/worker-presence.store';
-import { MAX_SIGNAL_NAME_BYTES, requireText } from '../util/arguments';
+import { requireInt4, requireSignalName, requireText } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
 import { requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
@@ -172,6 +172,15 @@ export class RunRepository {
     return (await this.get(id))!;
   }
 
+  /** Re-drives up to `limit` (1000) runs of `kind` held on non-determinism, oldest first, in one statement. */
+  async retryHeld(kind: string, opts: { limit?: number; by?: string } = {}): Promise<{ retried: number }> {
+    requireText(kind, 'kind');
+    requireText(opts.by, 'by', { optional: true, allowEmpty: true });
+    const limit = requireInt4(opts.limit ?? 1000, 'limit', 1);
+    const event = eventPayload(this.options, 'run.retried', { by: opts.by ?? null });
+    return { retried: await this.control.retryHeld(kind, limit, event) };
+  }
+
   /**
    * Stores a signal durably and wakes the run if it waits. A signal sent before the run reaches its
    * `ctx.waitForSignal(name)` is kept for it. Throws for an unknown or finished run. `by` (who sent
@@ -192,12 +201,7 @@ export class RunRepository {
     const kind = typeof args[0] === 'function' ? workflowKind(args.shift() as WorkflowClass, 'signal') : null;
     const [id, name, payload = null, by] = args as [string, string, unknown?, string?];
     requireUuid(id, 'id');
-    requireText(name, 'name', { maxBytes: MAX_SIGNAL_NAME_BYTES });
-    if (name.startsWith('$'))
-      throw argumentError(
-        'name',
-        "must not start with '$': those names are the engine's own (a child run's end is $child:<id>)",
-      );
+    requireSignalName(name, 'name');
     requireText(by, 'by', { optional: true, allowEmpty: true });
     const json = toStoredJson(payload, `payload of signal "${name}"`, this.options.limits.maxInputBytes);
     const out = await this.control.signal(id, name, json, by ?? null, kind);

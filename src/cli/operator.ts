@@ -26,6 +26,7 @@ export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[
   show: { words: ['RUN'], flags: [...COMMON, 'limit'] },
   cancel: { words: ['RUN'], flags: [...ACTION, 'reason'] },
   retry: { words: ['RUN'], flags: ACTION },
+  'retry-held': { words: ['KIND'], flags: [...ACTION, 'limit'] },
   signal: { words: ['RUN', 'NAME'], flags: [...ACTION, 'payload'] },
   resolve: { words: ['RUN', 'KEY'], flags: [...ACTION, 'as', 'result', 'error'] },
   approve: { words: ['RUN', 'KEY'], flags: [...ACTION, 'note'] },
@@ -43,6 +44,7 @@ export const OPERATOR_USAGE = `Operator commands (the same checks as the admin A
   show RUN             the run, its steps, commands and event trail (the newest --limit N, default 200)
   cancel RUN           [--reason TEXT]
   retry RUN            a failed, dead-lettered or held run, from its last checkpoint
+  retry-held KIND      every run of KIND held for non-determinism [--limit N, default 1000]
   signal RUN NAME      [--payload JSON]
   resolve RUN KEY      settle an in-doubt command: --as succeeded [--result JSON] | --as failed
                        --error TEXT | --as retry (dispatch again with the same key)
@@ -164,6 +166,11 @@ export async function operatorCommand(
             : await op.runs.retry(id, by),
         );
         print({ by, run }, () => printRun(out, run));
+        break;
+      }
+      case 'retry-held': {
+        const res = await op.runs.retryHeld(id, { limit, by });
+        print({ by, ...res }, () => out(`${res.retried} held run(s) of ${id} retried`));
         break;
       }
       case 'signal': {

@@ -3,6 +3,7 @@ import type { RunStatus, RunView } from '../interfaces/run.interface';
 import { DurableDatabase } from './durable-database';
 import { toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL } from './sql/signal.sql';
+import { RETRY_HELD_SQL } from './sql/retry-held.sql';
 import type { DurableNames, SqlText } from './durable-names';
 import { keyLimitRows } from './run-state/slots';
 import { startDebounced } from './debounced-start';
@@ -183,6 +184,12 @@ export class RunControlStore {
   }
 
   /** Re-drives a dead-lettered or failed run; its status before (any other: nothing changed), or undefined for an unknown run. */
+  /** Re-drives up to `limit` runs of `kind` held on non-determinism (RETRY_HELD_SQL); how many. */
+  async retryHeld(kind: string, limit: number, event: string): Promise<number> {
+    const { rows } = await this.db.query(RETRY_HELD_SQL, [kind, limit, event, this.db.names.wakeChannel]);
+    return rows[0].retried;
+  }
+
   async retry(id: string, event: string): Promise<{ previousStatus: RunStatus | 'held' } | undefined> {
     const { rows } = await this.db.query(RETRY_RUN_SQL, [id, event, this.db.names.wakeChannel]);
     return rows[0] && { previousStatus: rows[0].previous_status };

@@ -72,3 +72,14 @@ export function requireTimestamp(value: unknown, field: string): Date {
   }
   return value as Date;
 }
+
+/**
+ * A signal name `RunRepository.signal` may send: text of at most MAX_SIGNAL_NAME_BYTES, not starting
+ * with `$` (those are the engine's own: a child run's end is `$child:<id>`).
+ */
+export function requireSignalName(value: unknown, field: string): string {
+  const name = requireText(value, field, { maxBytes: MAX_SIGNAL_NAME_BYTES });
+  if (name.startsWith('$'))
+    throw new InvalidArgumentError(field, "must not start with '$': those names are the engine's own");
+  return name;
+}

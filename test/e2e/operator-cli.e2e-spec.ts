@@ -180,6 +180,18 @@ describe('operator CLI', () => {
     expect(retried).toMatchObject({ status: 0, stderr: '' });
     expect(retried.stdout).toMatch(new RegExp(`^run ${failed}  kind op-order  status (pending|waiting)`));
     expect((await eventsOf(failed, 'run.retried'))[0]).toMatchObject({ by: 'ops' });
+    // retry-held: the runs of a kind held on non-determinism, in one statement.
+    const held = await start({ card: '4', amount: 6 });
+    await db.query(
+      `update ai_runs set status = 'waiting', available_at = 'infinity', parked_reason = 'held for a fixed deploy',
+              error = '{"code":"DURABLE_NON_DETERMINISM","message":"recorded a, now b"}' where id = $1`,
+      [held],
+    );
+    expect(await json('retry-held', 'op-order', '--by', 'ops')).toEqual({ by: 'ops', retried: 1 });
+    expect((await op('retry-held', 'op-order')).stdout).toBe('0 held run(s) of op-order retried');
+    const redriven = (await db.query(`select available_at, error from ai_runs where id = $1`, [held]))[0];
+    expect([redriven.error, redriven.available_at <= new Date()]).toEqual([null, true]);
+    expect((await eventsOf(held, 'run.retried'))[0]).toMatchObject({ by: 'ops' });
     expect(await driveUntil(app, db, failed, ['waiting'])).toMatchObject({
       parkedReason: 'waiting for signal "ship"',
     });

@@ -4,6 +4,7 @@ import { DurableWorker } from '../../src/engine/worker.service';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
+import { driveUntilHeld } from '../helpers/drive';
 
 const ran: string[] = [];
 
@@ -179,5 +180,24 @@ describe('ctx.patched', () => {
     expect(failed.status).toBe('failed');
     expect(failed.error?.message).toMatch(/ctx\.patched\(id\): id must be/);
     await expect(runs().patchStatus('patch-flow', 'no spaces')).rejects.toMatchObject({ field: 'patchId' });
+  });
+
+  it('a run an old worker held during a rolling deploy resumes with retryHeld once the new code is back', async () => {
+    await boot(FlowV2);
+    const id = await start('rolling');
+    await until(id, 'go');
+    await runs().signal(id, 'go');
+    await until(id, 'done'); // the new path: marker and fraud check recorded
+    await boot(FlowV1); // an old worker still in the fleet claims it
+    await runs().signal(id, 'done');
+    const held = await driveUntilHeld(app, db, id);
+    expect(held!.parkedReason).toMatch(/^held for a fixed deploy/);
+    expect(held!.error?.code).toBe('DURABLE_NON_DETERMINISM');
+    await boot(FlowV2); // the new code everywhere
+    expect(await runs().retryHeld('patch-flow', { by: 'ops' })).toEqual({ retried: 1 });
+    const done = await until(id);
+    expect([done.status, done.output]).toEqual(['succeeded', { path: 'new' }]);
+    expect(ran.filter((r) => r === 'rolling:c')).toHaveLength(1);
+    expect(await runs().retryHeld('patch-flow')).toEqual({ retried: 0 });
   });
 });

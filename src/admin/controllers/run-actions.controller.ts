@@ -12,6 +12,7 @@ import {
   CancelRunDto,
   CommandDecisionDto,
   ResolveCommandDto,
+  RetryHeldDto,
   RetryRunDto,
   SendSignalDto,
 } from '../dto/run-actions.dto';
@@ -47,6 +48,17 @@ export class DurableRunActionsController {
   async cancel(@Param('id', runIdPipe()) id: string, @Body() dto: CancelRunDto, @Req() req: unknown) {
     const by = this.by(req);
     return { by, run: this.admin.shown(await this.runs.cancel(id, dto.reason, by)) };
+  }
+
+  @Post('runs/retry-held')
+  @AdminAction()
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Retry the runs of a kind held on non-determinism (after a deploy that replays them)',
+  })
+  async retryHeld(@Body() dto: RetryHeldDto, @Req() req: unknown) {
+    const by = this.by(req);
+    return { by, ...(await this.runs.retryHeld(dto.kind, { limit: dto.limit, by })) };
   }
 
   @Post('runs/:id/retry')

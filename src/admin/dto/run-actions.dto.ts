@@ -1,7 +1,10 @@
 import {
   IsDefined,
   IsIn,
+  IsInt,
   IsNotEmpty,
+  Max,
+  Min,
   IsOptional,
   IsString,
   MaxLength,
@@ -34,6 +37,23 @@ export class CancelRunDto {
 
 /** Body of `POST .../retry` (nothing to say but who, which comes from the guard). */
 export class RetryRunDto {}
+
+/** Body of `POST api/runs/retry-held`: the kind whose held runs to re-drive, and at most how many. */
+export class RetryHeldDto {
+  @ApiProperty({ maxLength: 200, description: 'The workflow kind' })
+  @IsString()
+  @StorableText()
+  @IsNotEmpty()
+  @MaxLength(200)
+  kind!: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 10000, default: 1000 })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10000)
+  limit?: number;
+}
 
 /** Body of `POST .../approve` and `POST .../reject`. */
 export class CommandDecisionDto {
