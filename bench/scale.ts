@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { DEFAULT_NAMES } from '../src/store/durable-names';
 import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-runs';
+import { LIST_RUNS_SQL as listRunsSql } from '../src/store/run-reads.store';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { BenchDatabase, dropDatabase } from './database';
 import { latency, spread, Spread } from './stats';
@@ -46,6 +47,10 @@ const USAGE = `usage: npm run bench:scale -- [--quick] [--repeat N] [--out FILE]
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)`;
 
 const KIND = 'bench.claim';
+/** Each terminal run is tagged with one of this many tenants: at 1 million runs, 1,000 runs each. */
+const TENANTS = 1000;
+/** RunRepository.list's statement as it sends it in the default schema. */
+const LIST_RUNS_SQL = listRunsSql(DEFAULT_NAMES);
 const WORKER = 'bench-scale';
 const LEASE_MS = 30_000;
 
@@ -59,6 +64,8 @@ export interface SizeResult {
   empty: { p50: Spread; p99: Spread };
   buffersDue: number;
   buffersEmpty: number;
+  /** `list({ tags: { tenant } })` (the newest 50 of a tenant's runs): per-block p50 and its buffers. */
+  tagList: { p50: Spread; buffers: number };
   fillSeconds: number;
 }
 
@@ -94,10 +101,11 @@ class ScaleBench {
       if (n <= 0) break;
       await this.ctl.query(
         `with r as (
-           insert into ai_runs (kind, input, status, output, epoch, attempts, cursor, created_at, updated_at, finished_at)
+           insert into ai_runs (kind, input, status, output, epoch, attempts, cursor, created_at, updated_at, finished_at, tags)
            select $1, jsonb_build_object('order', i), 'succeeded', '{"ok": true}'::jsonb, 1, 1,
                   '{"step": 3, "name": "notify", "status": "done", "attempt": 1, "item": null}'::jsonb,
-                  now() - make_interval(secs => i), now() - make_interval(secs => i), now() - make_interval(secs => i)
+                  now() - make_interval(secs => i), now() - make_interval(secs => i), now() - make_interval(secs => i),
+                  jsonb_build_object('tenant', 't' || (i % ${TENANTS}))
              from generate_series($2::int, $2::int + $3::int - 1) i
            returning id, created_at
          )
@@ -132,6 +140,33 @@ class ScaleBench {
       );
     }
     return ms;
+  }
+
+  /** `list({ tags: { tenant } })`: the newest 50 runs of one tenant, a different tenant each time. */
+  async tagLists(n: number): Promise<number[]> {
+    const ms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const tags = JSON.stringify({ tenant: `t${(i * 7) % TENANTS}` });
+      const t0 = performance.now();
+      const { rows } = await this.c.query({
+        name: 'list',
+        text: LIST_RUNS_SQL,
+        values: [null, null, null, null, 51, null, tags],
+      });
+      ms.push(performance.now() - t0);
+      if (!rows.length) throw new Error(`no run tagged ${tags}`);
+    }
+    return ms;
+  }
+
+  /** Buffers one tag-filtered list touches (EXPLAIN ANALYZE BUFFERS). */
+  async tagListBuffers(): Promise<number> {
+    const sql = LIST_RUNS_SQL.replace(/\$5\b/g, '51')
+      .replace(/\$7\b/g, `'{"tenant":"t7"}'`)
+      .replace(/\$[1-6]\b(::[a-z[\]]+)?/g, 'null$1');
+    const { rows } = await this.ctl.query(`explain (analyze, buffers, format json) ${sql}`);
+    const plan = rows[0]['QUERY PLAN'][0];
+    return (plan.Plan['Shared Hit Blocks'] ?? 0) + (plan.Plan['Shared Read Blocks'] ?? 0);
   }
 
   /** Nothing due: the claim a polling worker sends most of the time. */
@@ -210,6 +245,7 @@ async function main(): Promise<void> {
     }
     const due = benches.map(() => ({ p50: [] as number[], p99: [] as number[] }));
     const empty = benches.map(() => ({ p50: [] as number[], p99: [] as number[] }));
+    const tagged = benches.map(() => [] as number[]);
     for (let b = 0; b < cfg.repeat; b++) {
       log(`block ${b + 1}/${cfg.repeat}: ${cfg.claims} due and ${cfg.claims} empty claims per size`);
       for (const i of rotate([...benches.keys()], b)) {
@@ -219,6 +255,7 @@ async function main(): Promise<void> {
         due[i].p99.push(d.p99);
         empty[i].p50.push(e.p50);
         empty[i].p99.push(e.p99);
+        tagged[i].push(latency(await benches[i].tagLists(cfg.claims)).p50);
       }
     }
     for (const [i, bench] of benches.entries()) {
@@ -231,6 +268,7 @@ async function main(): Promise<void> {
         empty: { p50: spread(empty[i].p50), p99: spread(empty[i].p99) },
         buffersDue: await bench.claimBuffers(true),
         buffersEmpty: await bench.claimBuffers(false),
+        tagList: { p50: spread(tagged[i]), buffers: await bench.tagListBuffers() },
         fillSeconds: fillSeconds[i],
       });
     }
@@ -257,6 +295,7 @@ async function main(): Promise<void> {
       dueP50LargestOverSmallest: ratio((r) => r.due.p50),
       emptyP50LargestOverSmallest: ratio((r) => r.empty.p50),
       buffersDueLargestOverSmallest: last.buffersDue / first.buffersDue,
+      tagListP50LargestOverSmallest: ratio((r) => r.tagList.p50),
     },
   };
   printSummary(summary);
@@ -275,19 +314,21 @@ function printSummary(s: {
   );
   console.log(
     `${'terminal runs'.padStart(14)} ${'events'.padStart(10)} ${'ai_runs MiB'.padStart(12)}  ` +
-      `${'due claim p50 ms'.padEnd(22)} ${'empty claim p50 ms'.padEnd(22)} buffers due/empty`,
+      `${'due claim p50 ms'.padEnd(22)} ${'empty claim p50 ms'.padEnd(22)} ${'buffers due/empty'.padEnd(18)} ` +
+      'list by tag p50 ms (buffers)',
   );
   for (const r of s.sizes) {
     console.log(
       `${r.terminalRuns.toLocaleString('en').padStart(14)} ${r.events.toLocaleString('en').padStart(10)} ` +
         `${r.runsTableMiB.toFixed(1).padStart(12)}  ${f(r.due.p50).padEnd(22)} ${f(r.empty.p50).padEnd(22)} ` +
-        `${r.buffersDue} / ${r.buffersEmpty}`,
+        `${`${r.buffersDue} / ${r.buffersEmpty}`.padEnd(18)} ${f(r.tagList.p50)} (${r.tagList.buffers})`,
     );
   }
   const due = s.ratios.dueP50LargestOverSmallest as Spread;
   const empty = s.ratios.emptyP50LargestOverSmallest as Spread;
   console.log(`largest / smallest, due claim p50:   ${f(due)}  (target <= 1.20)`);
   console.log(`largest / smallest, empty claim p50: ${f(empty)}`);
+  console.log(`largest / smallest, list by tag p50: ${f(s.ratios.tagListP50LargestOverSmallest as Spread)}`);
 }
 
 if (require.main === module) {

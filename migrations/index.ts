@@ -15,6 +15,7 @@ import { ChildRuns1765500000000 } from './1765500000000-child-runs';
 import { ModelBudgets1765600000000 } from './1765600000000-model-budgets';
 import { ScheduleQueue1765700000000 } from './1765700000000-schedule-queue';
 import { PatchMarkers1765800000000 } from './1765800000000-patch-markers';
+import { RunTags1765900000000 } from './1765900000000-run-tags';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -32,6 +33,7 @@ export {
   ModelBudgets1765600000000,
   ScheduleQueue1765700000000,
   PatchMarkers1765800000000,
+  RunTags1765900000000,
 };
 
 /**
@@ -56,6 +58,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ModelBudgets1765600000000,
   ScheduleQueue1765700000000,
   PatchMarkers1765800000000,
+  RunTags1765900000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

@@ -34,6 +34,7 @@ export class AdminRedactor {
       parkedReason: r.parkedReason === null ? null : this.value('run.parked_reason', r.parkedReason),
       cancelReason: r.cancelReason === null ? null : this.value('run.cancel_reason', r.cancelReason),
       idempotencyKey: r.idempotencyKey === null ? null : this.value('run.idempotency_key', r.idempotencyKey),
+      tags: this.value('run.tags', r.tags),
     };
   }
 

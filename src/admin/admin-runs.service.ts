@@ -14,6 +14,7 @@ import { RunStats, RunStatsReader } from '../store/run-stats.reader';
 import { CommandGateway } from '../api/command-gateway.service';
 import { RunRepository } from '../api/run.repository';
 import { requireText, requireTimestamp } from '../util/arguments';
+import { requireTags } from '../util/run-keys';
 import { pageByPosition, pageOfRuns, requireHistoryRange } from '../util/run-cursor';
 import { AdminRedactor } from './admin-redactor';
 import type { ListRunsQueryDto } from './dto/list-runs-query.dto';
@@ -103,6 +104,7 @@ export class AdminRunsService {
         createdTo: q.createdTo === undefined ? null : requireTimestamp(q.createdTo, 'createdTo'),
         deadLettered: q.deadLettered ?? null,
         inDoubt: q.inDoubt ?? null,
+        tags: requireTags(tagsOf(q.tag), 'tag'),
       };
       return this.store.list(filter, after, take);
     });
@@ -232,3 +234,9 @@ export class AdminRunsService {
 
 const byId = (e: RunEvent) => e.id;
 const byStep = (c: { stepIndex: number }) => c.stepIndex;
+
+/** `['tenant=acme', …]` → `{ tenant: 'acme', … }` (split at the first `=`), or undefined for none. */
+function tagsOf(tags: string[] | undefined): Record<string, string> | undefined {
+  if (!tags?.length) return undefined;
+  return Object.fromEntries(tags.map((t) => [t.slice(0, t.indexOf('=')), t.slice(t.indexOf('=') + 1)]));
+}

@@ -6,6 +6,7 @@ import type { RunReadStore } from '../store/run-reads.store';
 import { requireText } from '../util/arguments';
 import { pageOfRuns } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
+import { requireTags } from '../util/run-keys';
 
 /** `RunRepository.list` (documented there): every filter checked, then one keyset page. @internal */
 export function listRuns(reads: RunReadStore, query: ListRunsQuery): Promise<RunPage> {
@@ -19,9 +20,9 @@ export function listRuns(reads: RunReadStore, query: ListRunsQuery): Promise<Run
   }
   const kind = requireText(query.kind, 'kind', { optional: true });
   if (query.parentId !== undefined) requireUuid(query.parentId, 'parentId');
-  return pageOfRuns(query.after, limit, (after, take) =>
-    reads.list({ statuses, kind: kind ?? null, parentId: query.parentId ?? null }, after, take),
-  );
+  const tags = requireTags(query.tags, 'tags');
+  const filter = { statuses, kind: kind ?? null, parentId: query.parentId ?? null, tags };
+  return pageOfRuns(query.after, limit, (after, take) => reads.list(filter, after, take));
 }
 
 /** `RunRepository.patchStatus` (documented there). @internal */

@@ -14,7 +14,7 @@ import type { RunControlStore } from '../store/run-control.store';
 import type { WorkerPresenceStore } from '../store/worker-presence.store';
 import { MAX_IDEMPOTENCY_KEY_BYTES, requireInt4, requireText, requireTimestamp } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
-import { concurrencyKeyOf, keyFrom, requireShortText } from '../util/run-keys';
+import { concurrencyKeyOf, keyFrom, requireShortText, requireTags } from '../util/run-keys';
 import { activeTraceparent } from '../util/trace-context';
 
 /**
@@ -67,6 +67,7 @@ export class RunStarter {
       ...(traceparent ? { traceparent } : {}),
     });
     const concurrencyKey = concurrencyKeyOf(wf?.meta, input, opts.concurrencyKey);
+    const tags = requireTags(opts.tags, 'tags');
     const run = {
       kind,
       inputJson,
@@ -76,6 +77,7 @@ export class RunStarter {
       priority,
       event,
       concurrencyKey,
+      tags,
     };
 
     if (wf?.meta.debounce) return this.store.startDebounced(run, debounced(wf.meta, input, key, opts.runAt));

@@ -1,13 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { NonDeterminismError } from '../errors/non-determinism.error';
-import type {
-  CommandContext,
-  CommandMetadata,
-  LookupResult,
-  WaitForSignalOptions,
-} from '../interfaces/command.interface';
-import type { RunCursor } from '../interfaces/run.interface';
+import type { CommandContext, CommandMetadata, LookupResult } from '../interfaces/command.interface';
+import type { WaitForSignalOptions } from '../interfaces/command.interface';
+import type { RunCursor, WorkflowClass } from '../interfaces/run.interface';
 import type { StepMetadata } from '../interfaces/step-options.interface';
 import type { DurableObservers } from './durable-observers';
 import type { RunAttemptInfo, StepInfo } from '../interfaces/durable-observer.interface';
@@ -27,12 +23,11 @@ import { RunSuspended } from './run-stop';
 import { executeCommand } from './steps/command-step';
 import { executeStep } from './steps/compute-step';
 import type { ReplayOnly, StepEnv } from './steps/step-env';
-import { progress, recordValue, resumePoint } from './steps/step-values';
+import { progress, recordValue, resumePoint, setTagsStep } from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
 import { startChildStep, waitForChildStep } from './steps/child-step';
 import { deprecatePatchStep, patchedStep } from './steps/patch-step';
 import type { ChildRun, StartChildOptions, WaitForChildOptions } from '../interfaces/child.interface';
-import type { WorkflowClass } from '../interfaces/run.interface';
 
 /**
  * One claimed run being driven by this worker, wiring its parts: the replay log (indexes, recorded
@@ -233,6 +228,9 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   }
   deprecatePatch(id: string): void {
     deprecatePatchStep(this, id);
+  }
+  setTags(tags: Record<string, string>): Promise<void> {
+    return setTagsStep(this, tags);
   }
 
   record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T {

@@ -38,6 +38,7 @@ export interface RunContextHost {
   waitForChild(child: ChildRun, options: WaitForChildOptions): Promise<unknown>;
   patched(id: string): boolean;
   deprecatePatch(id: string): void;
+  setTags(tags: Record<string, string>): Promise<void>;
 }
 
 /**
@@ -196,6 +197,15 @@ export class RunContext<S extends SignalMap = AnySignals> {
    */
   deprecatePatch(id: string): void {
     this.host.deprecatePatch(id);
+  }
+
+  /**
+   * Adds tags to the run (a name given again takes the new value), to find it by what it turned out to
+   * be about (`list({ tags })`): one fenced write, written again when a replay passes here. At most 16
+   * tags per call, as `StartRunOptions.tags`. Call it in the workflow body.
+   */
+  setTags(tags: Record<string, string>): Promise<void> {
+    return handed(this.host.setTags(tags));
   }
 
   /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */

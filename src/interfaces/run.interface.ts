@@ -57,6 +57,8 @@ export interface RunView<I = unknown, O = unknown> {
   limitedBy: string | null;
   /** The run that started this one (`ctx.child`, `ctx.startChild`), or null. */
   parentId: string | null;
+  /** Its tags (`StartRunOptions.tags`, `ctx.setTags`), or an empty object. */
+  tags: Record<string, string>;
   error: { name?: string; code?: string; message: string; stack?: string; cause?: unknown } | null;
   createdAt: Date;
   updatedAt: Date;
@@ -79,6 +81,12 @@ export interface StartRunOptions {
    * does not register the kind passes it here. Ignored by a kind without a per-key limit.
    */
   concurrencyKey?: string;
+  /**
+   * What the run is about, to find it later (`list({ tags })`, the admin API, the inspector): at most 16
+   * `name: value` strings, e.g. `{ tenant: 'acme', order: 'PO-17' }`. The workflow can add more with
+   * `ctx.setTags`.
+   */
+  tags?: Record<string, string>;
 }
 
 /** Result of `start`: the run and whether this call created it. */
@@ -126,6 +134,8 @@ export interface ListRunsQuery {
   kind?: string;
   /** Only the child runs of this run (`ctx.startChild`). */
   parentId?: string;
+  /** Only runs with all of these tags (through the tags' GIN index). */
+  tags?: Record<string, string>;
   /** Page size, 1..500. Default 50. */
   limit?: number;
   /** The `next` cursor of the previous page. */

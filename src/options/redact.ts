@@ -24,6 +24,7 @@ export const REDACT_SURFACES = [
   'run.parked_reason',
   'run.cancel_reason',
   'run.idempotency_key',
+  'run.tags',
   'checkpoint.output',
   'checkpoint.meta',
   'signal.payload',

@@ -12,7 +12,7 @@ import type { SqlText } from './durable-names';
  * ai_runs_list_idx, so page 1,000 costs what page 1 does. A summary only (no input/output): the list must
  * stay small whatever the runs carry. Command counts come from the partial index on unsettled commands.
  * $1 statuses, $2 kind, $3 created from, $4 created before, $5 dead-lettered, $6 has an in-doubt
- * command, $7/$8 cursor (created_at, id), $9 limit
+ * command, $7/$8 cursor (created_at, id), $9 limit, $10 tags it must all have (null: any; ai_runs_tags_idx)
  */
 export const ADMIN_LIST_RUNS_SQL: SqlText = (t) => `
 select r.id, r.kind, r.status, r.cursor, r.epoch, r.worker_id, r.attempts, r.max_attempts, r.parked_reason,
@@ -30,6 +30,7 @@ select r.id, r.kind, r.status, r.cursor, r.epoch, r.worker_id, r.attempts, r.max
    and ($6::boolean is null
         or exists (select 1 from ${t.commands} c where c.run_id = r.id and c.status = 'in_doubt') = $6)
    and ($7::timestamptz is null or (r.created_at, r.id) < ($7::timestamptz, $8::uuid))
+   and ($10::jsonb is null or r.tags @> $10::jsonb)
  order by r.created_at desc, r.id desc
  limit $9`;
 
@@ -80,6 +81,8 @@ export interface AdminRunFilter {
   createdTo: Date | null;
   deadLettered: boolean | null;
   inDoubt: boolean | null;
+  /** Tags as JSON text, or null. */
+  tags: string | null;
 }
 
 /**
@@ -105,6 +108,7 @@ export class AdminRunsStore {
       f.inDoubt,
       ...cursorValues(after),
       take,
+      f.tags,
     ]);
     return keyedRuns(rows, toSummary);
   }

@@ -10,15 +10,15 @@ import { toRunView } from './run-row.mapper';
  * holds the row first makes the start wait, then insert a new run (the old one has begun); a start that
  * holds it first makes the claim skip it, and then find it no longer due.
  * $1 kind, $2 input, $3 max attempts, $4 priority, $5 created event payload, $6 concurrency key,
- * $7 debounce key, $8 period ms
+ * $7 debounce key, $8 period ms, $9 tags
  */
 export const DEBOUNCED_START_SQL: SqlText = (t) => `
 with ins as (
-  insert into ${t.runs} as r (kind, input, max_attempts, available_at, priority, concurrency_key, debounce_key)
-  values ($1, $2::jsonb, $3, now() + $8 * interval '1 millisecond', $4, $6, $7)
+  insert into ${t.runs} as r (kind, input, max_attempts, available_at, priority, concurrency_key, debounce_key, tags)
+  values ($1, $2::jsonb, $3, now() + $8 * interval '1 millisecond', $4, $6, $7, $9::jsonb)
   on conflict (kind, debounce_key) where debounce_key is not null and status = 'pending' and epoch = 0
   do update set input = excluded.input, available_at = excluded.available_at, priority = excluded.priority,
-                concurrency_key = excluded.concurrency_key, updated_at = now()
+                concurrency_key = excluded.concurrency_key, tags = excluded.tags, updated_at = now()
   returning r.*, (r.xmax = 0) as inserted
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
@@ -37,6 +37,8 @@ export interface DebouncedRun {
   /** The `run.created` event's payload, for a new run. */
   event: string;
   concurrencyKey: string | null;
+  /** Tags as JSON text, or null. */
+  tags: string | null;
 }
 
 /** Starts a run of a debounced kind (DEBOUNCED_START_SQL): the run, and whether this call created it. */
@@ -56,6 +58,7 @@ export async function startDebounced(
       run.concurrencyKey,
       debounce.key,
       debounce.periodMs,
+      run.tags,
     ],
     'dx_start_debounced',
   );

@@ -15,12 +15,12 @@ import { startDebounced } from './debounced-start';
  * with a concurrency key of a kind with a per-key limit gets its key's slots (`ai_slots`) and rate
  * tokens (`ai_rate_tokens`) when they are missing.
  * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload,
- * $8 channel, $9 concurrency key
+ * $8 channel, $9 concurrency key, $10 tags
  */
 export const START_RUN_SQL: SqlText = (t) => `
 with ins as (
-  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority, concurrency_key)
-  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9)
+  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority, concurrency_key, tags)
+  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9, $10::jsonb)
   on conflict (idempotency_key) do nothing
   returning *
 ), ${keyLimitRows(t, 'ins')}, ev as (
@@ -123,6 +123,8 @@ export interface NewRun {
   event: string;
   /** Its key for a per-key concurrency limit; null: none. */
   concurrencyKey: string | null;
+  /** Tags as JSON text, or null. */
+  tags: string | null;
 }
 
 /** The run that holds an idempotency key, and whether its input equals the one a start brought. */
@@ -153,6 +155,7 @@ export class RunControlStore {
         run.event,
         this.db.names.wakeChannel,
         run.concurrencyKey,
+        run.tags,
       ],
       'dx_start',
     );

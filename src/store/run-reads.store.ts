@@ -13,13 +13,14 @@ export const GET_RUN_SQL: SqlText = (t) => `select * from ${t.runs} where id = $
 /**
  * The run API's list: newest first, keyset pagination on (created_at, id) through ai_runs_list_idx.
  * $1 statuses (null: any), $2 kind (null: any), $3/$4 cursor (created_at, id), $5 limit, $6 parent run
- * (null: any; through ai_runs_parent_idx)
+ * (null: any; through ai_runs_parent_idx), $7 tags the run must all have (null: any; ai_runs_tags_idx)
  */
 export const LIST_RUNS_SQL: SqlText = (t) => `select *, ${CURSOR_KEY_SQL} as created_key
          from ${t.runs}
         where ($1::text[] is null or status = any($1))
           and ($2::text is null or kind = $2)
           and ($6::uuid is null or parent_id = $6)
+          and ($7::jsonb is null or tags @> $7::jsonb)
           and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
         order by created_at desc, id desc
         limit $5`;
@@ -82,6 +83,8 @@ export interface RunListFilter {
   statuses: RunStatus[] | null;
   kind: string | null;
   parentId: string | null;
+  /** Tags as JSON text, or null. */
+  tags: string | null;
 }
 
 /** Reads of runs and their trail for the run API, one statement each. @internal */
@@ -112,6 +115,7 @@ export class RunReadStore {
       ...cursorValues(after),
       take,
       filter.parentId,
+      filter.tags,
     ]);
     return keyedRuns(rows, toRunView);
   }

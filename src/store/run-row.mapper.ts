@@ -24,6 +24,7 @@ export function toRunView(r: Record<string, any>): RunView {
     concurrencyKey: r.concurrency_key ?? null,
     limitedBy: r.limited_by ?? null,
     parentId: r.parent_id ?? null,
+    tags: r.tags ?? {},
     error: r.error,
     createdAt: r.created_at,
     updatedAt: r.updated_at,

@@ -23,6 +23,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_limits', 'rate_limit'],
   ['ai_runs', 'debounce_key'],
   ['ai_runs', 'parent_id'],
+  ['ai_runs', 'tags'],
 ];
 
 /**

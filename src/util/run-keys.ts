@@ -58,3 +58,29 @@ export function requireShortText(value: unknown, field: string): string {
     throw new InvalidArgumentError(field, 'must not contain control characters (newlines, tabs, NUL)');
   return text;
 }
+
+/** At most this many tags per run. */
+export const MAX_TAGS = 16;
+const TAG_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$/;
+
+/**
+ * Tags as a run stores them: an object of at most MAX_TAGS entries, each key 1-64 letters, digits and
+ * `_ . : -`, each value a string of at most 200 characters with no control character. Returns them as
+ * JSON text (null for none), or throws InvalidArgumentError naming `field` (and the key).
+ */
+export function requireTags(value: unknown, field: string, optional = true): string | null {
+  if ((value === undefined || value === null) && optional) return null;
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new InvalidArgumentError(field, 'must be an object of string values, e.g. { tenant: "acme" }');
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > MAX_TAGS)
+    throw new InvalidArgumentError(field, `must have at most ${MAX_TAGS} tags, got ${entries.length}`);
+  for (const [k, v] of entries) {
+    if (!TAG_KEY.test(k))
+      throw new InvalidArgumentError(`${field}.${k}`, 'is not a tag name: 1-64 letters, digits and _ . : -');
+    if (typeof v !== 'string')
+      throw new InvalidArgumentError(`${field}.${k}`, `must be a string, got ${typeof v}`);
+    requireShortText(v, `${field}.${k}`);
+  }
+  return entries.length ? JSON.stringify(value) : null;
+}

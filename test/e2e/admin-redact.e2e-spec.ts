@@ -146,8 +146,13 @@ describe('redact hook on every admin surface', () => {
     plain = await boot(db.url, false);
     hidden = await boot(db.url, true);
     const runs = plain.app.get(RunRepository);
-    secretRun = (await runs.start('secretive', { secret: SECRET }, { idempotencyKey: `order-${SECRET}` })).run
-      .id;
+    secretRun = (
+      await runs.start(
+        'secretive',
+        { secret: SECRET },
+        { idempotencyKey: `order-${SECRET}`, tags: { note: SECRET } },
+      )
+    ).run.id;
     await driveUntil(plain.app, db, secretRun, ['waiting']);
     // Operator actions go through the app with the hook: their responses are surfaces too.
     actionResponses.push(
@@ -205,6 +210,7 @@ describe('redact hook on every admin surface', () => {
     const metas = JSON.stringify(detail.checkpoints.map((c: { meta: unknown }) => c.meta));
     expect(metas).toContain('req-[hidden:checkpoint.meta]');
     expect(detail.run.idempotencyKey).toBe('order-[hidden:run.idempotency_key]');
+    expect(detail.run.tags).toEqual({ note: '[hidden:run.tags]' });
     expect(outputs).toContain('{"payload":{"s":"[hidden:signal.payload]"}}');
     const [ship, refuse] = detail.commands;
     expect(ship.payload).toEqual({ note: '[hidden:command.args]' });

@@ -39,6 +39,17 @@ export class ListRunsQueryDto {
   @MaxLength(200)
   kind?: string;
 
+  @ApiPropertyOptional({
+    type: [String],
+    description:
+      'name=value, repeatable (`?tag=tenant=acme&tag=order=PO-17`): only runs with all of these tags',
+  })
+  @IsOptional()
+  @Transform(({ value }) => (value === undefined ? undefined : ([] as unknown[]).concat(value)))
+  @IsString({ each: true })
+  @Matches(/^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}=./, { each: true, message: 'tag must be name=value' })
+  tag?: string[];
+
   @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Created at or after' })
   @IsOptional()
   @Type(() => Date)

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { DurableUsageError } from '../../errors/durable-usage.error';
 import { encodeValue } from '../../util/codec';
+import { requireTags } from '../../util/run-keys';
 import { runStorage } from '../run-storage';
 import { cursorAt, StepEnv } from './step-env';
 
@@ -65,4 +66,25 @@ export function resumePoint(env: StepEnv): { item: number; partial: unknown } | 
     return null;
   }
   return { item: c.item, partial: c.partial ?? null };
+}
+
+/**
+ * `ctx.setTags(tags)`: merges them into the run's tags in a fenced write of its own. Not recorded: a
+ * replay writes them again (the same merge), a replay check writes nothing.
+ */
+export async function setTagsStep(env: StepEnv, tags: unknown): Promise<void> {
+  const usage = (message: string): never => {
+    throw env.control.halt({ kind: 'usage', error: new DurableUsageError(message) });
+  };
+  let json: string | null = null;
+  try {
+    json = requireTags(tags, 'tags', false);
+  } catch (err) {
+    usage(`ctx.setTags(tags): ${(err as Error).message}`);
+  }
+  if (runStorage.getStore()?.step)
+    usage('ctx.setTags() must be called in the workflow body, not inside a step');
+  env.control.checkActive();
+  if (env.replayOnly || json === null) return;
+  await env.control.track(env.fenced(() => env.store.setTags(env.fence, json!), 'set tags'));
 }

@@ -14,7 +14,7 @@ import { parkRun, ParkWrite } from './park-run';
 import { CommandOutcomeWrite, recordCommand } from './record-command';
 import { CommandToReserve, reserveCommand } from './reserve-command';
 import { markCommandInDoubt } from './command-in-doubt';
-import { writeProgress, writeStep } from './step-write';
+import { setTags, writeProgress, writeStep } from './step-write';
 import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
 import { cancelChild, ChildStart, startChild } from './child-start';
 import { chargeBudget, correctBudget } from './budget-charge';
@@ -84,6 +84,11 @@ export class RunStateStore implements StoreContext {
     records: CheckpointWrite[],
   ) {
     return markCleanup(this, fence, marker, cursor, records);
+  }
+
+  /** Merges tags into the run's (ctx.setTags), fenced. */
+  setTags(fence: Fence, tagsJson: string) {
+    return setTags(this, fence, tagsJson);
   }
 
   /** Moves the intra-step cursor (ctx.progress). */

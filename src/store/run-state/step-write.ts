@@ -90,3 +90,28 @@ export async function writeProgress(
   );
   return { cancelRequested: row.cancel_requested };
 }
+
+/**
+ * `ctx.setTags`: the run's tags merged with these (a name given again takes the new value), fenced.
+ * $1 id, $2 worker, $3 epoch, $4 tags (JSON object)
+ */
+export const SET_TAGS_SQL: SqlText = (t) => `
+${fencedRun(t, `tags = coalesce(tags, '{}'::jsonb) || $4::jsonb, updated_at = now()`)}
+select cancel_requested from run`;
+
+/** Merges `tagsJson` into the run's tags, fenced. */
+export async function setTags(
+  s: StoreContext,
+  fence: Fence,
+  tagsJson: string,
+): Promise<{ cancelRequested: boolean }> {
+  const row = await runFenced<{ cancel_requested: boolean }>(
+    s,
+    fence,
+    'ctx.setTags',
+    SET_TAGS_SQL,
+    [tagsJson],
+    'dx_set_tags',
+  );
+  return { cancelRequested: row.cancel_requested };
+}
