@@ -18,6 +18,7 @@ export const LEAVES_RUNNING = new Set([
   'run.reconciled',
   'run.sleeping',
   'run.waiting_for_signal',
+  'model.budget_wait',
   'command.approval_requested',
   'command.in_doubt',
 ]);
