@@ -35,6 +35,7 @@ describe('resolveOptions', () => {
         redact: undefined,
         logRunData: false,
         unservedKinds: 'warn',
+        budgets: {},
       });
       expect(resolved.worker.workerId).toMatch(new RegExp(`^${hostname()}:${process.pid}:[0-9a-f]{6}$`));
     });
