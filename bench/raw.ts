@@ -353,6 +353,7 @@ export class RawBench {
                 JSON.stringify({ kind: RAW_KIND, idempotencyKey: null }),
                 WAKE_CHANNEL,
                 null, // concurrency key
+                null, // tags
               ],
             });
           }
