@@ -312,6 +312,37 @@ describe('the schedules in the admin API', () => {
     expect(await missing.json()).toMatchObject({ code: 'DURABLE_SCHEDULE_NOT_FOUND' });
   });
 
+  it("creates a schedule at run time and removes it; refuses bad bodies and the code's schedules", async () => {
+    const body = {
+      name: 'api-made',
+      kind: 'tick-skip',
+      cron: '0 3 * * *',
+      timezone: 'Europe/Berlin',
+      overlap: 'queue',
+    };
+    const post = (b: unknown) =>
+      fetch(`${http}/durable/api/schedules`, { ...POST_JSON, body: JSON.stringify(b) });
+    const created = await post(body);
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({
+      name: 'api-made',
+      kind: 'tick-skip',
+      source: 'api',
+      overlap: 'queue',
+    });
+    expect((await post({ ...body, cron: 'nope' })).status).toBe(400);
+    expect((await post({ ...body, overlap: 'sometimes' })).status).toBe(400);
+    expect((await post({ ...body, name: 'catch-skip' })).status).toBe(400); // the code's name
+    const del = (name: string) =>
+      fetch(`${http}/durable/api/schedules/${name}`, { ...POST_JSON, method: 'DELETE' });
+    expect((await del('catch-skip')).status).toBe(400); // the code's: pause it instead
+    expect((await del('api-made')).status).toBe(204);
+    expect((await del('api-made')).status).toBe(404);
+    const list = (await (await fetch(`${http}/durable/api/schedules`)).json()) as Array<{ name: string }>;
+    const names = list.map((s) => s.name);
+    expect(names).toEqual(['catch-skip']);
+  });
+
   it('the inspector lists the schedules with their ticks, and the runs held back by a limit', async () => {
     const runs = app.get(RunRepository);
     for (let i = 0; i < 3; i++) await runs.start('page-limited', { i });

@@ -1,17 +1,32 @@
-import { Get, HttpCode, Param, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  Req,
+  UseFilters,
+  UseGuards,
+  UsePipes,
+} from '@nestjs/common';
 import { DurableSchedules, ScheduleView } from '../../api/durable-schedules.service';
 import { AdminAccessGuard, AdminAction } from '../admin-access.guard';
 import { AdminErrorFilter } from '../admin-error.filter';
 import { ApiNotFoundResponse, ApiOperation, ApiTags } from '../../nest/openapi';
+import { adminValidationPipe } from '../admin-validation.pipe';
+import { CreateScheduleDto } from '../dto/schedule.dto';
 
 /**
  * The `@DurableCron` schedules: `GET <path>/api/schedules` (with their next and last ticks),
- * `POST <path>/api/schedules/:name/pause` and `/resume`. Mounted by DurableAdminModule.
+ * `POST <path>/api/schedules/:name/pause` and `/resume`; schedules made at run time: `POST
+ * <path>/api/schedules` and `DELETE <path>/api/schedules/:name`. Mounted by DurableAdminModule.
  */
 @ApiTags('durable-admin')
 @ApiNotFoundResponse({ description: 'No schedule has this name' })
 @UseGuards(AdminAccessGuard)
 @UseFilters(AdminErrorFilter)
+@UsePipes(adminValidationPipe())
 export class DurableSchedulesController {
   constructor(private readonly schedules: DurableSchedules) {}
 
@@ -19,6 +34,23 @@ export class DurableSchedulesController {
   @ApiOperation({ summary: 'The @DurableCron schedules, by name, with their next and last ticks' })
   list(): Promise<ScheduleView[]> {
     return this.schedules.list();
+  }
+
+  @Post('schedules')
+  @AdminAction()
+  @HttpCode(201)
+  @ApiOperation({ summary: 'Create a schedule at run time (fired like a @DurableCron one)' })
+  create(@Body() dto: CreateScheduleDto, @Req() _req: unknown): Promise<ScheduleView> {
+    const { name, kind, cron, ...options } = dto;
+    return this.schedules.create(name, kind, cron, options);
+  }
+
+  @Delete('schedules/:name')
+  @AdminAction()
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Remove a schedule made at run time (a @DurableCron one: pause it instead)' })
+  async remove(@Param('name') name: string, @Req() _req: unknown): Promise<void> {
+    await this.schedules.remove(name);
   }
 
   @Post('schedules/:name/pause')
