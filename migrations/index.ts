@@ -16,6 +16,7 @@ import { ModelBudgets1765600000000 } from './1765600000000-model-budgets';
 import { ScheduleQueue1765700000000 } from './1765700000000-schedule-queue';
 import { PatchMarkers1765800000000 } from './1765800000000-patch-markers';
 import { RunTags1765900000000 } from './1765900000000-run-tags';
+import { SlotHolds1766000000000 } from './1766000000000-slot-holds';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -34,6 +35,7 @@ export {
   ScheduleQueue1765700000000,
   PatchMarkers1765800000000,
   RunTags1765900000000,
+  SlotHolds1766000000000,
 };
 
 /**
@@ -59,6 +61,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ScheduleQueue1765700000000,
   PatchMarkers1765800000000,
   RunTags1765900000000,
+  SlotHolds1766000000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

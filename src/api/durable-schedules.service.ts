@@ -4,6 +4,8 @@ import { ScheduleRow, ScheduleStore } from '../store/schedules.store';
 import { requireText } from '../util/arguments';
 import { nextTick, scheduleOf, scheduleProblem } from '../util/cron-ticks';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { DurableRegistry } from '../engine/durable.registry';
+import { scheduleKeyOf } from '../util/run-keys';
 import type { DurableCronOptions } from '../interfaces/step-options.interface';
 
 /** A `@DurableCron` schedule, as `DurableSchedules.list()` returns it. */
@@ -30,6 +32,8 @@ export interface ScheduleView {
   paused: boolean;
   /** `code`: declared by a `@DurableCron`; `api`: created with `DurableSchedules.create`. */
   source: 'code' | 'api';
+  /** The key of the runs it starts, for its kind's per-key limits (`DurableCronOptions.concurrencyKey`), or null. */
+  concurrencyKey: string | null;
 }
 
 const toView = (r: ScheduleRow): ScheduleView => ({
@@ -44,6 +48,7 @@ const toView = (r: ScheduleRow): ScheduleView => ({
   lastRunKey: r.lastKey,
   paused: r.paused,
   source: r.source,
+  concurrencyKey: r.concurrencyKey,
 });
 
 /**
@@ -53,7 +58,10 @@ const toView = (r: ScheduleRow): ScheduleView => ({
 @Injectable()
 export class DurableSchedules {
   /** @internal Created by Nest dependency injection: not part of the API. */
-  constructor(private readonly store: ScheduleStore) {}
+  constructor(
+    private readonly store: ScheduleStore,
+    private readonly registry: DurableRegistry,
+  ) {}
 
   /** Every schedule, by name. */
   async list(): Promise<ScheduleView[]> {
@@ -76,7 +84,8 @@ export class DurableSchedules {
     if (problem) throw new InvalidArgumentError(problem.field, problem.reason);
     requireText(kind, 'kind');
     const nextAt = nextTick(meta.cron, meta.timezone, await this.store.now());
-    const row = await this.store.create({ ...meta, name, kind, nextAt });
+    const concurrencyKey = scheduleKeyOf(this.registry.getWorkflow(kind)?.meta, name, meta);
+    const row = await this.store.create({ ...meta, name, kind, nextAt, concurrencyKey });
     if (!row)
       throw new InvalidArgumentError(
         'name',

@@ -28,6 +28,11 @@ const FLAGS: Record<string, FlagShape> = {
   error: 'value',
   note: 'value',
   force: 'bool',
+  timezone: 'value',
+  input: 'value',
+  'catch-up': 'value',
+  overlap: 'value',
+  'concurrency-key': 'value',
   'show-data': 'bool',
   help: 'bool',
 };

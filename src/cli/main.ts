@@ -16,7 +16,8 @@ import {
 } from '../store/run-migrations';
 import { durableNames } from '../store/durable-names';
 import { Args, parseArgs, UsageError, wholeNumber } from './args';
-import { OPERATOR_COMMANDS, OPERATOR_USAGE, operatorCommand } from './operator';
+import { operatorCommand } from './operator';
+import { OPERATOR_COMMANDS, OPERATOR_USAGE } from './operator-commands';
 import { exportRun, replayWithApp, ReplayTargets } from './replay';
 
 export const USAGE = `Usage: nestjs-durable-execution <command> [--url postgres://...] [--schema NAME]

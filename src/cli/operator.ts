@@ -4,6 +4,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { CommandResolution } from '../interfaces/command.interface';
 import { RUN_STATUSES, RunStatus } from '../interfaces/run.interface';
 import { Args, jsonValue, UsageError, wholeNumber } from './args';
+import { OPERATOR_COMMANDS } from './operator-commands';
 import { Operator, OperatorTarget, withOperator } from './operator-context';
 import {
   printCommand,
@@ -16,47 +17,6 @@ import {
 } from './operator-print';
 
 type Out = (line: string) => void;
-
-const COMMON = ['url', 'schema', 'app', 'json', 'show-data', 'help'];
-const ACTION = [...COMMON, 'by'];
-
-/** Each operator command: its words after the command name and the flags it takes. */
-export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[] }> = {
-  list: { words: [], flags: [...COMMON, 'kind', 'status', 'in-doubt', 'dead-lettered', 'limit', 'after'] },
-  show: { words: ['RUN'], flags: [...COMMON, 'limit'] },
-  cancel: { words: ['RUN'], flags: [...ACTION, 'reason'] },
-  retry: { words: ['RUN'], flags: ACTION },
-  'retry-held': { words: ['KIND'], flags: [...ACTION, 'limit'] },
-  signal: { words: ['RUN', 'NAME'], flags: [...ACTION, 'payload'] },
-  resolve: { words: ['RUN', 'KEY'], flags: [...ACTION, 'as', 'result', 'error'] },
-  approve: { words: ['RUN', 'KEY'], flags: [...ACTION, 'note'] },
-  reject: { words: ['RUN', 'KEY'], flags: [...ACTION, 'note'] },
-  workers: { words: [], flags: COMMON },
-  'release-worker': { words: ['WORKER'], flags: [...COMMON, 'force'] },
-  schedules: { words: [], flags: COMMON },
-  pause: { words: ['SCHEDULE'], flags: COMMON },
-  resume: { words: ['SCHEDULE'], flags: COMMON },
-};
-
-export const OPERATOR_USAGE = `Operator commands (the same checks as the admin API; --json prints what it answers):
-  list                 runs, newest first: [--kind K] [--status S]... [--in-doubt] [--dead-lettered]
-                       [--limit N] [--after CURSOR]
-  show RUN             the run, its steps, commands and event trail (the newest --limit N, default 200)
-  cancel RUN           [--reason TEXT]
-  retry RUN            a failed, dead-lettered or held run, from its last checkpoint
-  retry-held KIND      every run of KIND held for non-determinism [--limit N, default 1000]
-  signal RUN NAME      [--payload JSON]
-  resolve RUN KEY      settle an in-doubt command: --as succeeded [--result JSON] | --as failed
-                       --error TEXT | --as retry (dispatch again with the same key)
-  approve RUN KEY      a command awaiting approval [--note TEXT]; reject RUN KEY likewise
-  workers              each worker: live or not, the kinds it serves, the runs it holds
-  release-worker ID    hand a dead worker's runs on now; refused while its presence row is live
-                       (--force: it is gone but its row has not expired yet)
-  schedules            the @DurableCron schedules: next and last tick, paused or not
-  pause SCHEDULE       its ticks start nothing until resume SCHEDULE (from its next tick after now)
-  Actions are recorded in the run's trail with --by NAME (default cli:<your user name>).
-  Run data is shown through your app's redact hook with --app FILE[#Export]; without --app it is
-  hidden unless --show-data.`;
 
 /** The validated words and flags of an operator command. */
 function check(command: string, args: Args): string[] {
@@ -138,6 +98,7 @@ export async function operatorCommand(
   const listStatuses = statuses(args);
   const resolveAs = command === 'resolve' ? resolution(args) : undefined;
   const payload = jsonValue(args, 'payload');
+  const scheduleInput = jsonValue(args, 'input');
   return withOperator(target, url, async (op) => {
     const [id, second] = words;
     switch (command) {
@@ -213,6 +174,22 @@ export async function operatorCommand(
       case 'resume': {
         const row = await op.schedules[command](id);
         print(row, () => printSchedules(out, [row]));
+        break;
+      }
+      case 'create-schedule': {
+        const row = await op.schedules.create(id, second, words[2], {
+          timezone: args.values.get('timezone'),
+          input: scheduleInput as Record<string, unknown> | undefined,
+          catchUp: args.values.get('catch-up') as 'latest' | 'all' | 'skip' | undefined,
+          overlap: args.values.get('overlap') as 'allow' | 'skip' | 'queue' | undefined,
+          concurrencyKey: args.values.get('concurrency-key'),
+        });
+        print(row, () => printSchedules(out, [row]));
+        break;
+      }
+      case 'remove-schedule': {
+        await op.schedules.remove(id);
+        print({ removed: id }, () => out(`schedule ${id} removed (its runs stay)`));
         break;
       }
       case 'release-worker': {

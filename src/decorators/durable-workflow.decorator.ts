@@ -37,6 +37,10 @@ function limitsProblem(o: DurableWorkflowOptions): string | undefined {
     if (d.key !== undefined && typeof d.key !== 'function')
       return `debounce.key must be a function of the input, got ${typeof d.key}`;
   }
+  if (o.holdSlotWhileWaiting !== undefined && typeof o.holdSlotWhileWaiting !== 'boolean')
+    return `holdSlotWhileWaiting must be a boolean, got ${typeof o.holdSlotWhileWaiting}`;
+  if (o.holdSlotWhileWaiting && o.concurrency === undefined && o.perKeyConcurrency === undefined)
+    return 'holdSlotWhileWaiting needs concurrency or perKeyConcurrency (the slots it holds)';
   if (o.concurrencyKey && o.perKeyConcurrency === undefined && !o.rateLimit?.perKey)
     return 'concurrencyKey is given without perKeyConcurrency or rateLimit.perKey (what it limits)';
   return undefined;

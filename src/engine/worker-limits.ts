@@ -53,6 +53,7 @@ export class WorkerLimits {
                 perKey: !!meta.rateLimit.perKey,
               }
             : null,
+          holdWhileWaiting: !!meta.holdSlotWhileWaiting,
         };
       }),
     );

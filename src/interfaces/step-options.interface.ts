@@ -29,8 +29,9 @@ export interface DurableWorkflowOptions {
   maxAttempts?: number;
   /**
    * At most this many runs of the kind are running at once, across every worker process (fleet-wide,
-   * enforced in the claim). A run parked on a signal or a sleep holds no slot. Over the limit, a due
-   * run stays queued (`pending`/`waiting`, `limitedBy` set) until a slot frees. See docs/FLOW-CONTROL.md.
+   * enforced in the claim). A run parked on a signal or a sleep holds no slot (unless
+   * `holdSlotWhileWaiting`). Over the limit, a due run stays queued (`pending`/`waiting`, `limitedBy`
+   * set) until a slot frees. See docs/FLOW-CONTROL.md.
    */
   concurrency?: number;
   /**
@@ -40,6 +41,14 @@ export interface DurableWorkflowOptions {
   concurrencyKey?: (input: any) => string | number | null | undefined;
   /** At most this many runs of one key are running at once, fleet-wide (1: one at a time per key). */
   perKeyConcurrency?: number;
+  /**
+   * A run keeps its `concurrency` / `perKeyConcurrency` slots while it waits (a sleep, a signal, an
+   * approval, a command in doubt, a model budget), so a run that began is never queued behind runs
+   * that had not: at most the limit have begun and not ended. Default false: a waiting run holds no
+   * slot. A wait for a child run, a hold for non-determinism and a retry's backoff free the slots
+   * whatever this says (the child may need them; an operator may take days). See docs/FLOW-CONTROL.md.
+   */
+  holdSlotWhileWaiting?: boolean;
   /**
    * At most `limit` runs of the kind (with `perKey`: of one `concurrencyKey`) begin in any `periodMs`,
    * fleet-wide. A run begins at its first claim; later claims (a resume, a retry) do not count. Over
@@ -75,11 +84,20 @@ export interface DurableCronOptions {
    * `'queue'` starts it once the previous run has ended (ticks wait their turn, one run at a time).
    */
   overlap?: 'allow' | 'skip' | 'queue';
+  /**
+   * The key of every run it starts, for its kind's `perKeyConcurrency` / `rateLimit.perKey`. Default: the
+   * workflow's `concurrencyKey` of the schedule's input (with `schedule`), when the process that declares
+   * or creates the schedule registers the workflow; else none.
+   */
+  concurrencyKey?: string;
 }
 
 /** A schedule as `@DurableCron` records it on the class. @internal */
-export interface CronMetadata extends Required<Omit<DurableCronOptions, 'name' | 'input'>> {
+export interface CronMetadata extends Required<
+  Omit<DurableCronOptions, 'name' | 'input' | 'concurrencyKey'>
+> {
   name?: string;
+  concurrencyKey?: string;
   input: Record<string, unknown>;
   cron: string;
 }

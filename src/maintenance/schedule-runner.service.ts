@@ -8,6 +8,8 @@ import { ScheduleStore } from '../store/schedules.store';
 import { LimitsStore } from '../store/limits.store';
 import { dueTicks, nextTick } from '../util/cron-ticks';
 import { IntervalTask } from './interval-task';
+import { scheduleKeyOf } from '../util/run-keys';
+import type { CronMetadata } from '../interfaces/step-options.interface';
 
 /** How often a process that runs the reconciler looks for due ticks. */
 export const SCHEDULE_INTERVAL_MS = 1000;
@@ -65,6 +67,16 @@ export class ScheduleRunner implements OnApplicationBootstrap, OnApplicationShut
     return started;
   }
 
+  /** The schedule's key (`scheduleKeyOf`); a key function that throws is logged and gives none. */
+  private keyOf(kind: string, name: string, c: CronMetadata): string | null {
+    try {
+      return scheduleKeyOf(this.registry.getWorkflow(kind)?.meta, name, c);
+    } catch (err) {
+      this.logger.error(`@DurableCron '${name}': ${(err as Error).message}; its runs get no concurrency key`);
+      return null;
+    }
+  }
+
   private async declare(): Promise<void> {
     const now = await this.store.now();
     const kinds = this.registry.kinds();
@@ -78,6 +90,7 @@ export class ScheduleRunner implements OnApplicationBootstrap, OnApplicationShut
         catchUp: c.catchUp,
         overlap: c.overlap,
         nextAt: nextTick(c.cron, c.timezone, now),
+        concurrencyKey: this.keyOf(kind, c.name ?? kind, c),
       })),
     );
     const names = new Set<string>();

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
-import { keyScope, kindScope, rateScope } from './run-state/slots';
+import { heldWhileWaiting, keyScope, kindScope, rateScope } from './run-state/slots';
 
 /** The limits of one kind, as its workflow declares them (null: no such limit). */
 export interface KindLimits {
@@ -9,6 +9,8 @@ export interface KindLimits {
   kindCap: number | null;
   keyCap: number | null;
   rate: { limit: number; periodMs: number; perKey: boolean } | null;
+  /** Its runs keep their slots while they wait (`holdSlotWhileWaiting`). */
+  holdWhileWaiting: boolean;
 }
 
 /**
@@ -17,22 +19,24 @@ export interface KindLimits {
  * slots up to the key cap (keys of live runs and keys that had slots), and the rate tokens of the kind
  * (or of every known key, with a per-key rate). Slots and tokens above a lowered cap stay but are never
  * taken again. One statement for every kind the worker runs.
- * $1 kinds, $2 kind caps, $3 key caps, $4 rate limits, $5 rate periods ms, $6 rate per key (null: none)
+ * $1 kinds, $2 kind caps, $3 key caps, $4 rate limits, $5 rate periods ms, $6 rate per key (null: none),
+ * $7 hold slots while waiting
  */
 const DECLARE_LIMITS_SQL: SqlText = (t) => `
 with d as (
-  select * from unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[], $6::boolean[])
-    as d(kind, kind_cap, key_cap, rate_limit, rate_period_ms, rate_per_key)
+  select * from unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[], $6::boolean[], $7::boolean[])
+    as d(kind, kind_cap, key_cap, rate_limit, rate_period_ms, rate_per_key, hold_waiting)
 ), gone as (
   delete from ${t.limits} l using d
    where l.kind = d.kind and d.kind_cap is null and d.key_cap is null and d.rate_limit is null
 ), l as (
-  insert into ${t.limits} (kind, kind_cap, key_cap, rate_limit, rate_period_ms, rate_per_key)
-  select kind, kind_cap, key_cap, rate_limit, rate_period_ms, coalesce(rate_per_key, false) from d
+  insert into ${t.limits} (kind, kind_cap, key_cap, rate_limit, rate_period_ms, rate_per_key, hold_waiting)
+  select kind, kind_cap, key_cap, rate_limit, rate_period_ms, coalesce(rate_per_key, false), hold_waiting from d
    where kind_cap is not null or key_cap is not null or rate_limit is not null
   on conflict (kind) do update
      set kind_cap = excluded.kind_cap, key_cap = excluded.key_cap, rate_limit = excluded.rate_limit,
-         rate_period_ms = excluded.rate_period_ms, rate_per_key = excluded.rate_per_key, updated_at = now()
+         rate_period_ms = excluded.rate_period_ms, rate_per_key = excluded.rate_per_key,
+         hold_waiting = excluded.hold_waiting, updated_at = now()
   returning kind, kind_cap, key_cap, rate_limit, rate_per_key
 ), keys as (
   select distinct x.kind, x.concurrency_key as key from ${t.runs} x join l on l.kind = x.kind
@@ -67,7 +71,8 @@ on conflict do nothing`;
  * The reconciler's safety net for held-back runs, in one statement: every scope that holds runs back
  * gets its missing slots (a key whose first run was started before its kind's limits were declared),
  * slots still owned by a run that left `running` more than a minute ago without freeing them are
- * freed (none should be: every such statement frees them), and as many held runs as each scope has
+ * freed (none should be: every such statement frees them; a waiting run of a kind that holds its
+ * slots while waiting owns them rightly), and as many held runs as each scope has
  * free slots go back into the claim index, all of them when their kind no longer has that limit. It
  * repairs the rare race in which a claim held a run back on a slot freed by a statement that could
  * not yet see it. A run held back by a rate limit is woken here only (a token frees by time, not by a
@@ -95,7 +100,8 @@ with scopes as (
 ), leaked as (
   update ${t.slots} sl set run_id = null, epoch = null, taken_at = null
    where sl.run_id is not null and sl.taken_at < now() - interval '1 minute'
-     and not exists (select 1 from ${t.runs} x where x.id = sl.run_id and x.epoch = sl.epoch and x.status = 'running')
+     and not exists (select 1 from ${t.runs} x where x.id = sl.run_id and x.epoch = sl.epoch
+                        and (x.status = 'running' or (x.status = 'waiting' and ${heldWhileWaiting(t)})))
   returning sl.scope
 ), room as (
   select c.scope, c.cap,
@@ -135,6 +141,7 @@ export class LimitsStore {
       limits.map((l) => l.rate?.limit ?? null),
       limits.map((l) => l.rate?.periodMs ?? null),
       limits.map((l) => l.rate?.perKey ?? null),
+      limits.map((l) => l.holdWhileWaiting),
     ]);
   }
 

@@ -5,7 +5,7 @@ import { toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL } from './sql/signal.sql';
 import { RETRY_HELD_SQL } from './sql/retry-held.sql';
 import type { DurableNames, SqlText } from './durable-names';
-import { keyLimitRows } from './run-state/slots';
+import { keyLimitRows, releaseSlots } from './run-state/slots';
 import { startDebounced } from './debounced-start';
 
 /**
@@ -76,7 +76,11 @@ with cur as (
 ), doubt as (
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from upd where c.run_id = upd.id and upd.status = 'cancelled' and c.status = 'pending'
-), ${closeUnsentCommands(t, "upd.status = 'cancelled'", 'upd')}, ev as (
+), ${closeUnsentCommands(t, "upd.status = 'cancelled'", 'upd')}, ${releaseSlots(
+  t,
+  // A waiting run of a kind that holds its slots while waiting owns some.
+  "(select id, epoch from upd where status = 'cancelled')",
+)}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, case when status = 'cancelled' then 'run.cancelled' else 'run.cancel_requested' end, epoch, $3::jsonb
     from upd

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
+import { keyLimitRows } from './run-state/slots';
 
 /** A schedule as the database holds it. */
 export interface ScheduleRow {
@@ -17,6 +18,8 @@ export interface ScheduleRow {
   paused: boolean;
   /** `code`: a `@DurableCron`; `api`: created with `DurableSchedules.create`. */
   source: 'code' | 'api';
+  /** The key of the runs it starts (per-key limits), or null. */
+  concurrencyKey: string | null;
 }
 
 /** A schedule as a process that registers it declares it; `nextAt`: its first tick after the database's now. */
@@ -24,14 +27,16 @@ export type DeclaredSchedule = Omit<ScheduleRow, 'lastAt' | 'lastKey' | 'paused'
 
 /**
  * Upserts one schedule of this process's code. Its next tick moves only when its cron or time zone
- * changed (else it keeps the tick it was waiting for). $1 name … $8 next tick if new or changed
+ * changed (else it keeps the tick it was waiting for). $1 name … $8 next tick if new or changed,
+ * $9 concurrency key
  */
 const DECLARE_SQL: SqlText = (t) => `
-insert into ${t.schedules} as s (name, kind, cron, timezone, input, catch_up, overlap, next_at)
-values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)
+insert into ${t.schedules} as s (name, kind, cron, timezone, input, catch_up, overlap, next_at, concurrency_key)
+values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9)
 on conflict (name) do update
    set kind = excluded.kind, cron = excluded.cron, timezone = excluded.timezone, input = excluded.input,
        catch_up = excluded.catch_up, overlap = excluded.overlap, source = 'code', updated_at = now(),
+       concurrency_key = excluded.concurrency_key,
        next_at = case when s.cron is distinct from excluded.cron or s.timezone is distinct from excluded.timezone
                       then excluded.next_at else s.next_at end`;
 
@@ -41,14 +46,15 @@ const FORGET_SQL: SqlText = (t) =>
 
 /**
  * A schedule created at run time (`source = 'api'`), or one created so before replaced; a name a
- * `@DurableCron` holds is left alone (nothing returned). $1 name … $8 first tick after now
+ * `@DurableCron` holds is left alone (nothing returned). $1 name … $8 first tick after now, $9 key
  */
 const CREATE_SQL: SqlText = (t) => `
-insert into ${t.schedules} as s (name, kind, cron, timezone, input, catch_up, overlap, next_at, source)
-values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, 'api')
+insert into ${t.schedules} as s (name, kind, cron, timezone, input, catch_up, overlap, next_at, concurrency_key, source)
+values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, 'api')
 on conflict (name) do update
    set kind = excluded.kind, cron = excluded.cron, timezone = excluded.timezone, input = excluded.input,
-       catch_up = excluded.catch_up, overlap = excluded.overlap, next_at = excluded.next_at, updated_at = now()
+       catch_up = excluded.catch_up, overlap = excluded.overlap, next_at = excluded.next_at,
+       concurrency_key = excluded.concurrency_key, updated_at = now()
  where s.source = 'api'
 returning *`;
 
@@ -66,6 +72,8 @@ select *, now() as db_now from ${t.schedules} where not paused and next_at <= no
  * it) while it still waits for the tick this process read ($2), inserts a run per tick to fire (unless
  * the overlap policy says the last one is still going), each keyed `cron:<name>:<tick>` (a tick gives
  * one run whatever happens), with its `run.created` event, and moves the row to its next tick ($3).
+ * The runs get the schedule's concurrency key, and that key its slots and tokens when its kind has
+ * per-key limits (`keyLimitRows`).
  * `overlap: 'queue'`: while the last run is going nothing fires and the row stays (its tick is still
  * due, asked again every second); then only the oldest due tick fires, and the row moves to the next
  * one ($6[2], itself due at once) or to $3.
@@ -84,11 +92,11 @@ with cur as (
    where (cur.overlap = 'allow' or not (select b from busy))
      and (cur.overlap <> 'queue' or f.at = $6[1])
 ), ins as (
-  insert into ${t.runs} (kind, input, idempotency_key, max_attempts)
-  select cur.kind, fire.input, fire.key, $7 from cur, fire
+  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, concurrency_key)
+  select cur.kind, fire.input, fire.key, $7, cur.concurrency_key from cur, fire
   on conflict (idempotency_key) do nothing
-  returning id, kind, idempotency_key, input
-), ev as (
+  returning id, kind, idempotency_key, input, concurrency_key
+), ${keyLimitRows(t, 'ins')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.created', 0, jsonb_build_object('kind', kind, 'idempotencyKey', idempotency_key,
                                                   'schedule', $1::text, 'scheduledAt', input->'scheduledAt')
@@ -129,6 +137,7 @@ const toRow = (r: Record<string, any>): ScheduleRow => ({
   lastKey: r.last_key,
   paused: r.paused,
   source: r.source,
+  concurrencyKey: r.concurrency_key ?? null,
 });
 
 /** $1 … $8 of DECLARE_SQL and CREATE_SQL. */
@@ -141,6 +150,7 @@ const scheduleParams = (s: DeclaredSchedule): unknown[] => [
   s.catchUp,
   s.overlap,
   s.nextAt,
+  s.concurrencyKey,
 ];
 
 /** Durable cron schedules (`ai_schedules`), off the run path. @internal */

@@ -24,6 +24,8 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_runs', 'debounce_key'],
   ['ai_runs', 'parent_id'],
   ['ai_runs', 'tags'],
+  ['ai_limits', 'hold_waiting'],
+  ['ai_schedules', 'concurrency_key'],
 ];
 
 /**

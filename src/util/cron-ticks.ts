@@ -52,6 +52,7 @@ export function scheduleOf(cron: string, o: DurableCronOptions = {}): CronMetada
     input: o.input ?? {},
     catchUp: o.catchUp ?? 'latest',
     overlap: o.overlap ?? 'allow',
+    concurrencyKey: o.concurrencyKey,
   };
 }
 
@@ -81,6 +82,14 @@ export function scheduleProblem(m: CronMetadata): { field: string; reason: strin
     return {
       field: 'overlap',
       reason: `must be 'allow', 'skip' or 'queue', got ${JSON.stringify(m.overlap)}`,
+    };
+  if (
+    m.concurrencyKey !== undefined &&
+    (typeof m.concurrencyKey !== 'string' || !m.concurrencyKey || m.concurrencyKey.length > 200)
+  )
+    return {
+      field: 'concurrencyKey',
+      reason: `must be a non-empty string of at most 200 characters, got ${JSON.stringify(m.concurrencyKey)}`,
     };
   if (typeof m.input !== 'object' || m.input === null || Array.isArray(m.input))
     return { field: 'input', reason: 'must be a JSON object (the run also gets schedule and scheduledAt)' };

@@ -21,6 +21,19 @@ export function concurrencyKeyOf(
 }
 
 /**
+ * The key of the runs a schedule named `name` starts: its `concurrencyKey`, else the workflow's
+ * `concurrencyKey` of the schedule's input with `schedule` (InvalidArgumentError when it throws or is not
+ * a short text), else null.
+ */
+export function scheduleKeyOf(
+  meta: WorkflowMetadata | undefined,
+  name: string,
+  s: { concurrencyKey?: string; input: Record<string, unknown> },
+): string | null {
+  return concurrencyKeyOf(meta, { ...s.input, schedule: name }, s.concurrencyKey);
+}
+
+/**
  * A key the workflow computes from the input (`field`: the option's name): a string, or a number as its
  * decimal text; null for null or undefined. InvalidArgumentError naming `field` when it throws or is not
  * a short text.

@@ -275,6 +275,72 @@ describe('operator CLI', () => {
     expect(missing.stderr).toContain('No schedule is named "nope"');
   });
 
+  it('create-schedule and remove-schedule make and delete a schedule at run time; bad options name the field', async () => {
+    const made = await json(
+      'create-schedule',
+      'hourly-sync',
+      'op-order',
+      '0 * * * *',
+      '--timezone',
+      'Europe/Berlin',
+      '--input',
+      '{"sku":"A-1"}',
+      '--overlap',
+      'queue',
+      '--concurrency-key',
+      'acme',
+    );
+    expect(made).toMatchObject({
+      name: 'hourly-sync',
+      kind: 'op-order',
+      cron: '0 * * * *',
+      timezone: 'Europe/Berlin',
+      overlap: 'queue',
+      catchUp: 'latest',
+      concurrencyKey: 'acme',
+      source: 'api',
+      paused: false,
+    });
+    const [row] = await db.query(
+      `select input, concurrency_key from ai_schedules where name = 'hourly-sync'`,
+    );
+    expect(row).toEqual({ input: { sku: 'A-1' }, concurrency_key: 'acme' });
+    expect((await op('schedules')).stdout).toMatch(/hourly-sync\s+op-order\s+0 \* \* \* \*\s+Europe\/Berlin/);
+
+    const badTz = await op('create-schedule', 'x', 'op-order', '0 * * * *', '--timezone', 'Mars/Olympus');
+    expect(badTz.status).toBe(1);
+    expect(badTz.stderr).toMatch(/timezone/);
+    const badOverlap = await op('create-schedule', 'x', 'op-order', '0 * * * *', '--overlap', 'never');
+    expect(badOverlap.status).toBe(1);
+    expect(badOverlap.stderr).toMatch(/overlap must be 'allow', 'skip' or 'queue'/);
+    const badCron = await op('create-schedule', 'x', 'op-order', 'every hour');
+    expect(badCron.status).toBe(1);
+    expect(badCron.stderr).toMatch(/cron/);
+    const badInput = await op('create-schedule', 'x', 'op-order', '0 * * * *', '--input', '{nope');
+    expect(badInput.status).toBe(2);
+    expect(await db.query(`select 1 from ai_schedules where name = 'x'`)).toEqual([]);
+
+    // A @DurableCron's name is refused; removing one so made is refused too (pause it instead).
+    await db.query(
+      `insert into ai_schedules (name, kind, cron, next_at) values ('coded', 'op-order', '0 2 * * *', now() + interval '1 hour')`,
+    );
+    const taken = await op('create-schedule', 'coded', 'op-order', '0 * * * *');
+    expect(taken.status).toBe(1);
+    expect(taken.stderr).toContain('is a @DurableCron schedule of the code');
+    const keep = await op('remove-schedule', 'coded');
+    expect(keep.status).toBe(1);
+    expect(keep.stderr).toContain('pause it instead');
+
+    expect(await op('remove-schedule', 'hourly-sync')).toMatchObject({
+      status: 0,
+      stdout: 'schedule hourly-sync removed (its runs stay)',
+    });
+    expect(await db.query(`select 1 from ai_schedules where name = 'hourly-sync'`)).toEqual([]);
+    const gone = await op('remove-schedule', 'hourly-sync');
+    expect(gone.status).toBe(1);
+    expect(gone.stderr).toContain('No schedule is named "hourly-sync"');
+  });
+
   it('bad words and flags exit 2 with the usage before connecting; an unknown run exits 1', async () => {
     const env = { DATABASE_URL: 'postgres://root@127.0.0.1:1/nowhere' };
     for (const args of [

@@ -40,6 +40,18 @@ export class CreateScheduleDto {
   @IsIn(['latest', 'all', 'skip'])
   catchUp?: 'latest' | 'all' | 'skip';
 
+  @ApiPropertyOptional({
+    maxLength: 200,
+    description:
+      "Key of every run it starts, for the kind's per-key limits; default: the workflow's concurrencyKey(input)",
+  })
+  @IsOptional()
+  @IsString()
+  @StorableText()
+  @IsNotEmpty()
+  @MaxLength(200)
+  concurrencyKey?: string;
+
   @ApiPropertyOptional({ enum: ['allow', 'skip', 'queue'] })
   @IsOptional()
   @IsIn(['allow', 'skip', 'queue'])

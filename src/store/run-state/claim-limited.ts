@@ -15,7 +15,9 @@ import { dueCandidates } from './claim-candidates';
  * was lowered) are never taken. Only as many free slots are locked as the runs found need: a lock is a
  * write to the row. A run's first claim (epoch 0) of a kind with a rate limit also takes a rate token
  * free by now (`ai_rate_tokens`), granted after the slots, and sets it a period ahead; a run that gets
- * none is held back on the rate scope and woken by the sweep once a token is free again.
+ * none is held back on the rate scope and woken by the sweep once a token is free again. A run that
+ * still owns slots (its park kept them: `holdSlotWhileWaiting`) needs no new one of their scopes and
+ * takes them back at its new epoch (`retake`).
  * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process
  */
 export const CLAIM_LIMITED_SQL: SqlText = (t) => `
@@ -33,6 +35,8 @@ with c as (
               when c.concurrency_key is not null then ${rateScope('c.kind', 'c.concurrency_key')} end,
       l.rate_limit)) s(level, scope, cap)
    where s.scope is not null and s.cap is not null
+     -- A run of a kind that holds its slots while waiting still owns them: it takes them back (retake).
+     and not exists (select 1 from ${t.slots} own where own.run_id = c.id and own.scope = s.scope)
 ), free as (
   -- At most as many free slots of a scope as runs here need (ai_slots_free_idx), locked SKIP LOCKED.
   select f.scope, f.n
@@ -101,6 +105,13 @@ with c as (
     join r on r.id = g.id
    where sl.scope = f.scope and sl.n = f.n
   returning sl.run_id, sl.scope, sl.n
+), retake as (
+  -- Slots a park kept (holdSlotWhileWaiting) pass to the run's new epoch; the park's epoch is older,
+  -- so no slot taken above (free in this snapshot) is one of them.
+  update ${t.slots} sl set epoch = r.epoch, taken_at = now()
+    from r
+   where sl.run_id = r.id
+  returning sl.run_id, sl.scope, sl.n
 ), spend as (
   -- A token is free again a period after the claim that begins a run took it.
   update ${t.rateTokens} tk set free_at = now() + g.period * interval '1 millisecond'
@@ -114,7 +125,8 @@ with c as (
   select id, 'run.claimed', epoch,
          jsonb_build_object('workerId', $1::text, 'attempt', attempts)
          || coalesce((select jsonb_build_object('slots', jsonb_agg(jsonb_build_array(tk.scope::jsonb, tk.n) order by tk.scope))
-                        from take tk where tk.run_id = r.id), '{}'::jsonb)
+                        from (select * from take union all select * from retake) tk
+                       where tk.run_id = r.id), '{}'::jsonb)
          || coalesce((select jsonb_build_object('rateToken', jsonb_build_array(sp.scope::jsonb, sp.n))
                         from spend sp where sp.run_id = r.id), '{}'::jsonb)
     from r

@@ -10,7 +10,7 @@ import {
   StoreContext,
 } from './fence';
 import type { SqlText } from '../durable-names';
-import { releaseSlots } from './slots';
+import { heldWhileWaiting, releaseSlots } from './slots';
 
 /**
  * Park the run, fenced: back to `waiting` with owner and lease cleared until `available_at` (an
@@ -22,7 +22,8 @@ import { releaseSlots } from './slots';
  * decision or a cancel touched it: `lock` reads the newest row version, `snap` the snapshot's), when
  * a cancel is requested, or when the command row was already decided (its upsert matched nothing).
  * Outside actions lock the run row before anything else, so they either commit before this
- * statement takes the row (and are seen) or wait for it and then find the run `waiting`.
+ * statement takes the row (and are seen) or wait for it and then find the run `waiting`. The run's
+ * concurrency slots are freed, unless its kind holds them while waiting (`holdSlotWhileWaiting`).
  * $1 id, $2 worker, $3 epoch, $4 at, $5 delay ms, $6 attempts delta, $7 parked reason, $8 event type,
  * $9 event payload, $10 command key, $11 command status, $12 step index, $13 command name, $14 payload,
  * $15 record index, $16 record name, $17 recorded values, $18 record seq
@@ -54,7 +55,7 @@ with snap as (
    where r.id = lock.id
   returning r.id, r.epoch, r.available_at,
             coalesce($4::timestamptz, now() + $5 * interval '1 millisecond', 'infinity') as due
-), ${releaseSlots(t, 'run')}, rec as (
+), ${releaseSlots(t, 'run', heldWhileWaiting(t))}, rec as (
   insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, seq)
   select run.id, $15, $16, to_jsonb(run.due), 0, run.epoch, $18 from run where $15::int is not null
 ), ${insertRecords(t, '$17')}, ev as (

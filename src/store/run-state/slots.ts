@@ -17,14 +17,15 @@ export const rateScope = (kind: string, key?: string): string =>
  * (ai_runs_limited_idx, in claim order) goes back into the claim index, with a NOTIFY that wakes idle
  * workers. A run without slots costs one probe of ai_slots_run_idx. A held run another statement is
  * waking right now is skipped (SKIP LOCKED: no wait, and no two statements locking held runs in
- * opposite orders); what a skip leaves held, the reconciler's sweep wakes.
+ * opposite orders); what a skip leaves held, the reconciler's sweep wakes. `keep`: a condition on the
+ * slot `sl` under which it stays with its run (a park of a kind that holds its slots while waiting).
  * @internal
  */
-export function releaseSlots(t: DurableNames, from: string): string {
+export function releaseSlots(t: DurableNames, from: string, keep?: string): string {
   return `slot_free as (
   update ${t.slots} sl set run_id = null, epoch = null, taken_at = null
     from ${from} f
-   where sl.run_id = f.id and sl.epoch = f.epoch
+   where sl.run_id = f.id and sl.epoch = f.epoch${keep ? ` and not (${keep})` : ''}
   returning sl.scope
 ), slot_wake as (
   update ${t.runs} w set limited_by = null, updated_at = now()
@@ -62,3 +63,11 @@ export function keyLimitRows(t: DurableNames, from: string): string {
   on conflict do nothing
 )`;
 }
+
+/**
+ * The `keep` of a park (`releaseSlots`): the slot's kind holds its slots while its runs wait
+ * (`holdSlotWhileWaiting`). The next claim of the run takes them back at its new epoch.
+ * @internal
+ */
+export const heldWhileWaiting = (t: DurableNames): string =>
+  `exists (select 1 from ${t.limits} hl where hl.kind = sl.kind and hl.hold_waiting)`;

@@ -10,7 +10,7 @@ import {
   StoreContext,
 } from './fence';
 import type { SqlText } from '../durable-names';
-import { releaseSlots } from './slots';
+import { heldWhileWaiting, releaseSlots } from './slots';
 
 /**
  * `ctx.waitForSignal`, fenced, in ONE statement, so no signal can slip in between looking and parking
@@ -59,7 +59,12 @@ with snap as (
     from d
    where r.id = d.id
   returning r.id, r.epoch, r.available_at, d.outcome, d.due, r.cancel_requested_at is not null as cancel_requested
-), ${releaseSlots(t, "(select id, epoch from run where outcome = 'parked')")}, cp as (
+), ${releaseSlots(
+  t,
+  "(select id, epoch from run where outcome = 'parked')",
+  // A parent waiting for its child frees its slots whatever its kind says: the child may need them.
+  `${heldWhileWaiting(t)} and $5::text not like '$child:%'`,
+)}, cp as (
   insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, seq)
   select run.id, $6, $7, case when run.outcome = 'consumed' then jsonb_build_object('payload', (select payload from sig))
                               else '{"timedOut":true}'::jsonb end, 0, run.epoch, $15
