@@ -8,6 +8,8 @@
  *   `after-write` one before the answer is used;
  * - `before-call`: before a step body, a command dispatch or a lookup leaves the process (before the
  *   lease is checked, so a freeze here is caught by that check).
+ * A schedule's firing has `before-write` / `after-write` points too (`detail` `schedule.fire`, `runId`
+ * `$schedule:<name>`, epoch 0).
  * @internal
  */
 export type PausePointName = 'after-claim' | 'before-write' | 'after-write' | 'before-call';

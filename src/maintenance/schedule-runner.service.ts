@@ -8,6 +8,7 @@ import { ScheduleStore } from '../store/schedules.store';
 import { LimitsStore } from '../store/limits.store';
 import { dueTicks, nextTick } from '../util/cron-ticks';
 import { IntervalTask } from './interval-task';
+import { pausePoint } from '../engine/pause-points';
 import { scheduleKeyOf } from '../util/run-keys';
 import type { CronMetadata } from '../interfaces/step-options.interface';
 
@@ -62,7 +63,11 @@ export class ScheduleRunner implements OnApplicationBootstrap, OnApplicationShut
       }));
       const wf = this.registry.getWorkflow(s.kind);
       const maxAttempts = wf?.meta.maxAttempts ?? this.options.defaultMaxAttempts;
+      // Test-only: a firer frozen between reading the schedule and firing it (or reading the answer).
+      const where = { runId: `$schedule:${s.name}`, epoch: 0, workerId: this.options.worker.workerId };
+      await pausePoint({ point: 'before-write', ...where, detail: 'schedule.fire' });
       started += (await this.store.fire(s, next, ticks, maxAttempts)).started;
+      await pausePoint({ point: 'after-write', ...where, detail: 'schedule.fire' });
     }
     return started;
   }

@@ -54,8 +54,10 @@ export class FaultPlan {
   }
 
   hook = (info: PausePointInfo): void | Promise<void> => {
-    if (!this.runIds().includes(info.runId)) return;
-    world.hits.push({ ...info, seq: world.nextSeq() });
+    // A schedule's firing (`$schedule:<name>`) is faulted like a run's call; it is no run of the trail.
+    const firing = info.runId.startsWith('$schedule:');
+    if (!firing && !this.runIds().includes(info.runId)) return;
+    if (!firing) world.hits.push({ ...info, seq: world.nextSeq() });
     const w = this.workers.get(info.workerId);
     if (!w) return;
     const tag = `${info.runId}:${info.epoch}`;

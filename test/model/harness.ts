@@ -27,6 +27,7 @@ import {
 } from './workflow';
 import { resetWorld, World } from './world';
 import { RULES, ruleOf } from './grammar';
+import { ScheduledStart } from './schedule-case';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 const TERMINAL = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
@@ -90,8 +91,10 @@ async function bootWorker(db: TestSchema, limited = false): Promise<Booted> {
  * One case, on a schema of its own in `host` (the harness process's database): its workers, its runs,
  * its checks, then the fault-free twin; the schema is dropped at the end.
  */
-export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> {
+export async function runCase(generated: Case, host: TestDatabase): Promise<CaseResult> {
   const t0 = Date.now();
+  // A copy: a scheduled case adds a program (and its signals) for each run a tick starts.
+  const c: Case = { ...generated, programs: [...generated.programs], actions: [...generated.actions] };
   const world = resetWorld();
   const db = createTestSchema(host, 'case');
   const workers: Booted[] = [];
@@ -141,9 +144,12 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
     await Promise.all([addWorker(), addWorker()]);
     setPausePointHook(plan.hook);
     const runs = workers[0].app.get(RunRepository);
-    for (const p of c.programs) runIds.push((await runs.start(kindOf(c), p)).run.id);
+    const sched = c.scheduled ? new ScheduledStart(c, runIds, db, kindOf(c)) : null;
+    if (sched) await sched.begin(workers[0].app, () => live().map((w) => w.app));
+    for (const p of c.programs.slice(runIds.length)) runIds.push((await runs.start(kindOf(c), p)).run.id);
     for (const a of c.actions) if (a.moment.at === 'start') await apply(a);
-    const stuck = await drive(c, workers, runIds, plan, applied, apply, live, addWorker);
+    const stuck = await drive(c, workers, runIds, plan, applied, apply, live, addWorker, sched);
+    await sched?.settle();
     await Promise.all(boots);
     // Work still in flight (a woken zombie, a held run) lands before the check: wait for every worker
     // that is not crashed, and for the longest hold that fired.
@@ -153,6 +159,7 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
     if (held.length) await sleep(Math.max(...held) + 100);
     const views = (await Promise.all(runIds.map((id) => runs.get(id)))) as RunView[];
     const violations = [...stuck, ...(await checkInvariants(db, world, c, runIds, plan))];
+    if (sched) violations.push(...(await sched.violations()));
     const childIds = (
       await db.query(`select id from ai_runs where parent_id = any($1) order by created_at`, [runIds])
     ).map((r: { id: string }) => r.id);
@@ -169,6 +176,20 @@ export async function runCase(c: Case, host: TestDatabase): Promise<CaseResult> 
       for (const [key, hit] of [
         ['limits: a case of the limited kind', true],
         ['limits: a run held back by a full limit', n > 0],
+      ] as const) {
+        const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
+        if (hit) coverage.set(key, { ran: x.ran + 1, replayed: x.replayed + 1 });
+      }
+    }
+    if (sched) {
+      const ticks = c.programs.length - generated.programs.length + 1;
+      for (const [key, hit] of [
+        [`schedule: a case started by a schedule (overlap ${c.scheduled!.overlap})`, true],
+        ['schedule: two ticks fired, two runs', ticks >= 2],
+        [
+          'schedule: a pod faulted between reading a due schedule and firing it',
+          c.faults.some((f, i) => plan.fired[i] && f.where === 'before-write:schedule.fire'),
+        ],
       ] as const) {
         const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
         if (hit) coverage.set(key, { ran: x.ran + 1, replayed: x.replayed + 1 });
@@ -321,6 +342,7 @@ async function drive(
   apply: (a: ScheduledAction) => Promise<void>,
   live: () => Booted[],
   addWorker: () => Promise<void>,
+  sched: ScheduledStart | null,
 ): Promise<string[]> {
   const deadline = Date.now() + CASE_TIMEOUT_MS;
   const lastBeat = new Map<Booted, number>();
@@ -353,10 +375,15 @@ async function drive(
       .catch(() => undefined);
     for (const w of workers)
       if (w.state === 'live' || w.state === 'deaf') void w.app.get(DurableWorker).tick();
+    if (sched) {
+      sched.fire(ws.map((w) => w.app));
+      await sched.adopt();
+    }
     for (const a of c.actions)
       if (!applied.has(a) && a.moment.at === 'round' && a.moment.n <= round) await apply(a);
     await sleep(15);
     if (!(await settled(ws[0].app, runIds))) continue;
+    if (sched && !(await sched.ready())) continue;
     // Everything rests: first the actions whose moment never came, then zombies, then the operator.
     const left = c.actions.find((a) => !applied.has(a));
     if (left) {

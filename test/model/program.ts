@@ -78,6 +78,8 @@ export const PAUSES = [
   'after-write:run.checkpoint_saved',
   // A child started, the parent not yet waiting for it (a kill here must not start it twice).
   'after-write:child.started',
+  // A pod read a due schedule and is about to fire it (frozen: another pod fires the tick meanwhile).
+  'before-write:schedule.fire',
   'after-write:',
 ] as const;
 
@@ -103,6 +105,8 @@ export interface Case {
   faults: Fault[];
   /** The runs are of the kind with concurrency limits (MODEL_LIMITS), each with its `key`. */
   limited?: boolean;
+  /** Program #0 is started by a per-second durable schedule, a run per tick (test/model/schedule-case.ts). */
+  scheduled?: { overlap: 'allow' | 'skip' | 'queue' };
 }
 
 const stepKind = fc.constantFrom<StepKind>('compute', 'model', 'tool');
@@ -249,14 +253,21 @@ const limitsArb = fc.oneof(
   { arbitrary: fc.array(fc.constantFrom('a', 'b', 'c'), { minLength: 3, maxLength: 3 }), weight: 1 },
 );
 
+/** One case in six without limits starts its first program by a schedule (DURABLE_MODEL_SCHEDULES=1: every one). */
+const scheduledArb = fc.oneof(
+  { arbitrary: fc.constant(null), weight: process.env.DURABLE_MODEL_SCHEDULES === '1' ? 0 : 5 },
+  { arbitrary: fc.constantFrom<'allow' | 'skip' | 'queue'>('allow', 'skip', 'queue'), weight: 1 },
+);
+
 export const caseArb: fc.Arbitrary<Case> = fc
   .record({
     programs: fc.array(programArb, { minLength: 1, maxLength: 3 }),
     faults: fc.array(faultArb, { maxLength: 3 }),
     extra: fc.array(extraArb, { maxLength: 3 }),
     keys: limitsArb,
+    overlap: scheduledArb,
   })
-  .map(({ programs, faults, extra, keys }) =>
+  .map(({ programs, faults, extra, keys, overlap }) =>
     keys
       ? {
           ...toCase(
@@ -266,5 +277,8 @@ export const caseArb: fc.Arbitrary<Case> = fc
           ),
           limited: true,
         }
-      : toCase(programs.slice(0, 2), faults, extra),
+      : {
+          ...toCase(programs.slice(0, 2), faults, extra),
+          ...(overlap ? { scheduled: { overlap } } : {}),
+        },
   );
