@@ -23,6 +23,23 @@ export const LEAVES_RUNNING = new Set([
   'command.in_doubt',
 ]);
 
+/**
+ * The parks after which a run of a kind with `holdSlotWhileWaiting` keeps its slots (the park
+ * statement leaves them; its next claim takes them back). A wait for a child frees them anyway.
+ */
+const KEPT_BY_PARK = new Set([
+  'run.sleeping',
+  'run.waiting_for_signal',
+  'model.budget_wait',
+  'command.approval_requested',
+  'command.in_doubt',
+]);
+
+/** Whether the event is a park that leaves a holding run's slots with it. */
+const keeps = (e: TrailEvent): boolean =>
+  KEPT_BY_PARK.has(e.event_type) &&
+  !(e.event_type === 'run.waiting_for_signal' && String(e.payload?.name ?? '').startsWith('$child:'));
+
 /** One slot held by one run at one epoch, between two event ids. */
 export interface Hold {
   runId: string;
@@ -45,13 +62,19 @@ export interface TrailEvent {
   payload: any;
 }
 
-/** Every hold in the trail (`to` is Infinity for one never ended), in the order the claims were written. */
-export function holdsOf(events: TrailEvent[]): Hold[] {
+/**
+ * Every hold in the trail (`to` is Infinity for one never ended), in the order the claims were written.
+ * `holding(runId)`: the run's kind keeps its slots while it waits (its parks do not end a hold; the
+ * claim that takes them back ends it and starts the next one of the same slot).
+ */
+export function holdsOf(events: TrailEvent[], holding: (runId: string) => boolean = () => false): Hold[] {
   const open = new Map<string, Hold[]>();
   const holds: Hold[] = [];
   for (const e of [...events].sort((a, b) => Number(a.id) - Number(b.id))) {
     const id = Number(e.id);
     if (e.event_type === 'run.claimed' && e.payload?.slots) {
+      // A claim that takes back the slots a park kept ends their last hold where the next begins.
+      for (const h of open.get(e.run_id) ?? []) h.to = id;
       const mine = (e.payload.slots as [string[], number][]).map(([scope, n]) => ({
         runId: e.run_id,
         epoch: Number(e.epoch),
@@ -63,7 +86,11 @@ export function holdsOf(events: TrailEvent[]): Hold[] {
       }));
       open.set(e.run_id, mine);
       holds.push(...mine);
-    } else if ((LEAVES_RUNNING.has(e.event_type) || e.event_type === 'run.claimed') && open.has(e.run_id)) {
+    } else if (
+      (LEAVES_RUNNING.has(e.event_type) || e.event_type === 'run.claimed') &&
+      open.has(e.run_id) &&
+      !(holding(e.run_id) && keeps(e))
+    ) {
       for (const h of open.get(e.run_id)!) h.to = id;
       open.delete(e.run_id);
     }

@@ -18,10 +18,12 @@ import { FaultPlan, ModelWorker } from './faults';
 import { checkInvariants } from './invariants';
 import type { Case, ScheduledAction } from './program';
 import {
+  HoldingModelWorkflow,
   LimitedModelWorkflow,
   MODEL_BUDGET,
   MODEL_BUDGET_LIMITS,
   MODEL_KIND,
+  MODEL_HOLD_KIND,
   MODEL_LIMITED_KIND,
   MODEL_PROVIDERS,
 } from './workflow';
@@ -72,12 +74,13 @@ function coverageOf(c: Case, runIds: string[], world: World): CaseResult['covera
 
 let bootCount = 0;
 
-const kindOf = (c: Case) => (c.limited ? MODEL_LIMITED_KIND : MODEL_KIND);
+const kindOf = (c: Case) => (c.limited ? (c.hold ? MODEL_HOLD_KIND : MODEL_LIMITED_KIND) : MODEL_KIND);
 
 /** A worker; `limited`: it also runs the kind with concurrency limits (its claims take slots). */
 async function bootWorker(db: TestSchema, limited = false): Promise<Booted> {
   const id = `model-w${++bootCount}`;
-  const app = await bootApp(db.url, limited ? [...MODEL_PROVIDERS, LimitedModelWorkflow] : MODEL_PROVIDERS, {
+  const limitedKinds = [LimitedModelWorkflow, HoldingModelWorkflow];
+  const app = await bootApp(db.url, limited ? [...MODEL_PROVIDERS, ...limitedKinds] : MODEL_PROVIDERS, {
     database: { url: db.url, schema: db.schema, poolSize: 4 },
     worker: { concurrency: 4, leaseTtlMs: LEASE_TTL_MS, heartbeatMs: 100, drainTimeoutMs: 0, workerId: id },
     reconciler: { backoffBaseMs: 5, backoffMaxMs: 40 },
@@ -174,7 +177,7 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
         )
       )[0];
       for (const [key, hit] of [
-        ['limits: a case of the limited kind', true],
+        [`limits: a case of the limited kind${c.hold ? ' (slots held while waiting)' : ''}`, true],
         ['limits: a run held back by a full limit', n > 0],
       ] as const) {
         const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
@@ -303,11 +306,11 @@ async function againWithoutFaults(c: Case, views: RunView[], w: Booted, runIds: 
       .catch(() => undefined);
     await worker.tick();
     await sleep(15);
-    if (!(await settled(w.app, twins))) continue;
+    if (!(await settled(w.app, twins, true))) continue;
     let decided = false;
     for (let r = 0; r < twins.length; r++)
       decided = (await decide(w.app, twins[r], c.programs[r])) || decided;
-    if (!decided) break;
+    if (!decided && (await settled(w.app, twins))) break;
   }
   await worker.idle();
   const out: string[] = [];
@@ -382,7 +385,7 @@ async function drive(
     for (const a of c.actions)
       if (!applied.has(a) && a.moment.at === 'round' && a.moment.n <= round) await apply(a);
     await sleep(15);
-    if (!(await settled(ws[0].app, runIds))) continue;
+    if (!(await settled(ws[0].app, runIds, true))) continue;
     if (sched && !(await sched.ready())) continue;
     // Everything rests: first the actions whose moment never came, then zombies, then the operator.
     const left = c.actions.find((a) => !applied.has(a));
@@ -407,6 +410,8 @@ async function drive(
       await sleep(50);
       continue;
     }
+    // A run still held back by a limit: its slot's holder ended; the sweep (each round) wakes it.
+    if (!(await settled(ws[0].app, runIds))) continue;
     return [];
   }
   const views = await Promise.all(runIds.map((id) => live()[0]?.app.get(RunRepository).get(id)));
@@ -419,14 +424,17 @@ async function drive(
  * Every run terminal, or waiting with no due time (parked until someone acts); and so is every child
  * run they started (a child's end reaches its parent, a parent's end its children). The children are
  * read after their parents, and the parents again after them: a child that ended in between touched
- * its parent's row (`updatedAt`), so the case is not called settled on a torn read.
+ * its parent's row (`updatedAt`), so the case is not called settled on a torn read. `held`: a run held
+ * back by a full limit rests too (with `holdSlotWhileWaiting` it may wait for a run parked until the
+ * operator acts, which the harness does only at rest); the case ends only when none is held.
  */
-async function settled(app: INestApplication, runIds: string[]): Promise<boolean> {
+async function settled(app: INestApplication, runIds: string[], held = false): Promise<boolean> {
   const runs = app.get(RunRepository);
   const rests = (r: RunView | null) =>
     !!r &&
     (TERMINAL.includes(r.status) ||
-      (r.status === 'waiting' && !Number.isFinite(new Date(r.availableAt as never).getTime())));
+      (r.status === 'waiting' && !Number.isFinite(new Date(r.availableAt as never).getTime())) ||
+      (held && !!r.limitedBy && ['pending', 'waiting'].includes(r.status)));
   const first = await Promise.all(runIds.map((id) => runs.get(id)));
   if (!first.every(rests)) return false;
   const pages = await Promise.all(runIds.map((id) => runs.list({ parentId: id, limit: 500 })));

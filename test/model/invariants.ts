@@ -52,7 +52,7 @@ export async function checkInvariants(
   const children = await q(`select * from ai_runs where parent_id = any($1)`);
   out.push(...checkChildren(rows, children, world, short));
   // Concurrency limits, from the statements that take and free slots (test/helpers/slot-holds.ts).
-  const holds = holdsOf(rows.events);
+  const holds = holdsOf(rows.events, () => !!c.hold);
   if (!c.limited && holds.length)
     out.push(`slots: ${holds.length} slots taken by runs of a kind without limits`);
   out.push(

@@ -105,6 +105,8 @@ export interface Case {
   faults: Fault[];
   /** The runs are of the kind with concurrency limits (MODEL_LIMITS), each with its `key`. */
   limited?: boolean;
+  /** With `limited`: the kind keeps its slots while its runs wait (`holdSlotWhileWaiting`). */
+  hold?: boolean;
   /** Program #0 is started by a per-second durable schedule, a run per tick (test/model/schedule-case.ts). */
   scheduled?: { overlap: 'allow' | 'skip' | 'queue' };
 }
@@ -250,7 +252,13 @@ function toCase(
 const limitsArb = fc.oneof(
   // DURABLE_MODEL_LIMITED=1: every case (hunting a defect of the limits).
   { arbitrary: fc.constant(null), weight: process.env.DURABLE_MODEL_LIMITED === '1' ? 0 : 3 },
-  { arbitrary: fc.array(fc.constantFrom('a', 'b', 'c'), { minLength: 3, maxLength: 3 }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      keys: fc.array(fc.constantFrom('a', 'b', 'c'), { minLength: 3, maxLength: 3 }),
+      hold: fc.boolean(),
+    }),
+    weight: 1,
+  },
 );
 
 /** One case in six without limits starts its first program by a schedule (DURABLE_MODEL_SCHEDULES=1: every one). */
@@ -264,18 +272,19 @@ export const caseArb: fc.Arbitrary<Case> = fc
     programs: fc.array(programArb, { minLength: 1, maxLength: 3 }),
     faults: fc.array(faultArb, { maxLength: 3 }),
     extra: fc.array(extraArb, { maxLength: 3 }),
-    keys: limitsArb,
+    limits: limitsArb,
     overlap: scheduledArb,
   })
-  .map(({ programs, faults, extra, keys, overlap }) =>
-    keys
+  .map(({ programs, faults, extra, limits, overlap }) =>
+    limits
       ? {
           ...toCase(
-            programs.map((p, i) => ({ ...p, key: keys[i] })),
+            programs.map((p, i) => ({ ...p, key: limits.keys[i] })),
             faults,
             extra,
           ),
           limited: true,
+          ...(limits.hold ? { hold: true } : {}),
         }
       : {
           ...toCase(programs.slice(0, 2), faults, extra),

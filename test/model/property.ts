@@ -122,7 +122,12 @@ export function describeCase(c: Case): string {
     return `${o.id}:now+uuid`;
   };
   return [
-    ...(c.limited ? ['  kind with limits (2 at once, 1 per key)'] : []),
+    ...(c.limited
+      ? [`  kind with limits (2 at once, 1 per key${c.hold ? ', slots held while waiting' : ''})`]
+      : []),
+    ...(c.scheduled
+      ? [`  program #0 started by a per-second schedule (overlap ${c.scheduled.overlap})`]
+      : []),
     ...c.programs.map((p, i) => `  run#${i}${p.key ? ` [key ${p.key}]` : ''}: ${p.ops.map(op).join(' ; ')}`),
     ...c.actions.map(
       (a) => `  action run#${a.run} ${JSON.stringify(a.action)} at ${JSON.stringify(a.moment)}`,

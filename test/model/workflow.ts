@@ -405,6 +405,20 @@ export const MODEL_LIMITS = { kind: 2, key: 1, rate: { limit: 2, periodMs: 300 }
 })
 export class LimitedModelWorkflow extends ModelWorkflow {}
 
+/** The kind of the cases with limits whose runs keep their slots while they wait. */
+export const MODEL_HOLD_KIND = 'model-limited-hold';
+
+/** The same limits, with `holdSlotWhileWaiting`: a run that began keeps its slots until it ends. */
+@DurableWorkflow(MODEL_HOLD_KIND, {
+  maxAttempts: 8,
+  concurrency: MODEL_LIMITS.kind,
+  concurrencyKey: (p: Program) => p.key,
+  perKeyConcurrency: MODEL_LIMITS.key,
+  rateLimit: MODEL_LIMITS.rate,
+  holdSlotWhileWaiting: true,
+})
+export class HoldingModelWorkflow extends ModelWorkflow {}
+
 /** The kind of the model's child runs, what it is given and what it returns. */
 export const MODEL_CHILD_KIND = 'model-child';
 interface ChildInput {
