@@ -17,6 +17,7 @@ import { ScheduleQueue1765700000000 } from './1765700000000-schedule-queue';
 import { PatchMarkers1765800000000 } from './1765800000000-patch-markers';
 import { RunTags1765900000000 } from './1765900000000-run-tags';
 import { SlotHolds1766000000000 } from './1766000000000-slot-holds';
+import { RunStream1766100000000 } from './1766100000000-run-stream';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -36,6 +37,7 @@ export {
   PatchMarkers1765800000000,
   RunTags1765900000000,
   SlotHolds1766000000000,
+  RunStream1766100000000,
 };
 
 /**
@@ -62,6 +64,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   PatchMarkers1765800000000,
   RunTags1765900000000,
   SlotHolds1766000000000,
+  RunStream1766100000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

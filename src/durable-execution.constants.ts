@@ -16,5 +16,7 @@ export const RECONCILER_INTERVAL_NAME = 'durable-execution:reconciler';
 export const WAKE_CHANNEL = 'durable_execution_wake';
 /** NOTIFY channel on which a run that someone awaits (`RunRepository.result`) is announced when it ends (payload: run id). */
 export const DONE_CHANNEL = 'durable_execution_done';
+/** NOTIFY channel on which a run's stream entries (`ctx.emit`) are announced (payload: the run id). */
+export const STREAM_CHANNEL = 'durable_execution_stream';
 /** Advisory lock key held while migrations run (two pods migrating at once both succeed). */
 export const MIGRATION_LOCK_KEY = 7_402_113_901;

@@ -33,6 +33,9 @@ import { DurableSchedules } from './api/durable-schedules.service';
 import { WorkerLimits } from './engine/worker-limits';
 import { RunControlStore } from './store/run-control.store';
 import { RunEndListener } from './store/run-end-listener';
+import { StreamStore } from './store/stream.store';
+import { StreamListener } from './store/stream-listener';
+import { RunStreamReader } from './api/run-stream';
 import { RunReadStore } from './store/run-reads.store';
 import { RunStatsReader } from './store/run-stats.reader';
 
@@ -71,6 +74,9 @@ import { RunStatsReader } from './store/run-stats.reader';
     RunControlStore,
     CommandStore,
     RunEndListener,
+    StreamStore,
+    StreamListener,
+    RunStreamReader,
     ExpiredLeaseStore,
     LimitsStore,
     WorkerLimits,
@@ -97,6 +103,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     DurableDatabase,
     RunStatsReader,
     RunReadStore,
+    RunStreamReader,
     CommandStore,
     ReplayChecker,
     ReplicationStore,

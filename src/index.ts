@@ -72,6 +72,9 @@ export type {
 
 // Starting and reading runs.
 export { RunRepository } from './api/run.repository';
+export type { StreamEntry, StreamQuery, WatchOptions } from './interfaces/stream.interface';
+export { runEventStream } from './api/run-sse';
+export type { RunEventStreamOptions } from './api/run-sse';
 export { CommandGateway } from './api/command-gateway.service';
 export { CheckpointService } from './api/checkpoint.service';
 export type { StepOutput, StepRef } from './api/checkpoint.service';

@@ -4,6 +4,7 @@ import type { CheckpointView, RunEvent, RunView } from '../interfaces/run.interf
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { RedactHook, RedactKey, redactErrorMessage, redactValue } from '../options/redact';
 import type { CommandView } from '../interfaces/command.interface';
+import type { StreamEntry } from '../interfaces/stream.interface';
 
 /**
  * Applies the module's `redact` hook to what the admin API and the inspector page show. Stored data is
@@ -69,6 +70,11 @@ export class AdminRedactor {
       result: c.result === null ? null : this.value('command.result', c.result),
       error: c.error === null ? null : this.value('command.error', c.error),
     };
+  }
+
+  /** A progress stream entry: its data through the hook as `stream.data`. */
+  streamEntry(e: StreamEntry): StreamEntry {
+    return this.hook ? { ...e, data: this.value('stream.data', e.data) } : e;
   }
 
   /** An event's payload through the hook under its event type (again: stored ones passed it once). */

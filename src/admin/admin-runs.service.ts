@@ -1,4 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, MessageEvent } from '@nestjs/common';
+import type { Observable } from 'rxjs';
+import { runEventStream } from '../api/run-sse';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { CommandView } from '../interfaces/command.interface';
 import type {
@@ -22,7 +24,6 @@ import { changesToken, DETAIL_HISTORY_LIMIT, RunHistoryQueryDto } from './dto/ru
 import { buildTimeline, RunTimeline } from './run-timeline';
 
 export type { AdminRunSummary } from '../store/admin-runs.store';
-
 /** One page of the admin list; `next` is absent on the last page. */
 export interface AdminRunPage {
   items: AdminRunSummary[];
@@ -92,6 +93,13 @@ export class AdminRunsService {
     private readonly redactor: AdminRedactor,
     private readonly commandStore: CommandStore,
   ) {}
+
+  /** The run's stream as SSE, each entry's data through the redact hook; RunNotFoundError first. */
+  async stream(id: string, lastEventId?: string): Promise<Observable<MessageEvent>> {
+    const events = runEventStream(this.runs, id, { lastEventId, data: (e) => this.redactor.streamEntry(e) });
+    if (!(await this.runs.get(id))) throw new RunNotFoundError(id);
+    return events;
+  }
 
   async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
     const limit = q.limit ?? 50;

@@ -23,11 +23,10 @@ import type {
 import type { SignalName, SignalPayload, StorableAs } from '../interfaces/stored-types.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { CommandStore } from '../store/command.store';
-import { eventPayload } from '../store/event-payload';
 import { RunControlStore } from '../store/run-control.store';
 import { RunReadStore } from '../store/run-reads.store';
 import { WorkerPresenceStore } from '../store/worker-presence.store';
-import { requireInt4, requireSignalName, requireText } from '../util/arguments';
+import { requireSignalName, requireText } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
 import { requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
@@ -35,6 +34,9 @@ import { approveCommand, resolveCommand } from './command-decisions';
 import { RunResultWaiter } from './run-results';
 import { RunStarter, workflowKind } from './run-start';
 import { listRuns, patchStatusOf } from './run-queries';
+import { cancelRun, retryHeldRuns, retryRun, RunActionDeps } from './run-actions';
+import { RunStreamReader } from './run-stream';
+import type { StreamEntry, StreamQuery, WatchOptions } from '../interfaces/stream.interface';
 
 const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);
 
@@ -50,6 +52,7 @@ const argumentError = (field: string, reason: string) => new InvalidArgumentErro
 @Injectable()
 export class RunRepository {
   private readonly starter: RunStarter;
+  private readonly acts: RunActionDeps;
 
   /** @internal Created by Nest dependency injection: not part of the API. */
   constructor(
@@ -60,8 +63,10 @@ export class RunRepository {
     private readonly results: RunResultWaiter,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     presence: WorkerPresenceStore,
+    private readonly streams: RunStreamReader,
   ) {
     this.starter = new RunStarter(registry, control, options, presence);
+    this.acts = { control, reads, options };
   }
 
   /**
@@ -143,42 +148,21 @@ export class RunRepository {
    * next heartbeat or step boundary. Throws for an unknown or finished run. `by` (who asked) is kept
    * in the event.
    */
-  async cancel(id: string, reason?: string, by?: string): Promise<RunView> {
-    requireUuid(id, 'id');
-    requireText(reason, 'reason', { optional: true, allowEmpty: true });
-    requireText(by, 'by', { optional: true, allowEmpty: true });
-    const out = await this.control.cancel(
-      id,
-      reason ?? null,
-      eventPayload(this.options, 'run.cancel', { reason: reason ?? null, ...(by ? { by } : {}) }),
-    );
-    if (!out) throw new RunNotFoundError(id);
-    if (!out.status) throw new InvalidRunStateError(id, out.previousStatus, 'cancel');
-    return (await this.get(id))!;
+  cancel(id: string, reason?: string, by?: string): Promise<RunView> {
+    return cancelRun(this.acts, id, reason, by);
   }
 
   /**
    * Re-drives a dead-lettered or failed run, or one held for non-determinism (`run.held`, once a deploy
    * that replays it runs), from its last checkpoint (replay skips committed steps).
    */
-  async retry(id: string, by?: string): Promise<RunView> {
-    requireUuid(id, 'id');
-    requireText(by, 'by', { optional: true, allowEmpty: true });
-    const out = await this.control.retry(id, eventPayload(this.options, 'run.retried', { by: by ?? null }));
-    if (!out) throw new RunNotFoundError(id);
-    if (!['dead_lettered', 'failed', 'held'].includes(out.previousStatus)) {
-      throw new InvalidRunStateError(id, out.previousStatus, 'retry');
-    }
-    return (await this.get(id))!;
+  retry(id: string, by?: string): Promise<RunView> {
+    return retryRun(this.acts, id, by);
   }
 
   /** Re-drives up to `limit` (1000) runs of `kind` held on non-determinism, oldest first, in one statement. */
-  async retryHeld(kind: string, opts: { limit?: number; by?: string } = {}): Promise<{ retried: number }> {
-    requireText(kind, 'kind');
-    requireText(opts.by, 'by', { optional: true, allowEmpty: true });
-    const limit = requireInt4(opts.limit ?? 1000, 'limit', 1);
-    const event = eventPayload(this.options, 'run.retried', { by: opts.by ?? null });
-    return { retried: await this.control.retryHeld(kind, limit, event) };
+  retryHeld(kind: string, opts: { limit?: number; by?: string } = {}): Promise<{ retried: number }> {
+    return retryHeldRuns(this.acts, kind, opts);
   }
 
   /**
@@ -244,5 +228,20 @@ export class RunRepository {
   async checkpoints(id: string, query?: RunHistoryQuery): Promise<CheckpointView[]> {
     requireUuid(id, 'id');
     return this.reads.checkpoints(id, requireHistoryRange(query));
+  }
+
+  /** The run's progress stream (`ctx.emit`) after `from`, in order, at most `limit` (500; 1000 at most). */
+  stream<D = unknown>(id: string, query?: StreamQuery): Promise<StreamEntry<D>[]> {
+    return this.streams.read(id, query) as Promise<StreamEntry<D>[]>;
+  }
+
+  /**
+   * Follows the run's stream live: `for await (const e of runs.watch(id, { from }))` yields every entry
+   * after `from` once, in order (NOTIFY, with a read at least every `pollMs`), and ends when the run
+   * has ended and its last entry was yielded, or `signal` aborts. Resume after a reconnect with
+   * `from: lastSeq`. RunNotFoundError (at the first `next()`) for an unknown run.
+   */
+  watch<D = unknown>(id: string, options?: WatchOptions): AsyncIterableIterator<StreamEntry<D>> {
+    return this.streams.watch(id, options) as AsyncIterableIterator<StreamEntry<D>>;
   }
 }

@@ -5,8 +5,20 @@ import type {
   IdempotentCommandOptions,
 } from '../interfaces/command.interface';
 import { CommandInStepError } from '../errors/command-in-step.error';
+import { DurableUsageError } from '../errors/durable-usage.error';
 import { handed } from '../engine/handed';
 import { runStorage } from '../engine/run-storage';
+
+/** What is wrong with the options, naming the field (checked where the method is declared). */
+function optionsProblem(o: unknown): string | undefined {
+  if (!o || typeof o !== 'object') return `takes { name, inDoubt, ... }, got ${JSON.stringify(o)}`;
+  const { name, inDoubt } = o as { name?: unknown; inDoubt?: unknown };
+  if (typeof name !== 'string' || !name || name.length > 200)
+    return `name must be a non-empty string of at most 200 characters, got ${JSON.stringify(name)}`;
+  if (!['lookup', 'retry-with-key', 'manual'].includes(inDoubt as string))
+    return `inDoubt must be 'lookup', 'retry-with-key' or 'manual', got ${JSON.stringify(inDoubt)}`;
+  return undefined;
+}
 
 /**
  * Makes a provider method an external side effect that is safe to attempt again. Inside a run it gets a
@@ -20,7 +32,12 @@ import { runStorage } from '../engine/run-storage';
  * ```
  */
 export function IdempotentCommand<A = any>(options: IdempotentCommandOptions<A>): MethodDecorator {
+  const problem = optionsProblem(options);
   return (target, key, descriptor: PropertyDescriptor) => {
+    if (problem)
+      throw new DurableUsageError(
+        `@IdempotentCommand on ${target.constructor.name}.${String(key)}: ${problem}`,
+      );
     const original = descriptor.value as (...args: unknown[]) => unknown;
     const meta: CommandMetadata = { ...options, declaredAt: `${target.constructor.name}.${String(key)}` };
     const wrapped = function (this: unknown, ...args: unknown[]) {

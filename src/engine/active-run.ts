@@ -23,7 +23,7 @@ import { RunSuspended } from './run-stop';
 import { executeCommand } from './steps/command-step';
 import { executeStep } from './steps/compute-step';
 import type { ReplayOnly, StepEnv } from './steps/step-env';
-import { progress, recordValue, resumePoint, setTagsStep } from './steps/step-values';
+import { emitStep, progress, recordValue, resumePoint, setTagsStep } from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
 import { startChildStep, waitForChildStep } from './steps/child-step';
 import { deprecatePatchStep, patchedStep } from './steps/patch-step';
@@ -231,6 +231,9 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   }
   setTags(tags: Record<string, string>): Promise<void> {
     return setTagsStep(this, tags);
+  }
+  emit(topic: string, data: unknown): Promise<void> {
+    return emitStep(this, topic, data);
   }
 
   record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T {

@@ -39,6 +39,7 @@ export interface RunContextHost {
   patched(id: string): boolean;
   deprecatePatch(id: string): void;
   setTags(tags: Record<string, string>): Promise<void>;
+  emit(topic: string, data: unknown): Promise<void>;
 }
 
 /**
@@ -101,10 +102,7 @@ export class RunContext<S extends SignalMap = AnySignals> {
     return this.host.record('$random', Math.random, (seed) => seed.readUIntBE(0, 6) / 2 ** 48);
   }
 
-  /**
-   * Inside a step: records how far a long loop got (fenced, one statement). A resumed step reads it
-   * back with `resumePoint()` and continues after `item`.
-   */
+  /** Inside a step: records how far a long loop got (fenced); a resumed step reads it with `resumePoint()`. */
   progress(item: number, partial?: unknown): Promise<void> {
     return handed(this.host.progress(item, partial ?? null));
   }
@@ -118,11 +116,9 @@ export class RunContext<S extends SignalMap = AnySignals> {
   }
 
   /**
-   * Waits for `RunRepository.signal(runId, name, payload)` and returns the payload. A signal sent
-   * before the wait is not lost. With `timeoutMs`, throws SignalTimeoutError when it passes (database
-   * clock, from the first time this wait was reached). The run holds no worker while it waits. On a
-   * typed context the name must be one of its signals and the payload type follows from it; on an
-   * untyped one, `waitForSignal<T>(name)` names the payload type.
+   * Waits for `RunRepository.signal(runId, name, payload)` and returns the payload (one sent before is
+   * not lost), holding no worker. `timeoutMs`: SignalTimeoutError once it passes (database clock, from
+   * the first time this wait was reached). A typed context types the name and payload.
    */
   waitForSignal<K extends SignalName<S>>(
     name: K,
@@ -134,11 +130,9 @@ export class RunContext<S extends SignalMap = AnySignals> {
   }
 
   /**
-   * Starts a child run and waits for it durably: its output, or ChildRunError when it failed, was
-   * dead-lettered or cancelled, or `timeoutMs` passed (then it is cancelled). The child is started once
-   * (keyed by this run and this call's position: a crash between the start and the wait leaves one
-   * child) and its end wakes this run in the statement that ends it; this run holds no worker and no
-   * concurrency slot while it waits. With the workflow class, input and output are typed. Call it in
+   * Starts a child run once (keyed by this run and this call's position) and waits for it durably,
+   * holding no worker or slot: its output, or ChildRunError when it failed, was dead-lettered or
+   * cancelled, or `timeoutMs` passed (then it is cancelled). Typed by the workflow class. Call it in
    * the workflow body; `Promise.all` over several fans out and replays in the same order.
    */
   child<W extends WorkflowClass>(
@@ -180,12 +174,9 @@ export class RunContext<S extends SignalMap = AnySignals> {
 
   /**
    * Changes a workflow under runs in flight: `if (ctx.patched('fraud-check')) await this.fraud.check(o)`.
-   * True on the new path: for a run that recorded this patch's marker, or that reaches this point for
-   * the first time (the marker is recorded with its next write). False for a run whose record goes on
-   * past this point without the marker: it passed here on the code before the change, and replays it.
-   * The marker has a position of its own, so the calls after it keep theirs (and their keys). Once
-   * `RunRepository.patchStatus(kind, id)` says no open run can take the old path, replace the call
-   * with `deprecatePatch(id)` and delete the old path. Call it in the workflow body.
+   * True for a run that recorded this patch's marker or reaches this point first; false for one whose
+   * record passed here before the change (it replays the old path). The marker has a position of its
+   * own. Once `RunRepository.patchStatus(kind, id)` allows, use `deprecatePatch(id)` (docs/EVOLVE.md).
    */
   patched(id: string): boolean {
     return this.host.patched(id);
@@ -201,11 +192,19 @@ export class RunContext<S extends SignalMap = AnySignals> {
 
   /**
    * Adds tags to the run (a name given again takes the new value), to find it by what it turned out to
-   * be about (`list({ tags })`): one fenced write, written again when a replay passes here. At most 16
-   * tags per call, as `StartRunOptions.tags`. Call it in the workflow body.
+   * be about (`list({ tags })`): one fenced write. At most 16 per call. Call it in the workflow body.
    */
   setTags(tags: Record<string, string>): Promise<void> {
     return handed(this.host.setTags(tags));
+  }
+
+  /**
+   * Appends `{ topic, data }` to the run's progress stream (`RunRepository.watch`, SSE), in order, in a
+   * fenced write. In the workflow body it is recorded: a replay never writes it twice. In a step's body
+   * the entry names the step's attempt; a step cut off and run again writes its own (see docs/STREAMING.md).
+   */
+  emit(topic: string, data?: unknown): Promise<void> {
+    return handed(this.host.emit(topic, data));
   }
 
   /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */

@@ -25,7 +25,7 @@ export interface RunFrame {
    * is atomic), values drawn from the context are derived from (run, index, call number) instead of
    * taking a workflow position, and commands, waits and progress are refused.
    */
-  step?: { index: number; name: string; derived: number; command?: boolean };
+  step?: { index: number; name: string; derived: number; command?: boolean; attempt?: number };
 }
 
 /** @internal */

@@ -15,6 +15,7 @@ import type { DurableEventType } from '../interfaces/events.interface';
  * - `checkpoint.meta`: what a checkpoint records beside it (a model step's `usage` and `requestId`).
  * - `signal.payload`: a signal's payload, as checkpointed by `ctx.waitForSignal`.
  * - `command.args`, `command.result`, `command.error`: a side-effect command's arguments and outcome.
+ * - `stream.data`: the data of a progress stream entry (`ctx.emit`), as the admin API streams it.
  */
 export const REDACT_SURFACES = [
   'run.input',
@@ -31,6 +32,7 @@ export const REDACT_SURFACES = [
   'command.args',
   'command.result',
   'command.error',
+  'stream.data',
 ] as const;
 export type RedactSurface = (typeof REDACT_SURFACES)[number];
 

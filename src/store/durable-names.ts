@@ -1,5 +1,10 @@
 import { createHash } from 'node:crypto';
-import { DONE_CHANNEL, MIGRATION_LOCK_KEY, WAKE_CHANNEL } from '../durable-execution.constants';
+import {
+  DONE_CHANNEL,
+  MIGRATION_LOCK_KEY,
+  STREAM_CHANNEL,
+  WAKE_CHANNEL,
+} from '../durable-execution.constants';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { DEFAULT_SCHEMA, schemaNameProblem } from '../options/schema-name';
 
@@ -37,12 +42,16 @@ export interface DurableNames {
   readonly budgets: string;
   /** The calls admitted on a budget in its window, with their tokens (`ai_budget_use`). */
   readonly budgetUse: string;
+  /** Each run's progress stream, the entries of `ctx.emit` (`ai_run_stream`). */
+  readonly stream: string;
   /** The module's own migrations table (`ai_migrations`), qualified as the tables are. */
   readonly migrations: string;
   /** NOTIFY channel that wakes idle workers of this schema. */
   readonly wakeChannel: string;
   /** NOTIFY channel on which awaited runs of this schema are announced when they end. */
   readonly doneChannel: string;
+  /** NOTIFY channel on which a run's new stream entries are announced (payload: its id). */
+  readonly streamChannel: string;
   /** Session advisory lock key held while this schema's migrations run. */
   readonly lockKey: string;
   /** `prefix` (a trailing `.` when qualified) of an object in this schema, e.g. an index: `"durable".` */
@@ -98,9 +107,11 @@ export function durableNames(schema?: string): DurableNames {
     rateTokens: `${prefix}ai_rate_tokens`,
     budgets: `${prefix}ai_budgets`,
     budgetUse: `${prefix}ai_budget_use`,
+    stream: `${prefix}ai_run_stream`,
     migrations: `${prefix}ai_migrations`,
     wakeChannel: own === undefined ? WAKE_CHANNEL : scoped(WAKE_CHANNEL, '_', own),
     doneChannel: own === undefined ? DONE_CHANNEL : scoped(DONE_CHANNEL, '_', own),
+    streamChannel: own === undefined ? STREAM_CHANNEL : scoped(STREAM_CHANNEL, '_', own),
     lockKey: own === undefined ? String(MIGRATION_LOCK_KEY) : lockKeyOf(own),
     prefix,
     // `@` never occurs in a base name or a schema name: two bases can never meet in one scoped name.

@@ -12,7 +12,7 @@ const noOpenCommand = (t: DurableNames) => `not exists (select 1 from ${t.comman
                       and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))`;
 
 /**
- * Retention, one batch in one statement: the checkpoints, events and signals of up to $5 finished runs
+ * Retention, one batch in one statement: the checkpoints, events, signals and stream entries of up to $5 finished runs
  * (succeeded/cancelled only: a failed or dead-lettered run can still be retried from its checkpoints)
  * that finished more than $2 ms ago (database clock) and hold no unsettled command (an operator may still have to resolve it).
  * The run row stays as the summary (status, input, output, error) and records the pruning in `state`
@@ -39,6 +39,8 @@ with h as (
   delete from ${t.events} e using victims v where e.run_id = v.id returning e.run_id
 ), sig as (
   delete from ${t.signals} s using victims v where s.run_id = v.id returning s.run_id
+), stream as (
+  delete from ${t.stream} s using victims v where s.run_id = v.id
 ), n as (
   select v.id, v.epoch,
          coalesce((select count(*) from cp where cp.run_id = v.id), 0) as checkpoints,

@@ -12,6 +12,7 @@ const LATER_TABLES = [
   'ai_rate_tokens',
   'ai_budgets',
   'ai_budget_use',
+  'ai_run_stream',
 ] as const;
 
 /** Columns later migrations add (table, column): one missing means the schema is behind. */
@@ -26,6 +27,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_runs', 'tags'],
   ['ai_limits', 'hold_waiting'],
   ['ai_schedules', 'concurrency_key'],
+  ['ai_runs', 'stream_seq'],
 ];
 
 /**

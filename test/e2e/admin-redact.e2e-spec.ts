@@ -73,6 +73,7 @@ class SecretiveWorkflow {
   ) {}
   async run(input: { secret: string }, ctx: RunContext) {
     await this.steps.echo(input.secret);
+    await ctx.emit('note', { secret: input.secret });
     await this.steps.think(input.secret);
     await this.commands.ship({ note: input.secret });
     try {
@@ -127,6 +128,7 @@ describe('redact hook on every admin surface', () => {
       '/api/stats',
       `/api/runs/${secretRun}`,
       `/api/runs/${cancelledRun}`,
+      `/api/runs/${secretRun}/stream`,
       '',
       '?status=dead_lettered',
       `/runs/${secretRun}`,
@@ -187,6 +189,9 @@ describe('redact hook on every admin surface', () => {
     expect(JSON.stringify(refuse.error)).toContain(SECRET);
     const cancelled = JSON.parse((await everything(plain.http))[`/api/runs/${cancelledRun}`]);
     expect(cancelled.run.cancelReason).toBe(`stop ${SECRET}`);
+    const stream = (await everything(plain.http))[`/api/runs/${secretRun}/stream`];
+    expect(stream).toContain(`"data":{"secret":"${SECRET}"}`);
+    expect(stream).toContain('event: end');
     const pages = await everything(plain.http);
     for (const p of ['/', `/runs/${secretRun}`, `/runs/${cancelledRun}`, '/api/runs']) {
       expect({ p, has: pages[p].includes(SECRET) }).toEqual({ p, has: true });
@@ -212,6 +217,7 @@ describe('redact hook on every admin surface', () => {
     expect(detail.run.idempotencyKey).toBe('order-[hidden:run.idempotency_key]');
     expect(detail.run.tags).toEqual({ note: '[hidden:run.tags]' });
     expect(outputs).toContain('{"payload":{"s":"[hidden:signal.payload]"}}');
+    expect(pages[`/api/runs/${secretRun}/stream`]).toContain('"data":{"secret":"[hidden:stream.data]"}');
     const [ship, refuse] = detail.commands;
     expect(ship.payload).toEqual({ note: '[hidden:command.args]' });
     expect(ship.result).toEqual({ receipt: '[hidden:command.result]' });

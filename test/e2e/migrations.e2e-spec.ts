@@ -39,6 +39,7 @@ const TABLES = [
   'ai_rate_tokens',
   'ai_budgets',
   'ai_budget_use',
+  'ai_run_stream',
 ];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
 
@@ -287,7 +288,7 @@ describe('migrations', () => {
       await db.query(`delete from ai_runs where id = $1`, [id]);
     });
 
-    it('ai_checkpoints, ai_commands, ai_events and ai_signals reference ai_runs(id) ON DELETE CASCADE', async () => {
+    it('ai_checkpoints, ai_commands, ai_events, ai_run_stream and ai_signals reference ai_runs(id) ON DELETE CASCADE', async () => {
       const fks = await db.query<{
         child: string;
         parent: string;
@@ -304,7 +305,7 @@ describe('migrations', () => {
            from pg_constraint c where c.contype = 'f' order by child`,
       );
       expect(fks).toEqual(
-        ['ai_checkpoints', 'ai_commands', 'ai_events', 'ai_signals'].map((child) => ({
+        ['ai_checkpoints', 'ai_commands', 'ai_events', 'ai_run_stream', 'ai_signals'].map((child) => ({
           child,
           parent: 'ai_runs',
           on_delete: 'c',
@@ -318,7 +319,13 @@ describe('migrations', () => {
            join information_schema.table_constraints tc on tc.constraint_name = rc.constraint_name
           order by tc.table_name`,
       );
-      expect(rules.map((r) => r.delete_rule)).toEqual(['CASCADE', 'CASCADE', 'CASCADE', 'CASCADE']);
+      expect(rules.map((r) => r.delete_rule)).toEqual([
+        'CASCADE',
+        'CASCADE',
+        'CASCADE',
+        'CASCADE',
+        'CASCADE',
+      ]);
     });
 
     it('idempotency_key on ai_runs is unique', async () => {

@@ -36,6 +36,7 @@ const TABLES = [
   'ai_limits',
   'ai_migrations',
   'ai_rate_tokens',
+  'ai_run_stream',
   'ai_runs',
   'ai_schedules',
   'ai_signals',

@@ -1,4 +1,15 @@
-import { Get, Param, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
+import {
+  Get,
+  Headers,
+  MessageEvent,
+  Param,
+  Query,
+  Sse,
+  UseFilters,
+  UseGuards,
+  UsePipes,
+} from '@nestjs/common';
+import type { Observable } from 'rxjs';
 import { AdminAccessGuard } from '../admin-access.guard';
 import { AdminErrorFilter } from '../admin-error.filter';
 import type { CheckpointView, RunEvent } from '../../interfaces/run.interface';
@@ -26,7 +37,7 @@ import { runIdPipe } from './uuid-param.pipe';
 
 /**
  * Reads: `GET <path>/api/runs`, `GET <path>/api/stats`, `GET <path>/api/runs/:id` and its `events`,
- * `checkpoints` and `changes`. Mounted by DurableAdminModule.
+ * `checkpoints`, `changes` and `stream` (Server-Sent Events). Mounted by DurableAdminModule.
  */
 @ApiTags('durable-admin')
 @ApiUnauthorizedResponse({ description: 'The guard wants credentials' })
@@ -118,5 +129,20 @@ export class DurableRunsApiController {
     @Query() query: RunChangesQueryDto,
   ): Promise<AdminRunChanges> {
     return this.admin.changes(id, query.since);
+  }
+
+  @Sse('runs/:id/stream')
+  @ApiOperation({
+    summary:
+      "The run's progress stream (ctx.emit) as Server-Sent Events, live, each entry once (id = its seq); " +
+      'a reconnect with Last-Event-ID resumes after it; an `end` event once the run has ended',
+  })
+  @ApiBadRequestResponse({ description: 'A bad id or Last-Event-ID' })
+  @ApiNotFoundResponse({ description: 'No run with this id' })
+  stream(
+    @Param('id', runIdPipe()) id: string,
+    @Headers('last-event-id') lastEventId?: string,
+  ): Promise<Observable<MessageEvent>> {
+    return this.admin.stream(id, lastEventId);
   }
 }

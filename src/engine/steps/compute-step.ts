@@ -126,12 +126,13 @@ async function runStep(
   const policy = { ...env.options.defaultRetry, ...meta.retry };
   let previous: Promise<unknown> | null = null;
   let attempts = 0;
+  let tries = 0;
   const output = await withRetry(policy, env.control.signal, async () => {
     // An attempt that timed out may still run: the next one starts only once it has settled.
     if (previous) await previous.then(noop, noop);
     if (meta.budget && attempts++ > 0) useId = await admit(env, meta, index);
     // A frame per attempt: values drawn inside the body are the same on every retry.
-    const frame = env.frame({ index, name: meta.name, derived: 0 });
+    const frame = env.frame({ index, name: meta.name, derived: 0, attempt: ++tries });
     const paused = env.pause('before-call', `step:${meta.name}`);
     if (paused) await paused;
     const renewing = env.lease.ensure(`step ${meta.name}`);

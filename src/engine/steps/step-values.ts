@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { DurableUsageError } from '../../errors/durable-usage.error';
 import { encodeValue } from '../../util/codec';
-import { requireTags } from '../../util/run-keys';
+import { requireShortText, requireTags } from '../../util/run-keys';
 import { runStorage } from '../run-storage';
-import { cursorAt, StepEnv } from './step-env';
+import { cursorAt, goLive, StepEnv } from './step-env';
+import { misuse } from './wait-step';
 
 /**
  * `ctx.now()/uuid()/random()`. In the workflow body: recorded at the next index the first time (written
@@ -87,4 +88,79 @@ export async function setTagsStep(env: StepEnv, tags: unknown): Promise<void> {
   env.control.checkActive();
   if (env.replayOnly || json === null) return;
   await env.control.track(env.fenced(() => env.store.setTags(env.fence, json!), 'set tags'));
+}
+
+/** The topic and the stored form of an entry; a bad one stops the run with a usage error. */
+function entryOf(env: StepEnv, topic: unknown, data: unknown): { topic: string; dataJson: string } {
+  try {
+    const name = requireShortText(topic, 'topic');
+    const { json } = encodeValue(
+      data === undefined ? null : data,
+      `data of ctx.emit('${name}')`,
+      env.options.limits.maxOutputBytes,
+    );
+    return { topic: name, dataJson: json };
+  } catch (err) {
+    return misuse(env, `ctx.emit(topic, data): ${(err as Error).message}`);
+  }
+}
+
+/**
+ * `ctx.emit(topic, data)`: appends an entry to the run's stream in a fenced write of its own.
+ * - In the workflow body it takes the next index and is recorded there (`$emit:<topic>`, delivered in
+ *   order like a step's result): a replay finds the record and writes nothing, so an entry is never
+ *   written twice, and the replay check covers it.
+ * - In a step's body it takes no index: the entry carries the step and its attempt. A step cut off
+ *   and run again writes the entries of its new attempt; readers see both, in order, and
+ *   `StreamEntry.superseded` marks those of attempts a later one replaced.
+ * In a command's body it is refused (a command's body is the side effect itself).
+ */
+export async function emitStep(env: StepEnv, topic: unknown, data: unknown): Promise<void> {
+  const step = runStorage.getStore()?.step;
+  if (step?.command) misuse(env, `ctx.emit() must not be called in the body of ${step.name}`);
+  const entry = entryOf(env, topic, data);
+  if (step) {
+    env.control.checkActive(false);
+    if (env.replayOnly) return;
+    await env.fenced(
+      () =>
+        env.store.emit(env.fence, {
+          ...entry,
+          step: { index: step.index, attempt: step.attempt ?? 1 },
+          records: [],
+        }),
+      'stream.emit',
+    );
+    return;
+  }
+  const index = env.log.allocIndex();
+  const parking = env.control.checkNewCall();
+  if (parking) await parking;
+  const name = `$emit:${entry.topic}`;
+  if (env.log.recordedAt(index, name)) return env.log.replayed(index);
+  return env.control.track(emitLive(env, index, name, entry));
+}
+
+async function emitLive(
+  env: StepEnv,
+  index: number,
+  name: string,
+  entry: { topic: string; dataJson: string },
+): Promise<void> {
+  const live = goLive(env, index, name);
+  if (live) await live;
+  env.control.checkActive();
+  const seq = env.log.takeSeq();
+  const records = env.log.takePending();
+  try {
+    await env.fenced(
+      () => env.store.emit(env.fence, { ...entry, record: { index, name, seq }, records }),
+      'stream.emit',
+      records,
+    );
+  } catch (err) {
+    env.log.abandon(seq);
+    throw err;
+  }
+  await env.log.deliverLive(seq);
 }

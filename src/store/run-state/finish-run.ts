@@ -36,7 +36,7 @@ ${fencedRun(
          parked_reason = $12,
          finished_at = case when $4 in ('succeeded', 'failed', 'cancelled', 'dead_lettered') then now() end,
          updated_at = now()`,
-  'id, epoch, kind, available_at, notify_on_finish',
+  'id, epoch, kind, available_at, notify_on_finish, stream_seq',
 )}, ${releaseSlots(t, 'run')}, ${insertRecords(t, '$9')}, doubt as (
   -- A cancelled run may leave a reserved command with no outcome: list it as in doubt on the run.
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
@@ -53,7 +53,10 @@ ${fencedRun(
 )
 select id, (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting' and $7 = 0) as woke,
        (select count(pg_notify('${t.doneChannel}', run.id::text)) from run
-         where run.notify_on_finish and $4 <> 'waiting') as announced
+         where run.notify_on_finish and $4 <> 'waiting') as announced,
+       -- Watchers of its stream (RunRepository.watch) learn at once that it ended.
+       (select count(pg_notify('${t.streamChannel}', run.id::text)) from run
+         where run.stream_seq > 0 and $4 <> 'waiting') as streamed
   from run`;
 
 /** A fenced transition out of `running`. */

@@ -17,6 +17,7 @@ import { markCommandInDoubt } from './command-in-doubt';
 import { setTags, writeProgress, writeStep } from './step-write';
 import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
 import { cancelChild, ChildStart, startChild } from './child-start';
+import { emitEntry, StreamWrite } from './stream-emit';
 import { chargeBudget, correctBudget } from './budget-charge';
 import type { ResolvedModelBudget } from '../../interfaces/budget.interface';
 import { WakeListener } from '../wake-listener';
@@ -89,6 +90,11 @@ export class RunStateStore implements StoreContext {
   /** Merges tags into the run's (ctx.setTags), fenced. */
   setTags(fence: Fence, tagsJson: string) {
     return setTags(this, fence, tagsJson);
+  }
+
+  /** Appends an entry to the run's stream (ctx.emit), fenced. */
+  emit(fence: Fence, w: StreamWrite) {
+    return emitEntry(this, fence, w);
   }
 
   /** Moves the intra-step cursor (ctx.progress). */

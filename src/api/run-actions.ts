@@ -1,0 +1,61 @@
+import { InvalidRunStateError } from '../errors/invalid-run-state.error';
+import { RunNotFoundError } from '../errors/run-not-found.error';
+import type { RunView } from '../interfaces/run.interface';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { eventPayload } from '../store/event-payload';
+import type { RunControlStore } from '../store/run-control.store';
+import type { RunReadStore } from '../store/run-reads.store';
+import { requireInt4, requireText } from '../util/arguments';
+import { requireUuid } from '../util/uuid';
+
+/** What the operator actions of `RunRepository` need. @internal */
+export interface RunActionDeps {
+  control: RunControlStore;
+  reads: RunReadStore;
+  options: ResolvedDurableOptions;
+}
+
+/** `RunRepository.cancel`: checked, recorded with who asked; the run as it is after. */
+export async function cancelRun(
+  d: RunActionDeps,
+  id: string,
+  reason?: string,
+  by?: string,
+): Promise<RunView> {
+  requireUuid(id, 'id');
+  requireText(reason, 'reason', { optional: true, allowEmpty: true });
+  requireText(by, 'by', { optional: true, allowEmpty: true });
+  const out = await d.control.cancel(
+    id,
+    reason ?? null,
+    eventPayload(d.options, 'run.cancel', { reason: reason ?? null, ...(by ? { by } : {}) }),
+  );
+  if (!out) throw new RunNotFoundError(id);
+  if (!out.status) throw new InvalidRunStateError(id, out.previousStatus, 'cancel');
+  return (await d.reads.get(id))!;
+}
+
+/** `RunRepository.retry`: a dead-lettered, failed or held run re-driven; the run as it is after. */
+export async function retryRun(d: RunActionDeps, id: string, by?: string): Promise<RunView> {
+  requireUuid(id, 'id');
+  requireText(by, 'by', { optional: true, allowEmpty: true });
+  const out = await d.control.retry(id, eventPayload(d.options, 'run.retried', { by: by ?? null }));
+  if (!out) throw new RunNotFoundError(id);
+  if (!['dead_lettered', 'failed', 'held'].includes(out.previousStatus)) {
+    throw new InvalidRunStateError(id, out.previousStatus, 'retry');
+  }
+  return (await d.reads.get(id))!;
+}
+
+/** `RunRepository.retryHeld`: up to `limit` held runs of `kind` re-driven in one statement. */
+export async function retryHeldRuns(
+  d: RunActionDeps,
+  kind: string,
+  opts: { limit?: number; by?: string },
+): Promise<{ retried: number }> {
+  requireText(kind, 'kind');
+  requireText(opts.by, 'by', { optional: true, allowEmpty: true });
+  const limit = requireInt4(opts.limit ?? 1000, 'limit', 1);
+  const event = eventPayload(d.options, 'run.retried', { by: opts.by ?? null });
+  return { retried: await d.control.retryHeld(kind, limit, event) };
+}
