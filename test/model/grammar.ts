@@ -43,7 +43,17 @@ export type RuleOp =
   /** Waits in a loop, each with its own signal (or timeout). */
   | { t: 'sigloop'; id: string; n: number; timeoutMs: number | null; signal: Moment | null }
   /** Child runs (issue 21): awaited, fanned out, failing (caught), timed out (caught), or not awaited. */
-  | { t: 'child'; id: string; how: ChildHow };
+  | { t: 'child'; id: string; how: ChildHow }
+  /**
+   * Progress stream entries (issue 22): `ctx.emit` in the body, in a step's body (before and after its
+   * work), or two from the body in a `Promise.all` with a step between them.
+   */
+  | { t: 'emit'; id: string; where: 'body' | 'step' | 'fan' }
+  /**
+   * A change deployed under runs in flight (issue 22): the code before the deploy calls step `<id>o`;
+   * the code after it `if (ctx.patched(id)) <id>n else <id>o` (the case's `deployAt` says when).
+   */
+  | { t: 'patch'; id: string };
 
 /** How a `child` op uses its child run(s). */
 export type ChildHow = 'await' | 'fan' | 'fail' | 'timeout' | 'detached';
@@ -71,6 +81,10 @@ export function ruleOf(op: { t: string } & Record<string, any>): string {
       return 'signals in a loop';
     case 'child':
       return `child run (${op.how})`;
+    case 'emit':
+      return `ctx.emit (${op.where})`;
+    case 'patch':
+      return 'ctx.patched (a deploy under runs in flight)';
     case 'fan':
       return 'Promise.all (step → command)';
     case 'clock':
@@ -115,6 +129,10 @@ export const RULES = [
   'child run (fail)',
   'child run (timeout)',
   'child run (detached)',
+  'ctx.emit (body)',
+  'ctx.emit (step)',
+  'ctx.emit (fan)',
+  'ctx.patched (a deploy under runs in flight)',
   'cleanup after a cancel (onCancel)',
 ];
 
@@ -242,6 +260,14 @@ export const ruleShape: fc.Arbitrary<{ t: RuleOp['t'] } & Record<string, any>> =
     }),
     weight: 1,
   },
+  {
+    arbitrary: fc.record({
+      t: fc.constant('emit' as const),
+      where: fc.constantFrom<'body' | 'step' | 'fan'>('body', 'step', 'fan'),
+    }),
+    weight: 2,
+  },
+  { arbitrary: fc.constant({ t: 'patch' as const }), weight: 2 },
 );
 
 /** A child op (issue 21), weighted like the other rules. */

@@ -27,7 +27,7 @@ import {
   MODEL_LIMITED_KIND,
   MODEL_PROVIDERS,
 } from './workflow';
-import { resetWorld, World } from './world';
+import { resetWorld, world as currentWorld, World } from './world';
 import { RULES, ruleOf } from './grammar';
 import { ScheduledStart } from './schedule-case';
 
@@ -384,6 +384,8 @@ async function drive(
     }
     for (const a of c.actions)
       if (!applied.has(a) && a.moment.at === 'round' && a.moment.n <= round) await apply(a);
+    // The deploy of the code with ctx.patched (claims that begin from now on run it).
+    if (c.deployAt !== undefined && c.deployAt !== null && round >= c.deployAt) currentWorld.deployed = true;
     await sleep(15);
     if (!(await settled(ws[0].app, runIds, true))) continue;
     if (sched && !(await sched.ready())) continue;

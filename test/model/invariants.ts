@@ -8,11 +8,13 @@ import type { FaultPlan } from './faults';
 import type { Case, Program } from './program';
 import { checkRecord, Rows } from './record-checks';
 import { checkChildren } from './child-checks';
+import { checkStreams } from './stream-checks';
+import { checkPatches } from './patch-checks';
 import type { FakeVendor, World } from './world';
 import { beginsOverRate, holdsOf, slotViolations } from '../helpers/slot-holds';
 import { MODEL_BUDGET, MODEL_BUDGET_LIMITS, MODEL_LIMITS } from './workflow';
 
-const STEP_NAMES = ['compute_step', 'model_step', 'tool_step'];
+const STEP_NAMES = ['compute_step', 'model_step', 'tool_step', 'emitting_step'];
 
 export async function checkInvariants(
   db: TestDatabase,
@@ -38,6 +40,8 @@ export async function checkInvariants(
   out.push(...checkEffects(world, rows, short));
   runIds.forEach((id, r) => out.push(...checkConsumers(world, rows, id, c.programs[r], short(id))));
   out.push(...checkReExecutions(world, plan, short));
+  out.push(...(await checkStreams(db, runIds, c.programs, short)));
+  out.push(...checkPatches(rows, world, runIds, c.programs, short));
   // Model budgets: never more calls admitted in a window than the budget allows (the twin runs later).
   const admitted = await db.query(
     `select (extract(epoch from at) * 1000)::float8 as at from ai_budget_use where budget = $1 order by at, id`,

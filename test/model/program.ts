@@ -107,6 +107,11 @@ export interface Case {
   limited?: boolean;
   /** With `limited`: the kind keeps its slots while its runs wait (`holdSlotWhileWaiting`). */
   hold?: boolean;
+  /**
+   * When the code with `ctx.patched` is deployed (World.deployed): after this many driver rounds; null:
+   * never. Only cases with a `patch` op.
+   */
+  deployAt?: number | null;
   /** Program #0 is started by a per-second durable schedule, a run per tick (test/model/schedule-case.ts). */
   scheduled?: { overlap: 'allow' | 'skip' | 'queue' };
 }
@@ -274,20 +279,38 @@ export const caseArb: fc.Arbitrary<Case> = fc
     extra: fc.array(extraArb, { maxLength: 3 }),
     limits: limitsArb,
     overlap: scheduledArb,
+    deployAt: fc.option(fc.integer({ min: 0, max: 30 }), { freq: 4 }),
   })
-  .map(({ programs, faults, extra, limits, overlap }) =>
-    limits
-      ? {
-          ...toCase(
-            programs.map((p, i) => ({ ...p, key: limits.keys[i] })),
-            faults,
-            extra,
-          ),
-          limited: true,
-          ...(limits.hold ? { hold: true } : {}),
-        }
-      : {
-          ...toCase(programs.slice(0, 2), faults, extra),
-          ...(overlap ? { scheduled: { overlap } } : {}),
-        },
-  );
+  .map(({ deployAt, ...rest }) => {
+    const c = caseOf(rest);
+    return c.programs.some((p) => p.ops.some((o) => o.t === 'patch')) ? { ...c, deployAt } : c;
+  });
+
+function caseOf({
+  programs,
+  faults,
+  extra,
+  limits,
+  overlap,
+}: {
+  programs: Program[];
+  faults: Fault[];
+  extra: { run: number; action: Action['a']; wait: number; moment: Moment }[];
+  limits: { keys: string[]; hold: boolean } | null;
+  overlap: 'allow' | 'skip' | 'queue' | null;
+}): Case {
+  return limits
+    ? {
+        ...toCase(
+          programs.map((p, i) => ({ ...p, key: limits.keys[i] })),
+          faults,
+          extra,
+        ),
+        limited: true,
+        ...(limits.hold ? { hold: true } : {}),
+      }
+    : {
+        ...toCase(programs.slice(0, 2), faults, extra),
+        ...(overlap ? { scheduled: { overlap } } : {}),
+      };
+}

@@ -125,6 +125,9 @@ export function describeCase(c: Case): string {
     ...(c.limited
       ? [`  kind with limits (2 at once, 1 per key${c.hold ? ', slots held while waiting' : ''})`]
       : []),
+    ...(c.deployAt !== undefined
+      ? [`  the code with ctx.patched deployed ${c.deployAt === null ? 'never' : `at round ${c.deployAt}`}`]
+      : []),
     ...(c.scheduled
       ? [`  program #0 started by a per-second schedule (overlap ${c.scheduled.overlap})`]
       : []),

@@ -97,6 +97,14 @@ export class ModelSteps {
   tool(a: StepArgs): Promise<StepOutput> {
     return stepBody(a);
   }
+  /** Emits `s:<op>` before and after its work: an attempt cut off between them leaves the first. */
+  @DurableStep({ name: 'emitting_step', kind: 'tool' })
+  async emitting(a: StepArgs): Promise<StepOutput> {
+    await currentRun()!.emit(`s:${a.op}`, { part: 1 });
+    const out = await stepBody(a);
+    await currentRun()!.emit(`s:${a.op}`, { part: 2 });
+    return out;
+  }
 }
 
 const approval = (a: CmdArgs) => a.approval;
@@ -160,6 +168,7 @@ export class ModelWorkflow {
 
   async run(input: Program, ctx: RunContext): Promise<Record<string, unknown>> {
     let amount = 0;
+    const v2 = world.deployed; // the code version of this claim (see World.deployed)
     const out: Record<string, unknown> = {};
     for (const op of input.ops) {
       // Coverage: an op entered by two epochs ran live in one and was replayed by the other.
@@ -185,6 +194,10 @@ export class ModelWorkflow {
         // engine; a helper of the workflow's own that awaits it would reject unhandled.)
         void this.steps[op.kind]({ op: `${op.id}s` });
         return out;
+      } else if (op.t === 'patch') {
+        const next = v2 && ctx.patched(op.id);
+        world.observe(ctx.runId, `${op.id}p`, ctx.epoch, { v2, next });
+        amount = (await this.step(ctx, 'compute', { op: `${op.id}${next ? 'n' : 'o'}s` })).amount;
       } else amount = await this.rule(ctx, op, out, amount);
     }
     return out;
@@ -286,6 +299,20 @@ export class ModelWorkflow {
       case 'child':
         out[op.id] = await this.child(ctx, op);
         return amount;
+      case 'patch':
+        return amount; // handled in run(): it needs the claim's code version
+      case 'emit':
+        if (op.where === 'body') await ctx.emit(op.id, { op: op.id });
+        else if (op.where === 'step') amount = (await this.step(ctx, 'emitting', { op: `${op.id}s` })).amount;
+        else {
+          const [, v] = await Promise.all([
+            ctx.emit(`${op.id}a`, { op: op.id }),
+            this.step(ctx, 'compute', { op: `${op.id}s` }),
+            ctx.emit(`${op.id}b`, { op: op.id }),
+          ]);
+          amount = v.amount;
+        }
+        return amount;
       case 'dangling':
         return amount; // handled in run(): it ends the program
     }
@@ -359,7 +386,7 @@ export class ModelWorkflow {
     }
   }
 
-  private async step(ctx: RunContext, kind: StepKind, a: StepArgs): Promise<StepOutput> {
+  private async step(ctx: RunContext, kind: StepKind | 'emitting', a: StepArgs): Promise<StepOutput> {
     const v = await this.steps[kind](a);
     world.observe(ctx.runId, a.op, ctx.epoch, v);
     return v;

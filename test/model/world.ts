@@ -126,6 +126,12 @@ export class World {
   hits: HookHit[] = [];
   /** Runs (by id) the operator retried, with how many times. */
   retries = new Map<string, number>();
+  /**
+   * The workflow code deployed now: false, the code before its `patch` ops were written (their old path
+   * only); true, the code with `ctx.patched`. Each claim reads it once, when its run() begins (a process
+   * runs one version), so a run parked on v1 resumes on v2.
+   */
+  deployed = false;
   /** Values command bodies drew from the context, by idempotency key (every send must draw the same). */
   drawn = new Map<string, Set<string>>();
   private seq = 0;
