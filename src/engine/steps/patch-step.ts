@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { DurableUsageError } from '../../errors/durable-usage.error';
 import { runStorage } from '../run-storage';
 import type { StepEnv } from './step-env';
+import { misuse } from './wait-step';
 
 /** A patch id: what `ctx.patched(id)` records, and what `RunRepository.patchStatus` asks about. */
 export const PATCH_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
@@ -18,15 +18,13 @@ export function patchIndex(id: string): number {
 }
 
 function check(env: StepEnv, id: unknown, what: string): string {
-  const usage = (message: string): never => {
-    throw env.control.halt({ kind: 'usage', error: new DurableUsageError(message) });
-  };
   if (typeof id !== 'string' || !PATCH_ID.test(id))
-    usage(
+    misuse(
+      env,
       `${what}: id must be 1-100 letters, digits and . _ : - (starting with a letter or digit), got ${JSON.stringify(id)}`,
     );
   if (runStorage.getStore()?.step)
-    usage(`${what} must be called in the workflow body, not inside a step or command`);
+    misuse(env, `${what} must be called in the workflow body, not inside a step or command`);
   env.control.checkActive();
   return id as string;
 }

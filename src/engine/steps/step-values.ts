@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { DurableUsageError } from '../../errors/durable-usage.error';
 import { encodeValue } from '../../util/codec';
 import { requireShortText, requireTags } from '../../util/run-keys';
 import { runStorage } from '../run-storage';
@@ -33,12 +32,10 @@ export function recordValue<T>(env: StepEnv, name: string, make: () => T, derive
 export async function progress(env: StepEnv, item: number, partial: unknown): Promise<void> {
   const step = runStorage.getStore()?.step;
   if (!step || step.command)
-    throw env.control.halt({
-      kind: 'usage',
-      error: new DurableUsageError(
-        `ctx.progress() must be called inside a @DurableStep method${step ? `, not in the body of ${step.name}` : ''}`,
-      ),
-    });
+    misuse(
+      env,
+      `ctx.progress() must be called inside a @DurableStep method${step ? `, not in the body of ${step.name}` : ''}`,
+    );
   env.control.checkActive(false);
   // Refused here (once, not retried) rather than by PostgreSQL on every claim.
   const stored = encodeValue(
@@ -74,17 +71,14 @@ export function resumePoint(env: StepEnv): { item: number; partial: unknown } | 
  * replay writes them again (the same merge), a replay check writes nothing.
  */
 export async function setTagsStep(env: StepEnv, tags: unknown): Promise<void> {
-  const usage = (message: string): never => {
-    throw env.control.halt({ kind: 'usage', error: new DurableUsageError(message) });
-  };
   let json: string | null = null;
   try {
     json = requireTags(tags, 'tags', false);
   } catch (err) {
-    usage(`ctx.setTags(tags): ${(err as Error).message}`);
+    misuse(env, `ctx.setTags(tags): ${(err as Error).message}`);
   }
   if (runStorage.getStore()?.step)
-    usage('ctx.setTags() must be called in the workflow body, not inside a step');
+    misuse(env, 'ctx.setTags() must be called in the workflow body, not inside a step');
   env.control.checkActive();
   if (env.replayOnly || json === null) return;
   await env.control.track(env.fenced(() => env.store.setTags(env.fence, json!), 'set tags'));
