@@ -88,7 +88,7 @@ export class BenchDatabase {
    */
   async reset(): Promise<void> {
     await this.ctl.query(
-      `truncate ai_events, ai_checkpoints, ai_commands, ai_signals, ai_runs restart identity`,
+      `truncate ai_events, ai_checkpoints, ai_commands, ai_signals, ai_run_stream, ai_runs restart identity cascade`,
     );
     if (this.canCheckpoint) await this.ctl.query('checkpoint');
   }
