@@ -39,10 +39,14 @@ class MisuseWorkflow {
   }
 }
 
+/** Resolved when the slow step's body begins (a drain before that stops the run at the step boundary). */
+let slowBegan: () => void = () => undefined;
+
 @Injectable()
 class SlowSteps {
   @DurableStep({ name: 'host_slow_step' })
   async slow(ms: number) {
+    slowBegan();
     await new Promise((r) => setTimeout(r, ms));
     return 'slept';
   }
@@ -225,8 +229,11 @@ describe('fitting into an existing app', () => {
       expect(registry.getCronJobs().get(DURABLE_JOB_NAMES.retention)!.cronTime.source).toBe('0 03 * * *');
       expect(registry.getIntervals()).toContain(DURABLE_JOB_NAMES.workerPoll);
       const runs = app.get(RunRepository);
+      const began = new Promise<void>((r) => (slowBegan = r));
       const { run } = await runs.start('host-slow', { ms: 1500 });
-      await waitForStatus(runs, run.id, 'running');
+      // Running is not enough: a drain that begins before the step's body would stop the run at that
+      // step boundary (released, as it should be), and this test is about a call in flight.
+      await began;
       // Closing: @nestjs/schedule clears every job, the worker drains on its own heartbeat meanwhile
       // (a 1.5 s step against a 1 s lease): the run finishes here, never taken over.
       await app.close();
