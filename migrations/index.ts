@@ -18,6 +18,7 @@ import { PatchMarkers1765800000000 } from './1765800000000-patch-markers';
 import { RunTags1765900000000 } from './1765900000000-run-tags';
 import { SlotHolds1766000000000 } from './1766000000000-slot-holds';
 import { RunStream1766100000000 } from './1766100000000-run-stream';
+import { RunGenerations1766200000000 } from './1766200000000-run-generations';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -38,6 +39,7 @@ export {
   RunTags1765900000000,
   SlotHolds1766000000000,
   RunStream1766100000000,
+  RunGenerations1766200000000,
 };
 
 /**
@@ -65,6 +67,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   RunTags1765900000000,
   SlotHolds1766000000000,
   RunStream1766100000000,
+  RunGenerations1766200000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

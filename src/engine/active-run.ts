@@ -23,7 +23,7 @@ import { RunSuspended } from './run-stop';
 import { executeCommand } from './steps/command-step';
 import { executeStep } from './steps/compute-step';
 import type { ReplayOnly, StepEnv } from './steps/step-env';
-import { emitStep, progress, recordValue, resumePoint, setTagsStep } from './steps/step-values';
+import * as values from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
 import { startChildStep, waitForChildStep } from './steps/child-step';
 import { deprecatePatchStep, patchedStep } from './steps/patch-step';
@@ -63,7 +63,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     readonly store: RunStateStore,
     readonly options: ResolvedDurableOptions,
   ) {
-    this.fence = { runId: claim.id, workerId, epoch: claim.epoch };
+    this.fence = { runId: claim.id, workerId, epoch: claim.epoch, generation: claim.generation };
     this.cursor = claim.cursor;
     this.loaded = { checkpoints: recorded, commands };
     // `run()` replays what it recorded below the cleanup's positions, never the cleanup's own.
@@ -230,21 +230,21 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     deprecatePatchStep(this, id);
   }
   setTags(tags: Record<string, string>): Promise<void> {
-    return setTagsStep(this, tags);
+    return values.setTagsStep(this, tags);
   }
   emit(topic: string, data: unknown): Promise<void> {
-    return emitStep(this, topic, data);
+    return values.emitStep(this, topic, data);
   }
-
+  continueAsNew(input: unknown): Promise<never> {
+    return values.continueAsNewStep(this, input);
+  }
   record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T {
-    return recordValue(this, name, make, derive);
+    return values.recordValue(this, name, make, derive);
   }
-
   progress(item: number, partial: unknown): Promise<void> {
-    return progress(this, item, partial);
+    return values.progress(this, item, partial);
   }
-
   resumePoint(): { item: number; partial: unknown } | null {
-    return resumePoint(this);
+    return values.resumePoint(this);
   }
 }

@@ -187,6 +187,7 @@ export class ReplayChecker {
       kind: row.kind,
       input: row.input,
       epoch: row.epoch,
+      generation: row.generation ?? 0,
       cursor: row.cursor,
       attempts: 1,
       maxAttempts: row.maxAttempts,

@@ -40,6 +40,7 @@ export interface RunContextHost {
   deprecatePatch(id: string): void;
   setTags(tags: Record<string, string>): Promise<void>;
   emit(topic: string, data: unknown): Promise<void>;
+  continueAsNew(input: unknown): Promise<never>;
 }
 
 /**
@@ -75,10 +76,7 @@ export class RunContext<S extends SignalMap = AnySignals> {
     return this.host.signal;
   }
 
-  /**
-   * The current time, recorded on first use and replayed after a resume. Inside a step it is the
-   * wall clock (the step's output is what is recorded).
-   */
+  /** The current time, recorded on first use and replayed after a resume (inside a step: the clock). */
   now(): Date {
     const iso = this.host.record(
       '$now',
@@ -88,11 +86,7 @@ export class RunContext<S extends SignalMap = AnySignals> {
     return new Date(iso);
   }
 
-  /**
-   * A random UUID, recorded on first use and replayed after a resume, so a resumed run sends the
-   * supplier the order number it already sent. Inside a step it is derived from (run, step, call
-   * number): the same on every retry of that step.
-   */
+  /** A random UUID, recorded like `now()`; inside a step derived from (run, step, call): same on retries. */
   uuid(): string {
     return this.host.record('$uuid', () => crypto.randomUUID(), uuidFromSeed);
   }
@@ -107,10 +101,7 @@ export class RunContext<S extends SignalMap = AnySignals> {
     return handed(this.host.progress(item, partial ?? null));
   }
 
-  /**
-   * Durable sleep: the run is parked until now() + ms on the database clock, holding no worker and no
-   * connection, and survives restarts. Call it in the workflow body, not inside a step.
-   */
+  /** Durable sleep until now() + ms (database clock), holding no worker or connection. In the workflow body. */
   sleep(ms: number): Promise<void> {
     return handed(this.host.sleep(ms));
   }
@@ -205,6 +196,15 @@ export class RunContext<S extends SignalMap = AnySignals> {
    */
   emit(topic: string, data?: unknown): Promise<void> {
     return handed(this.host.emit(topic, data));
+  }
+
+  /**
+   * Starts this run again from the top with `input` and a fresh history, keeping its id (`result()`,
+   * `watch()` and signals go on), tags and stream: `return ctx.continueAsNew(next)` for a chat agent
+   * with thousands of turns. Waits for live calls first; later generations' keys name it (`:g<n>`).
+   */
+  continueAsNew(input: unknown): Promise<never> {
+    return handed(this.host.continueAsNew(input));
   }
 
   /** Inside a step: the last `progress(item, partial)` recorded by an earlier attempt of this step. */

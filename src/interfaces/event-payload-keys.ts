@@ -34,6 +34,7 @@ export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'signal.received': ['name', 'step'],
   'signal.timed_out': ['name', 'step'],
   'child.started': ['step', 'child', 'kind'],
+  'run.continued_as_new': ['generation', 'checkpoints', 'commands'],
   'child.ended': ['child', 'kind', 'status'],
   'run.released': ['reason', 'workerId', 'atStepBoundary', 'callInFlight', 'notSent'],
   'run.retry_scheduled': ['attempts', 'delayMs', 'error', 'notSent'],

@@ -129,6 +129,8 @@ export interface DurableEventPayloads {
   'signal.received': { name: string; step: number };
   /** `ctx.waitForSignal(name)` timed out. */
   'signal.timed_out': { name: string; step: number };
+  /** `ctx.continueAsNew`: generation `generation` began; the last one's checkpoints/commands deleted. */
+  'run.continued_as_new': { generation: number; checkpoints: number; commands: number };
   /** `ctx.startChild` / `ctx.child` started child run `child` (of `kind`) at step `step`. */
   'child.started': { step: number; child: string; kind: string };
   /** A child run of this run ended (`status`); its end is stored for this run's wait. */
@@ -219,6 +221,7 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'signal.timed_out': true,
   'child.started': true,
   'child.ended': true,
+  'run.continued_as_new': true,
   'run.released': true,
   'run.retry_scheduled': true,
   'run.succeeded': true,

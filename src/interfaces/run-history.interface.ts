@@ -59,6 +59,8 @@ export interface RunHistory {
     error: unknown;
     cursor: RunCursor;
     epoch: number;
+    /** How many times it continued as new (absent in histories exported before: 0). */
+    generation?: number;
     maxAttempts: number;
   };
   /** Its checkpoints and recorded values. */

@@ -10,7 +10,7 @@ import { LOAD_REPLAY_SQL, replayRecordOf } from './run-state/load-replay';
  * which node-pg reads to the millisecond: two writes in one millisecond looked like none). $1 run id
  */
 const RUN_SQL: SqlText = (t) =>
-  `select id, kind, status, input, output, error, cursor, epoch, max_attempts, xmin::text as version,
+  `select id, kind, status, input, output, error, cursor, epoch, generation, max_attempts, xmin::text as version,
           now() as db_now
      from ${t.runs} where id = $1`;
 
@@ -49,6 +49,7 @@ export async function readRunHistory(query: HistoryQuery, runId: string): Promis
         error: r.error ?? null,
         cursor: decodeStored(r.cursor),
         epoch: Number(r.epoch),
+        generation: r.generation,
         maxAttempts: r.max_attempts,
       },
       checkpoints: [...record.checkpoints].map(([index, rec]) => ({ index, ...rec })),

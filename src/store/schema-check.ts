@@ -28,6 +28,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_limits', 'hold_waiting'],
   ['ai_schedules', 'concurrency_key'],
   ['ai_runs', 'stream_seq'],
+  ['ai_runs', 'generation'],
 ];
 
 /**

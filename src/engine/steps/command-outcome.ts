@@ -1,4 +1,5 @@
 import { CommandFailedError } from '../../errors/command-failed.error';
+import { generationPart } from '../../store/run-state/fence';
 import { PayloadTooLargeError } from '../../errors/payload-too-large.error';
 import { SerializationError } from '../../errors/serialization.error';
 import type { CommandMetadata } from '../../interfaces/command.interface';
@@ -15,14 +16,19 @@ export interface Cmd {
   fingerprint: string | null;
 }
 
-/** `run_<id>:step_<n>[:tool_call_<id>]:<name>`: the same on every replay of this run. */
+/**
+ * `run_<id>[:g<generation>]:step_<n>[:tool_call_<id>]:<name>`: the same on every replay of this run
+ * (the generation only after a `ctx.continueAsNew`).
+ */
 export function commandKey(
   runId: string,
   index: number,
   toolCallId: string | undefined,
   name: string,
+  generation = 0,
 ): string {
-  return `run_${runId}:step_${index}${toolCallId ? `:tool_call_${toolCallId}` : ''}:${name}`;
+  const run = `run_${runId}${generationPart(generation)}`;
+  return `${run}:step_${index}${toolCallId ? `:tool_call_${toolCallId}` : ''}:${name}`;
 }
 
 /** The model's tool-call id carried by the arguments (or picked by `toolCallId`), if any. */

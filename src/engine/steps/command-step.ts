@@ -35,7 +35,7 @@ export async function executeCommand(
   const parking = env.control.checkNewCall();
   if (parking) await parking;
   const stepName = `command:${meta.name}`;
-  const key = commandKey(env.runId, index, toolCallOf(meta, args), meta.name);
+  const key = commandKey(env.runId, index, toolCallOf(meta, args), meta.name, env.fence.generation);
   const payloadJson = toStoredJson(
     args ?? null,
     `arguments of command "${meta.name}"`,

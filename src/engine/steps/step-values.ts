@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { encodeValue } from '../../util/codec';
+import { encodeValue, toStoredJson } from '../../util/codec';
 import { requireShortText, requireTags } from '../../util/run-keys';
 import { runStorage } from '../run-storage';
+import { generationPart } from '../../store/run-state/fence';
 import { cursorAt, goLive, StepEnv } from './step-env';
-import { misuse } from './wait-step';
+import { misuse, notInStep } from './wait-step';
 
 /**
  * `ctx.now()/uuid()/random()`. In the workflow body: recorded at the next index the first time (written
@@ -14,7 +15,9 @@ export function recordValue<T>(env: StepEnv, name: string, make: () => T, derive
   const frame = runStorage.getStore();
   if (frame?.step) {
     const seed = createHash('sha256')
-      .update(`${env.runId}:${frame.step.index}:${frame.step.derived++}`)
+      .update(
+        `${env.runId}${generationPart(env.fence.generation)}:${frame.step.index}:${frame.step.derived++}`,
+      )
       .digest();
     return derive(seed);
   }
@@ -157,4 +160,29 @@ async function emitLive(
     throw err;
   }
   await env.log.deliverLive(seq);
+}
+
+/**
+ * `ctx.continueAsNew(input)`: waits for the run's live calls (as a park does), then one fenced statement
+ * starts the run's next generation (CONTINUE_RUN_SQL: input replaced, history deleted, due at once);
+ * this claim stops there. A replay that reaches it (the statement did not commit) does it again.
+ */
+export async function continueAsNewStep(env: StepEnv, input: unknown): Promise<never> {
+  notInStep(env, 'ctx.continueAsNew()');
+  let inputJson = '';
+  try {
+    inputJson = toStoredJson(input, 'input of ctx.continueAsNew()', env.options.limits.maxInputBytes);
+  } catch (err) {
+    misuse(env, `ctx.continueAsNew(input): ${(err as Error).message}`);
+  }
+  env.control.checkActive();
+  const live = goLive(env, env.log.allocIndex(), '$continue');
+  if (live) await live;
+  await env.control.quiesce();
+  const { generation } = await env.fenced(
+    () => env.store.continueAsNew(env.fence, inputJson),
+    'continue as new',
+  );
+  const reason = `continued as new (generation ${generation})`;
+  throw env.control.halt({ kind: 'parked', reason, until: new Date(env.dbNow()), forOperator: false });
 }

@@ -6,6 +6,7 @@ import {
   Fence,
   FENCE,
   fencedRun,
+  generationPart,
   insertRecords,
   recordset,
   runFenced,
@@ -87,7 +88,7 @@ export async function startChild(
       s.options.worker.leaseTtlMs,
       c.kind,
       c.inputJson,
-      `child:${f.runId}:${c.index}`,
+      `child:${f.runId}${generationPart(f.generation)}:${c.index}`,
       c.maxAttempts,
       c.priority,
       c.concurrencyKey,
@@ -95,7 +96,10 @@ export async function startChild(
       c.index,
       c.name,
       recordset(c.records),
-      eventPayload(s.options, 'run.created', { kind: c.kind, idempotencyKey: `child:${f.runId}:${c.index}` }),
+      eventPayload(s.options, 'run.created', {
+        kind: c.kind,
+        idempotencyKey: `child:${f.runId}${generationPart(f.generation)}:${c.index}`,
+      }),
       c.seq,
       c.fingerprint,
       s.db.names.wakeChannel,
@@ -103,7 +107,9 @@ export async function startChild(
     'dx_start_child',
   );
   if (!row.child_id)
-    throw new Error(`child key child:${f.runId}:${c.index} is held by a run that is not this run's child`);
+    throw new Error(
+      `child key child:${f.runId}${generationPart(f.generation)}:${c.index} is held by a run that is not this run's child`,
+    );
   return { childId: row.child_id, cancelRequested: row.cancel_requested };
 }
 

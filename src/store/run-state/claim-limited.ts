@@ -87,7 +87,7 @@ with c as (
          lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
     from c
    where r.id = c.id and c.id not in (select id from denied)
-  returning r.id, r.kind, r.input, r.epoch, r.cursor, r.attempts, r.max_attempts,
+  returning r.id, r.kind, r.input, r.epoch, r.generation, r.cursor, r.attempts, r.max_attempts,
             r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now
 ), held as (
   update ${t.runs} r set limited_by = d.scope, updated_at = now()

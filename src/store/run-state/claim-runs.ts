@@ -23,7 +23,7 @@ with c as (
          lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
     from c
    where r.id = c.id
-  returning r.id, r.kind, r.input, r.epoch, r.cursor, r.attempts, r.max_attempts,
+  returning r.id, r.kind, r.input, r.epoch, r.generation, r.cursor, r.attempts, r.max_attempts,
             r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
@@ -37,6 +37,8 @@ export interface ClaimedRun {
   kind: string;
   input: unknown;
   epoch: number;
+  /** How many times the run continued as new (`ctx.continueAsNew`): its keys name it when above 0. */
+  generation: number;
   cursor: RunCursor;
   attempts: number;
   maxAttempts: number;
@@ -83,6 +85,7 @@ export async function claimRuns(
       kind: r.kind,
       input: decodeStored(r.input),
       epoch: Number(r.epoch),
+      generation: r.generation,
       cursor: decodeStored(r.cursor),
       attempts: r.attempts,
       maxAttempts: r.max_attempts,

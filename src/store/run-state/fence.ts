@@ -8,7 +8,12 @@ export interface Fence {
   runId: string;
   workerId: string;
   epoch: number;
+  /** The run's generation (`ctx.continueAsNew`): keys the run derives name it when above 0. */
+  generation?: number;
 }
+
+/** `:g<n>` for a run's generation above 0, else nothing (keys of generation 0 are as they always were). */
+export const generationPart = (generation = 0): string => (generation > 0 ? `:g${generation}` : '');
 
 /** A checkpoint row to insert: serialised output (JSON text) plus optional meta. */
 export interface CheckpointWrite {

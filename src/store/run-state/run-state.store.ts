@@ -18,6 +18,7 @@ import { setTags, writeProgress, writeStep } from './step-write';
 import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
 import { cancelChild, ChildStart, startChild } from './child-start';
 import { emitEntry, StreamWrite } from './stream-emit';
+import { continueRun } from './continue-run';
 import { chargeBudget, correctBudget } from './budget-charge';
 import type { ResolvedModelBudget } from '../../interfaces/budget.interface';
 import { WakeListener } from '../wake-listener';
@@ -90,6 +91,11 @@ export class RunStateStore implements StoreContext {
   /** Merges tags into the run's (ctx.setTags), fenced. */
   setTags(fence: Fence, tagsJson: string) {
     return setTags(this, fence, tagsJson);
+  }
+
+  /** Starts the run's next generation (ctx.continueAsNew), fenced. */
+  continueAsNew(fence: Fence, inputJson: string) {
+    return continueRun(this, fence, inputJson);
   }
 
   /** Appends an entry to the run's stream (ctx.emit), fenced. */
