@@ -12,7 +12,7 @@ import { DurableWorker } from '../../src/engine/worker.service';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
-import { gate } from '../helpers/drive';
+import { gate, tickUntilStatus } from '../helpers/drive';
 
 /** Every send the target saw, by idempotency key (a key seen twice would be a repeated effect). */
 const sent: string[] = [];
@@ -102,16 +102,7 @@ describe('ctx.continueAsNew', () => {
     await db?.drop();
   });
 
-  const drive = (id: string, status: string) =>
-    waitFor(
-      async () => {
-        await worker.tick();
-        await worker.idle();
-        return (await runs.get(id))!.status === status;
-      },
-      15_000,
-      `run ${id} ${status}`,
-    );
+  const drive = (id: string, status: string) => tickUntilStatus(app, id, status);
 
   it('keeps the run id: signals, the stream and result() follow it to the last generation', async () => {
     const started = await runs.start(Chat, { turn: 0, turns: 3, total: 0 });

@@ -6,6 +6,7 @@ import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
+import { tickUntilStatus } from '../helpers/drive';
 
 @Injectable()
 class Steps {
@@ -66,16 +67,7 @@ describe('holding a slot while waiting, and the key of scheduled runs', () => {
 
   const slotsOf = async (runId: string) =>
     db.query(`select scope, n, epoch::int as epoch from ai_slots where run_id = $1 order by scope`, [runId]);
-  const drive = async (runId: string, status: string, what: string) =>
-    waitFor(
-      async () => {
-        await worker.tick();
-        await worker.idle();
-        return (await runs.get(runId))!.status === status;
-      },
-      10_000,
-      what,
-    );
+  const drive = (runId: string, status: string, what: string) => tickUntilStatus(app, runId, status, what);
 
   it('a waiting run keeps its slot, others stay queued, and its next claim takes the same slot back', async () => {
     const a = (await runs.start('holder', { id: 'a', wait: true })).run.id;

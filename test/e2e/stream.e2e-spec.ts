@@ -14,7 +14,7 @@ import {
 import { DurableWorker } from '../../src/engine/worker.service';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
-import { gate } from '../helpers/drive';
+import { gate, tickUntilStatus } from '../helpers/drive';
 import { waitFor } from '../helpers/processes';
 
 const gates = new Map<string, ReturnType<typeof gate>>();
@@ -96,16 +96,7 @@ describe('progress streams: ctx.emit, RunRepository.stream / watch, SSE with Las
     await db?.drop();
   });
 
-  const drive = (id: string, status: string) =>
-    waitFor(
-      async () => {
-        await worker.tick();
-        await worker.idle();
-        return (await runs.get(id))!.status === status;
-      },
-      10_000,
-      `run ${id} ${status}`,
-    );
+  const drive = (id: string, status: string) => tickUntilStatus(app, id, status);
   const shape = (e: StreamEntry) => [e.seq, e.topic, e.data, e.step, e.attempt, e.superseded];
 
   it('writes the body’s entries once across a park and a replay, and the step’s entries per attempt', async () => {

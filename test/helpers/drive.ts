@@ -2,6 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import { RunRepository, RunView } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { TestDatabase } from './database';
+import { waitFor } from './processes';
 
 /** Ticks the worker until the run reaches one of `statuses` (making waiting runs due at once). */
 export async function driveUntil(
@@ -21,6 +22,30 @@ export async function driveUntil(
     if (statuses.includes(run.status)) return run;
   }
   throw new Error(`run ${runId} did not reach ${statuses.join('/')} in ${maxTicks} ticks`);
+}
+
+/**
+ * Ticks the worker (and waits for it to be idle) until the run has `status`, at most `timeoutMs`; unlike
+ * `driveUntil`, due times are left as they are (a sleep or a backoff is waited out).
+ */
+export async function tickUntilStatus(
+  app: INestApplication,
+  runId: string,
+  status: string,
+  what = `run ${runId} ${status}`,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const worker = app.get(DurableWorker);
+  const runs = app.get(RunRepository);
+  await waitFor(
+    async () => {
+      await worker.tick();
+      await worker.idle();
+      return (await runs.get(runId))!.status === status;
+    },
+    timeoutMs,
+    what,
+  );
 }
 
 /** A promise with its resolve handle, for holding a step open. */

@@ -25,6 +25,7 @@ export class ScheduledStart {
   private readonly firing = new Set<Promise<unknown>>();
   private createdAt = 0;
   private removed = false;
+  private schedules?: DurableSchedules;
   /** Schedule runs seen, by id. */
   private readonly seen = new Set<string>();
 
@@ -42,7 +43,8 @@ export class ScheduledStart {
 
   /** Creates the schedule; fires until its first run exists, which becomes run #0. */
   async begin(app: INestApplication, apps: () => INestApplication[]): Promise<void> {
-    await app.get(DurableSchedules).create(MODEL_SCHEDULE, this.kind, '* * * * * *', {
+    this.schedules = app.get(DurableSchedules);
+    await this.schedules.create(MODEL_SCHEDULE, this.kind, '* * * * * *', {
       input: this.cc.programs[0] as unknown as Record<string, unknown>,
       catchUp: 'all',
       overlap: this.overlap,
@@ -94,7 +96,7 @@ export class ScheduledStart {
     if (this.removed) return true;
     await this.adopt();
     if (this.seen.size < TICKS && Date.now() - this.createdAt < WINDOW_MS) return false;
-    await this.db.query(`delete from ai_schedules where name = $1`, [MODEL_SCHEDULE]);
+    await this.schedules!.remove(MODEL_SCHEDULE);
     this.removed = true;
     await this.adopt();
     return false;

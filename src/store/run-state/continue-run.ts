@@ -3,9 +3,6 @@ import type { SqlText } from '../durable-names';
 import { Fence, fencedRun, runFenced, StoreContext } from './fence';
 import { heldWhileWaiting, releaseSlots } from './slots';
 
-/** A fresh run's cursor (the column's default). */
-const FIRST_CURSOR = '{"step": 0, "name": null, "status": "pending", "attempt": 0, "item": null}';
-
 /**
  * `ctx.continueAsNew(input)`, fenced, in ONE statement: the run keeps its id, its signals, tags, stream
  * and event trail, and starts a fresh history: input replaced, `generation` + 1, cursor at the start,
@@ -18,7 +15,7 @@ const FIRST_CURSOR = '{"step": 0, "name": null, "status": "pending", "attempt": 
 export const CONTINUE_RUN_SQL: SqlText = (t) => `
 ${fencedRun(
   t,
-  `input = $4::jsonb, generation = generation + 1, cursor = '${FIRST_CURSOR}'::jsonb, status = 'waiting',
+  `input = $4::jsonb, generation = generation + 1, cursor = default, status = 'waiting',
          worker_id = null, lease_expires_at = null, available_at = now(), attempts = 0, parked_reason = null,
          updated_at = now()`,
   'id, epoch, kind, generation',
