@@ -55,22 +55,36 @@ describe('concurrency limits across worker processes, with workers SIGKILLed', (
       60_000,
       `${n} runs to succeed`,
     );
-  /** SIGKILLs a live worker while it holds a slot (a limited run in a step). */
+  /**
+   * SIGKILLs a live worker while it holds a slot (a limited run in a step). A run may finish between the
+   * look and the signal; then the kill stranded nothing, so a replacement worker starts and the next
+   * holder is killed, until a kill leaves a running run behind for the reconciler.
+   */
   const killAHolder = async () => {
-    let victim: string | undefined;
-    await waitFor(
-      async () => {
-        const rows = await db.query(
-          `select worker_id from ai_runs where status = 'running' and kind in ('limited', 'tenant')`,
-        );
-        victim = rows.map((r: any) => r.worker_id).find((w: string) => byId.has(w));
-        return victim !== undefined;
-      },
-      10_000,
-      'a worker holding a slot',
-    );
-    byId.get(victim!)!.child.kill('SIGKILL');
-    byId.delete(victim!);
+    for (;;) {
+      let victim: string | undefined;
+      await waitFor(
+        async () => {
+          const rows = await db.query(
+            `select worker_id from ai_runs where status = 'running' and kind in ('limited', 'tenant')`,
+          );
+          victim = rows.map((r: any) => r.worker_id).find((w: string) => byId.has(w));
+          return victim !== undefined;
+        },
+        10_000,
+        'a worker holding a slot',
+      );
+      const w = byId.get(victim!)!;
+      w.child.kill('SIGKILL');
+      byId.delete(victim!);
+      await w.exited;
+      const stranded = await db.query(
+        `select count(*)::int as n from ai_runs where status = 'running' and worker_id = $1`,
+        [victim],
+      );
+      if (stranded[0].n > 0) return;
+      await spawn().ready;
+    }
   };
 
   it('never more running than a kind or a key allows, and every run finishes', async () => {
