@@ -19,6 +19,7 @@ import { RunTags1765900000000 } from './1765900000000-run-tags';
 import { SlotHolds1766000000000 } from './1766000000000-slot-holds';
 import { RunStream1766100000000 } from './1766100000000-run-stream';
 import { RunGenerations1766200000000 } from './1766200000000-run-generations';
+import { KindVersions1766300000000 } from './1766300000000-kind-versions';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -40,6 +41,7 @@ export {
   SlotHolds1766000000000,
   RunStream1766100000000,
   RunGenerations1766200000000,
+  KindVersions1766300000000,
 };
 
 /**
@@ -68,6 +70,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   SlotHolds1766000000000,
   RunStream1766100000000,
   RunGenerations1766200000000,
+  KindVersions1766300000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

@@ -5,7 +5,9 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { eventPayload } from '../store/event-payload';
 import type { RunControlStore } from '../store/run-control.store';
 import type { RunReadStore } from '../store/run-reads.store';
-import { requireInt4, requireText } from '../util/arguments';
+import { requireInt4, requireSignalName, requireText } from '../util/arguments';
+import { toStoredJson } from '../util/codec';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { requireUuid } from '../util/uuid';
 
 /** What the operator actions of `RunRepository` need. @internal */
@@ -47,15 +49,49 @@ export async function retryRun(d: RunActionDeps, id: string, by?: string): Promi
   return (await d.reads.get(id))!;
 }
 
+/** Options of `RunRepository.retryHeld`. */
+export interface RetryHeldOptions {
+  /** At most this many runs (default 1000). */
+  limit?: number;
+  /** Who retried them (kept in each `run.retried` event). */
+  by?: string;
+  /** Only runs pinned to this version of the kind (default: every version). */
+  version?: number;
+}
+
 /** `RunRepository.retryHeld`: up to `limit` held runs of `kind` re-driven in one statement. */
 export async function retryHeldRuns(
   d: RunActionDeps,
   kind: string,
-  opts: { limit?: number; by?: string },
+  opts: RetryHeldOptions,
 ): Promise<{ retried: number }> {
   requireText(kind, 'kind');
   requireText(opts.by, 'by', { optional: true, allowEmpty: true });
   const limit = requireInt4(opts.limit ?? 1000, 'limit', 1);
+  const version = opts.version === undefined ? null : requireInt4(opts.version, 'version', 1);
   const event = eventPayload(d.options, 'run.retried', { by: opts.by ?? null });
-  return { retried: await d.control.retryHeld(kind, limit, event) };
+  return { retried: await d.control.retryHeld(kind, limit, event, version) };
+}
+
+/**
+ * `RunRepository.signal`: checked, stored and the run woken; a run of another kind than `kind` (when
+ * given), an unknown or a finished run is refused with nothing stored.
+ */
+export async function sendSignal(
+  d: RunActionDeps,
+  kind: string | null,
+  id: string,
+  name: string,
+  payload: unknown = null,
+  by?: string,
+): Promise<void> {
+  requireUuid(id, 'id');
+  requireSignalName(name, 'name');
+  requireText(by, 'by', { optional: true, allowEmpty: true });
+  const json = toStoredJson(payload, `payload of signal "${name}"`, d.options.limits.maxInputBytes);
+  const out = await d.control.signal(id, name, json, by ?? null, kind);
+  if (!out) throw new RunNotFoundError(id);
+  if (out.kind !== (kind ?? out.kind))
+    throw new InvalidArgumentError('id', `names a run of kind '${out.kind}', not '${kind}'`);
+  if (!out.stored) throw new InvalidRunStateError(id, out.status, `signal "${name}" to`);
 }

@@ -1,6 +1,12 @@
 import { PATCH_ID, patchIndex, patchMarker } from '../engine/steps/patch-step';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
-import type { ListRunsQuery, PatchStatus, RunPage, RunStatus } from '../interfaces/run.interface';
+import type {
+  KindVersionView,
+  ListRunsQuery,
+  PatchStatus,
+  RunPage,
+  RunStatus,
+} from '../interfaces/run.interface';
 import { RUN_STATUSES } from '../interfaces/run.interface';
 import type { RunReadStore } from '../store/run-reads.store';
 import { requireText } from '../util/arguments';
@@ -23,6 +29,11 @@ export function listRuns(reads: RunReadStore, query: ListRunsQuery): Promise<Run
   const tags = requireTags(query.tags, 'tags');
   const filter = { statuses, kind: kind ?? null, parentId: query.parentId ?? null, tags };
   return pageOfRuns(query.after, limit, (after, take) => reads.list(filter, after, take));
+}
+
+/** `RunRepository.versions` (documented there). @internal */
+export function kindVersions(reads: RunReadStore, kind?: string): Promise<KindVersionView[]> {
+  return reads.versions(requireText(kind, 'kind', { optional: true }) ?? null);
 }
 
 /** `RunRepository.patchStatus` (documented there). @internal */

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { WORKFLOW_METADATA } from '../durable-execution.constants';
-import { DurableRegistry } from '../engine/durable.registry';
+import { DurableRegistry, versionOf } from '../engine/durable.registry';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
 import { NoWorkerForKindError } from '../errors/no-worker-for-kind.error';
@@ -43,6 +43,9 @@ export class RunStarter {
     const kind = requireKind(
       typeof kindOrWorkflow === 'function' ? workflowKind(kindOrWorkflow, 'start') : kindOrWorkflow,
     );
+    // A class names its own version; a kind, the newest registered here (unless the caller names one).
+    const classVersion =
+      typeof kindOrWorkflow === 'function' ? versionOf(workflowMeta(kindOrWorkflow)!) : undefined;
     const wf = this.registry.getWorkflow(kind);
     if (!wf && this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
     // A process without a worker serves nothing itself, registered or not: is a live worker serving it?
@@ -68,6 +71,10 @@ export class RunStarter {
     });
     const concurrencyKey = concurrencyKeyOf(wf?.meta, input, opts.concurrencyKey);
     const tags = requireTags(opts.tags, 'tags');
+    const kindVersion =
+      opts.version !== undefined
+        ? requireInt4(opts.version, 'version', 1)
+        : (classVersion ?? (wf ? versionOf(wf.meta) : null));
     const run = {
       kind,
       inputJson,
@@ -78,6 +85,7 @@ export class RunStarter {
       event,
       concurrencyKey,
       tags,
+      kindVersion,
     };
 
     if (wf?.meta.debounce) return this.store.startDebounced(run, debounced(wf.meta, input, key, opts.runAt));
@@ -129,7 +137,7 @@ const SERVED_CACHE_MS = 5000;
 
 /** The kind a `@DurableWorkflow(kind)` class declares (`method`: the RunRepository call, for the error). */
 export function workflowKind(workflow: WorkflowClass, method: string): string {
-  const meta = Reflect.getMetadata(WORKFLOW_METADATA, workflow) as WorkflowMetadata | undefined;
+  const meta = workflowMeta(workflow);
   if (!meta?.kind) {
     throw new DurableUsageError(
       `RunRepository.${method}(${workflow.name || 'class'}, …): the class has no @DurableWorkflow(kind) decorator; decorate it or pass the kind as a string`,
@@ -137,6 +145,10 @@ export function workflowKind(workflow: WorkflowClass, method: string): string {
   }
   return meta.kind;
 }
+
+/** The `@DurableWorkflow` metadata of a class, if it has the decorator. */
+const workflowMeta = (workflow: WorkflowClass): WorkflowMetadata | undefined =>
+  Reflect.getMetadata(WORKFLOW_METADATA, workflow) as WorkflowMetadata | undefined;
 
 /** A debounced kind's key and period; a start with an idempotency key or a runAt is refused. */
 function debounced(

@@ -3,8 +3,6 @@ import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from '../engine/durable.registry';
 import type { WorkflowSignals } from '../engine/run-context';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
-import { InvalidRunStateError } from '../errors/invalid-run-state.error';
-import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
 import type {
   PatchStatus,
@@ -13,6 +11,7 @@ import type {
   RunEvent,
   RunHistoryQuery,
   RunPage,
+  KindVersionView,
   RunView,
   StartRunOptions,
   StartRunResult,
@@ -26,19 +25,15 @@ import { CommandStore } from '../store/command.store';
 import { RunControlStore } from '../store/run-control.store';
 import { RunReadStore } from '../store/run-reads.store';
 import { WorkerPresenceStore } from '../store/worker-presence.store';
-import { requireSignalName, requireText } from '../util/arguments';
-import { toStoredJson } from '../util/codec';
 import { requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 import { approveCommand, resolveCommand } from './command-decisions';
 import { RunResultWaiter } from './run-results';
 import { RunStarter, workflowKind } from './run-start';
-import { listRuns, patchStatusOf } from './run-queries';
-import { cancelRun, retryHeldRuns, retryRun, RunActionDeps } from './run-actions';
+import { kindVersions, listRuns, patchStatusOf } from './run-queries';
+import * as actions from './run-actions';
 import { RunStreamReader } from './run-stream';
 import type { StreamEntry, StreamQuery, WatchOptions } from '../interfaces/stream.interface';
-
-const argumentError = (field: string, reason: string) => new InvalidArgumentError(field, reason);
 
 /**
  * What controllers inject: start runs, read them and their trail, cancel and re-drive them. Its reads
@@ -52,7 +47,7 @@ const argumentError = (field: string, reason: string) => new InvalidArgumentErro
 @Injectable()
 export class RunRepository {
   private readonly starter: RunStarter;
-  private readonly acts: RunActionDeps;
+  private readonly acts: actions.RunActionDeps;
 
   /** @internal Created by Nest dependency injection: not part of the API. */
   constructor(
@@ -120,7 +115,7 @@ export class RunRepository {
     requireUuid(id, 'id');
     const timeoutMs = opts.timeoutMs ?? 30_000;
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
-      throw argumentError('timeoutMs', `must be a finite number >= 0, got ${timeoutMs}`);
+      throw new InvalidArgumentError('timeoutMs', `must be a finite number >= 0, got ${timeoutMs}`);
     return this.results.wait(id, timeoutMs, kind);
   }
 
@@ -144,12 +139,20 @@ export class RunRepository {
   }
 
   /**
+   * For each version of `kind` (of every kind when omitted): the unfinished runs pinned to it and the live
+   * workers that register it. A version with no run left can lose its class (or its workers).
+   */
+  versions(kind?: string): Promise<KindVersionView[]> {
+    return kindVersions(this.reads, kind);
+  }
+
+  /**
    * Requests cancellation. A pending or waiting run is cancelled at once; a running one stops at its
    * next heartbeat or step boundary. Throws for an unknown or finished run. `by` (who asked) is kept
    * in the event.
    */
   cancel(id: string, reason?: string, by?: string): Promise<RunView> {
-    return cancelRun(this.acts, id, reason, by);
+    return actions.cancelRun(this.acts, id, reason, by);
   }
 
   /**
@@ -157,12 +160,15 @@ export class RunRepository {
    * that replays it runs), from its last checkpoint (replay skips committed steps).
    */
   retry(id: string, by?: string): Promise<RunView> {
-    return retryRun(this.acts, id, by);
+    return actions.retryRun(this.acts, id, by);
   }
 
-  /** Re-drives up to `limit` (1000) runs of `kind` held on non-determinism, oldest first, in one statement. */
-  retryHeld(kind: string, opts: { limit?: number; by?: string } = {}): Promise<{ retried: number }> {
-    return retryHeldRuns(this.acts, kind, opts);
+  /**
+   * Re-drives up to `limit` (1000) runs of `kind` held on non-determinism (with `version`: only those
+   * pinned to it), oldest first, in one statement.
+   */
+  retryHeld(kind: string, opts: actions.RetryHeldOptions = {}): Promise<{ retried: number }> {
+    return actions.retryHeldRuns(this.acts, kind, opts);
   }
 
   /**
@@ -183,16 +189,7 @@ export class RunRepository {
   async signal(id: string, name: string, payload?: unknown, by?: string): Promise<void>;
   async signal(...args: unknown[]): Promise<void> {
     const kind = typeof args[0] === 'function' ? workflowKind(args.shift() as WorkflowClass, 'signal') : null;
-    const [id, name, payload = null, by] = args as [string, string, unknown?, string?];
-    requireUuid(id, 'id');
-    requireSignalName(name, 'name');
-    requireText(by, 'by', { optional: true, allowEmpty: true });
-    const json = toStoredJson(payload, `payload of signal "${name}"`, this.options.limits.maxInputBytes);
-    const out = await this.control.signal(id, name, json, by ?? null, kind);
-    if (!out) throw new RunNotFoundError(id);
-    if (out.kind !== (kind ?? out.kind))
-      throw argumentError('id', `names a run of kind '${out.kind}', not '${kind}'`);
-    if (!out.stored) throw new InvalidRunStateError(id, out.status, `signal "${name}" to`);
+    return actions.sendSignal(this.acts, kind, ...(args as [string, string, unknown?, string?]));
   }
 
   /** Approves a command parked for approval (`requiresApproval`); the run resumes and dispatches it. */

@@ -8,7 +8,8 @@ export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[
   show: { words: ['RUN'], flags: [...COMMON, 'limit'] },
   cancel: { words: ['RUN'], flags: [...ACTION, 'reason'] },
   retry: { words: ['RUN'], flags: ACTION },
-  'retry-held': { words: ['KIND'], flags: [...ACTION, 'limit'] },
+  'retry-held': { words: ['KIND'], flags: [...ACTION, 'limit', 'version'] },
+  versions: { words: [], flags: [...COMMON, 'kind'] },
   signal: { words: ['RUN', 'NAME'], flags: [...ACTION, 'payload'] },
   resolve: { words: ['RUN', 'KEY'], flags: [...ACTION, 'as', 'result', 'error'] },
   approve: { words: ['RUN', 'KEY'], flags: [...ACTION, 'note'] },
@@ -32,11 +33,14 @@ export const OPERATOR_USAGE = `Operator commands (the same checks as the admin A
   cancel RUN           [--reason TEXT]
   retry RUN            a failed, dead-lettered or held run, from its last checkpoint
   retry-held KIND      every run of KIND held for non-determinism [--limit N, default 1000]
+                       [--version V: only those pinned to version V]
+  versions             each version of each kind [--kind K]: unfinished runs pinned to it, held
+                       ones, live workers that run it (a version no run holds can be retired)
   signal RUN NAME      [--payload JSON]
   resolve RUN KEY      settle an in-doubt command: --as succeeded [--result JSON] | --as failed
                        --error TEXT | --as retry (dispatch again with the same key)
   approve RUN KEY      a command awaiting approval [--note TEXT]; reject RUN KEY likewise
-  workers              each worker: live or not, the kinds it serves, the runs it holds
+  workers              each worker: live or not, the kinds (@versions) it serves, the runs it holds
   release-worker ID    hand a dead worker's runs on now; refused while its presence row is live
                        (--force: it is gone but its row has not expired yet)
   schedules            the @DurableCron schedules: next and last tick, paused or not

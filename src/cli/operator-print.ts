@@ -1,7 +1,7 @@
 import type { AdminRunDetail, AdminRunPage } from '../admin/admin-runs.service';
 import type { CommandView } from '../interfaces/command.interface';
 import type { WorkerReleaseResult } from '../interfaces/lease.interface';
-import type { RunView } from '../interfaces/run.interface';
+import type { KindVersionView, RunView } from '../interfaces/run.interface';
 import type { WorkerRow } from '../store/worker-presence.store';
 import type { ScheduleView } from '../api/durable-schedules.service';
 
@@ -142,9 +142,28 @@ export function printWorkers(out: Out, rows: WorkerRow[]): void {
       w.workerId,
       w.live ? 'yes' : 'no',
       String(w.running),
-      w.kinds ? w.kinds.join(',') || '-' : '(no presence row)',
+      w.kinds
+        ? w.kinds.map((k) => k + (w.versions?.[k] ? `@${w.versions[k].join('+')}` : '')).join(',') || '-'
+        : '(no presence row)',
       at(w.seenAt),
       at(w.expiresAt),
+    ]),
+  );
+}
+
+/** `versions`: each version of each kind with the runs it holds and the workers that run it. */
+export function printVersions(out: Out, rows: KindVersionView[]): void {
+  if (!rows.length) {
+    out('no unfinished runs and no live workers');
+    return;
+  }
+  table(
+    out,
+    ['KIND', 'VERSION', 'PENDING', 'WAITING', 'RUNNING', 'HELD', 'WORKERS'],
+    rows.map((v) => [
+      v.kind,
+      v.version === null ? '(not pinned)' : String(v.version),
+      ...[v.pending, v.waiting, v.running, v.held, v.workers].map(String),
     ]),
   );
 }

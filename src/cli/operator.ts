@@ -13,6 +13,7 @@ import {
   printReleased,
   printRun,
   printSchedules,
+  printVersions,
   printWorkers,
 } from './operator-print';
 
@@ -95,6 +96,7 @@ export async function operatorCommand(
   const by = operatorName(args);
   // Flags are read before connecting: a bad one costs no boot.
   const limit = wholeNumber(args, 'limit', 1);
+  const version = wholeNumber(args, 'version', 1);
   const listStatuses = statuses(args);
   const resolveAs = command === 'resolve' ? resolution(args) : undefined;
   const payload = jsonValue(args, 'payload');
@@ -130,7 +132,7 @@ export async function operatorCommand(
         break;
       }
       case 'retry-held': {
-        const res = await op.runs.retryHeld(id, { limit, by });
+        const res = await op.runs.retryHeld(id, { limit, version, by });
         print({ by, ...res }, () => out(`${res.retried} held run(s) of ${id} retried`));
         break;
       }
@@ -158,6 +160,11 @@ export async function operatorCommand(
           printCommand(out, cmd);
           printRun(out, run);
         });
+        break;
+      }
+      case 'versions': {
+        const rows = await op.runs.versions(args.values.get('kind'));
+        print(rows, () => printVersions(out, rows));
         break;
       }
       case 'workers': {

@@ -6,8 +6,13 @@ import type { DurableWorkflowOptions, WorkflowMetadata } from '../interfaces/ste
 /** The largest `concurrency` / `perKeyConcurrency` (one slot row each, per kind or key). */
 export const MAX_CONCURRENCY_LIMIT = 10_000;
 
+/** The largest workflow `version` (an int4 column). */
+export const MAX_VERSION = 2_147_483_647;
+
 /** What is wrong with a workflow's concurrency options, naming the field; undefined when nothing. */
 function limitsProblem(o: DurableWorkflowOptions): string | undefined {
+  if (o.version !== undefined && (!Number.isInteger(o.version) || o.version < 1 || o.version > MAX_VERSION))
+    return `version must be an integer from 1 to ${MAX_VERSION}, got ${String(o.version)}`;
   for (const field of ['concurrency', 'perKeyConcurrency'] as const) {
     const v = o[field];
     if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > MAX_CONCURRENCY_LIMIT))

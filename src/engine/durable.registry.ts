@@ -12,19 +12,27 @@ export interface RegisteredWorkflow {
   metatype: unknown;
 }
 
+/** The version a workflow class runs (`@DurableWorkflow(kind, { version })`, default 1). */
+export const versionOf = (meta: { version?: number }): number => meta.version ?? 1;
+
 /** Public lookup of the workflows and steps found at bootstrap. */
 @Injectable()
 export class DurableRegistry {
-  private readonly workflows = new Map<string, RegisteredWorkflow>();
+  /** Kind → version → class; each kind's versions newest first. */
+  private readonly workflows = new Map<string, Map<number, RegisteredWorkflow>>();
   private readonly steps = new Map<string, { declaredAt: string; metatype: unknown }>();
 
   /** @internal */
   addWorkflow(wf: RegisteredWorkflow): void {
-    const existing = this.workflows.get(wf.meta.kind);
+    const versions = this.workflows.get(wf.meta.kind) ?? new Map<number, RegisteredWorkflow>();
+    const version = versionOf(wf.meta);
+    const existing = versions.get(version);
     if (existing && existing.metatype !== wf.metatype) {
-      throw new DuplicateRegistrationError('Workflow kind', wf.meta.kind, existing.declaredAt, wf.declaredAt);
+      const what = version === 1 ? 'Workflow kind' : `Version ${version} of workflow kind`;
+      throw new DuplicateRegistrationError(what, wf.meta.kind, existing.declaredAt, wf.declaredAt);
     }
-    this.workflows.set(wf.meta.kind, wf);
+    versions.set(version, wf);
+    this.workflows.set(wf.meta.kind, new Map([...versions].sort(([a], [b]) => b - a)));
   }
 
   /** @internal */
@@ -36,14 +44,36 @@ export class DurableRegistry {
     this.steps.set(name, { declaredAt, metatype });
   }
 
-  /** The workflow registered for `kind`, if any. */
-  getWorkflow(kind: string): RegisteredWorkflow | undefined {
-    return this.workflows.get(kind);
+  /**
+   * The workflow class registered for `version` of `kind` (without `version`: its newest version), if
+   * any. Kind-wide options (limits, keys, debounce, schedules) are read from the newest.
+   */
+  getWorkflow(kind: string, version?: number): RegisteredWorkflow | undefined {
+    const versions = this.workflows.get(kind);
+    if (!versions) return undefined;
+    return version === undefined ? versions.values().next().value : versions.get(version);
   }
 
-  /** The `@DurableCron` schedules of the workflow registered for `kind` (none: []). @internal */
+  /** The versions of `kind` registered here, newest first ([] when none). */
+  versions(kind: string): number[] {
+    return [...(this.workflows.get(kind)?.keys() ?? [])];
+  }
+
+  /** Every (kind, version) registered here, as two parallel arrays (the claim's parameters). @internal */
+  kindVersions(): { kinds: string[]; versions: number[] } {
+    const kinds: string[] = [];
+    const versions: number[] = [];
+    for (const [kind, byVersion] of this.workflows)
+      for (const v of byVersion.keys()) {
+        kinds.push(kind);
+        versions.push(v);
+      }
+    return { kinds, versions };
+  }
+
+  /** The `@DurableCron` schedules of the newest workflow registered for `kind` (none: []). @internal */
   cronSchedules(kind: string): CronMetadata[] {
-    const metatype = this.workflows.get(kind)?.metatype as object | undefined;
+    const metatype = this.getWorkflow(kind)?.metatype as object | undefined;
     return ((metatype && Reflect.getMetadata(CRON_METADATA, metatype)) as CronMetadata[] | undefined) ?? [];
   }
 

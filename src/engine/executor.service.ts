@@ -78,13 +78,13 @@ export class Executor {
   /** One attempt: the workflow from the top, then the run settled by how it ended. */
   private async attempt(run: ActiveRun): Promise<RunAttemptOutcome> {
     try {
-      const wf = this.registry.getWorkflow(run.kind);
+      const wf = this.registry.getWorkflow(run.kind, run.claim.version ?? 1);
       // A cancelled run that cleans up: its run() is over (the cancel stopped it), its cleanup resumes.
       if (wf && run.claim.cancelRequested && cleansUp(wf.instance))
         return await this.cleanUp(run, wf.instance);
       const end: PhaseEnd = wf
         ? await drivePhase(run, () => wf.instance.run(run.claim.input, run.context))
-        : { error: new Error(`no @DurableWorkflow('${run.kind}') on worker ${run.workerId}`) };
+        : { error: new Error(`no version ${run.claim.version} of '${run.kind}' on ${run.workerId}`) };
       if ('error' in end) run.endedWith = end.error;
       const stop = run.control.stop;
       if (stop?.kind === 'cancelled' && wf && cleansUp(wf.instance))

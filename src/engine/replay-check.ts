@@ -117,8 +117,8 @@ export class ReplayChecker {
       throw new InvalidArgumentError('history', `is not a ${HISTORY_FORMAT} document`);
     const row = history.run;
     const base = { runId: row.id, kind: row.kind, status: row.status };
-    const wf = this.registry.getWorkflow(row.kind);
-    // Not checked: a run being driven right now, one whose workflow this process does not register,
+    const wf = this.registry.getWorkflow(row.kind, row.version ?? this.registry.versions(row.kind)[0]);
+    // Not checked: a run being driven right now, one whose workflow (version) this process does not register,
     // and one the engine already failed for non-determinism (its replay diverges: that is its record).
     const diverged =
       ['failed', 'waiting'].includes(row.status) &&
@@ -187,6 +187,7 @@ export class ReplayChecker {
       kind: row.kind,
       input: row.input,
       epoch: row.epoch,
+      version: row.version ?? null,
       generation: row.generation ?? 0,
       cursor: row.cursor,
       attempts: 1,

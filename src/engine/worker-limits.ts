@@ -21,11 +21,14 @@ export class WorkerLimits {
 
   /**
    * The worker's claim: declares the limits first (once), then claims up to `free` runs of the kinds
-   * registered here, never one still in flight here, taking slots when a kind has a limit.
+   * registered here, of the versions registered here, never one still in flight here, taking slots
+   * when a kind has a limit.
    */
   async claim(workerId: string, free: number, inFlight: string[]): Promise<ClaimBatch> {
     await this.ready();
-    return this.runs.claim(workerId, this.registry.kinds(), free, [...new Set(inFlight)], this.limited);
+    const kinds = this.registry.kinds();
+    const inFlightIds = [...new Set(inFlight)];
+    return this.runs.claim(workerId, kinds, free, inFlightIds, this.limited, this.registry.kindVersions());
   }
 
   /** A kind this worker runs has a limit: its claims take slots. */

@@ -53,6 +53,8 @@ export interface RunHistory {
   run: {
     id: string;
     kind: string;
+    /** The version of its kind it is pinned to (absent: not pinned yet, or exported before versions: 1). */
+    version?: number;
     status: string;
     input: unknown;
     output: unknown;

@@ -32,6 +32,13 @@ export interface RunCursor {
 export interface RunView<I = unknown, O = unknown> {
   id: string;
   kind: string;
+  /**
+   * The version of its kind it is pinned to (`@DurableWorkflow(kind, { version })`; 1 for unversioned
+   * kinds), or null while no claim pinned it yet (started where the kind is not registered).
+   */
+  version: number | null;
+  /** How many times it continued as new (`ctx.continueAsNew`); 0 for most runs. */
+  generation: number;
   status: RunStatus;
   input: I;
   output: O | null;
@@ -75,6 +82,12 @@ export interface StartRunOptions {
   runAt?: Date;
   /** Higher runs are claimed first. Default 0. */
   priority?: number;
+  /**
+   * The version of its kind the run is pinned to (only workers registering that version claim it).
+   * Default: the newest version this process registers; where the kind is not registered, its first
+   * claim pins it to the claiming worker's newest version.
+   */
+  version?: number;
   /**
    * The run's key for its kind's `perKeyConcurrency` (a tenant, a user). Default: the workflow's
    * `concurrencyKey(input)` when the kind is registered in this process; a producer-only process that
@@ -155,6 +168,23 @@ export interface RunHistoryQuery {
   newestFirst?: boolean;
   /** At most this many, 1..1000. Default: all of them. */
   limit?: number;
+}
+
+/**
+ * One version of a kind (`RunRepository.versions`): the unfinished runs pinned to it and the live workers
+ * that run it. When no run holds a version any more, its class (or its workers) can go.
+ */
+export interface KindVersionView {
+  kind: string;
+  /** The version; null for runs not pinned yet (started where the kind is not registered, never claimed). */
+  version: number | null;
+  pending: number;
+  waiting: number;
+  running: number;
+  /** Of `waiting`: held on non-determinism (`retryHeld(kind, { version })` once fixed code is deployed). */
+  held: number;
+  /** Live workers that register this version (presence rows renewed in the last three periods). */
+  workers: number;
 }
 
 /** One page of runs. `next` is absent on the last page. */

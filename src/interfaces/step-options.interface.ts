@@ -25,6 +25,16 @@ export interface DurableStepOptions {
 
 /** Options of `@DurableWorkflow`. */
 export interface DurableWorkflowOptions {
+  /**
+   * The version of the kind this class runs (an integer from 1; default 1). A run is pinned to one
+   * version: `start()` pins it to the newest version the starting process registers (or the version
+   * it names), a run started where the kind is not registered is pinned by its first claim. A worker
+   * claims only runs of the versions it registers, so a changed workflow is a new class with a higher
+   * version, and the old class stays registered (or its workers stay up) until no run holds it
+   * (`RunRepository.versions()`). Kind-wide options (limits, keys, debounce, schedules) are read from the
+   * newest version a process registers. See docs/EVOLVE.md.
+   */
+  version?: number;
   /** `max_attempts` of new runs of this kind (claims without progress before dead-letter). */
   maxAttempts?: number;
   /**

@@ -59,6 +59,8 @@ export class WorkerPresence implements OnApplicationBootstrap, BeforeApplication
 
   private beat(): Promise<void> {
     const { workerId, presenceIntervalMs } = this.options.worker;
-    return this.store.beat(workerId, this.registry.kinds(), presenceIntervalMs * PRESENCE_PERIODS);
+    const kinds = this.registry.kinds();
+    const versions = Object.fromEntries(kinds.map((k) => [k, this.registry.versions(k)]));
+    return this.store.beat(workerId, kinds, presenceIntervalMs * PRESENCE_PERIODS, versions);
   }
 }

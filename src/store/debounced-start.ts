@@ -10,15 +10,17 @@ import { toRunView } from './run-row.mapper';
  * holds the row first makes the start wait, then insert a new run (the old one has begun); a start that
  * holds it first makes the claim skip it, and then find it no longer due.
  * $1 kind, $2 input, $3 max attempts, $4 priority, $5 created event payload, $6 concurrency key,
- * $7 debounce key, $8 period ms, $9 tags
+ * $7 debounce key, $8 period ms, $9 tags, $10 kind version
  */
 export const DEBOUNCED_START_SQL: SqlText = (t) => `
 with ins as (
-  insert into ${t.runs} as r (kind, input, max_attempts, available_at, priority, concurrency_key, debounce_key, tags)
-  values ($1, $2::jsonb, $3, now() + $8 * interval '1 millisecond', $4, $6, $7, $9::jsonb)
+  insert into ${t.runs} as r (kind, input, max_attempts, available_at, priority, concurrency_key, debounce_key, tags,
+                              kind_version)
+  values ($1, $2::jsonb, $3, now() + $8 * interval '1 millisecond', $4, $6, $7, $9::jsonb, $10)
   on conflict (kind, debounce_key) where debounce_key is not null and status = 'pending' and epoch = 0
   do update set input = excluded.input, available_at = excluded.available_at, priority = excluded.priority,
-                concurrency_key = excluded.concurrency_key, tags = excluded.tags, updated_at = now()
+                concurrency_key = excluded.concurrency_key, tags = excluded.tags,
+                kind_version = excluded.kind_version, updated_at = now()
   returning r.*, (r.xmax = 0) as inserted
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
@@ -39,6 +41,8 @@ export interface DebouncedRun {
   concurrencyKey: string | null;
   /** Tags as JSON text, or null. */
   tags: string | null;
+  /** The version it is pinned to; null: its first claim pins it. */
+  kindVersion: number | null;
 }
 
 /** Starts a run of a debounced kind (DEBOUNCED_START_SQL): the run, and whether this call created it. */
@@ -59,6 +63,7 @@ export async function startDebounced(
       debounce.key,
       debounce.periodMs,
       run.tags,
+      run.kindVersion,
     ],
     'dx_start_debounced',
   );

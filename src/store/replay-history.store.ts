@@ -10,7 +10,8 @@ import { LOAD_REPLAY_SQL, replayRecordOf } from './run-state/load-replay';
  * which node-pg reads to the millisecond: two writes in one millisecond looked like none). $1 run id
  */
 const RUN_SQL: SqlText = (t) =>
-  `select id, kind, status, input, output, error, cursor, epoch, generation, max_attempts, xmin::text as version,
+  `select id, kind, coalesce(kind_version, case when epoch > 0 then 1 end) as kind_version, status, input, output,
+          error, cursor, epoch, generation, max_attempts, xmin::text as version,
           now() as db_now
      from ${t.runs} where id = $1`;
 
@@ -43,6 +44,7 @@ export async function readRunHistory(query: HistoryQuery, runId: string): Promis
       run: {
         id: r.id,
         kind: r.kind,
+        ...(r.kind_version != null ? { version: r.kind_version } : {}),
         status: moving ? 'running' : r.status,
         input: decodeStored(r.input),
         output: decodeStored(r.output ?? null),

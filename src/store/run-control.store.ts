@@ -15,12 +15,13 @@ import { startDebounced } from './debounced-start';
  * with a concurrency key of a kind with a per-key limit gets its key's slots (`ai_slots`) and rate
  * tokens (`ai_rate_tokens`) when they are missing.
  * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload,
- * $8 channel, $9 concurrency key, $10 tags
+ * $8 channel, $9 concurrency key, $10 tags, $11 kind version
  */
 export const START_RUN_SQL: SqlText = (t) => `
 with ins as (
-  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority, concurrency_key, tags)
-  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9, $10::jsonb)
+  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority, concurrency_key, tags,
+                         kind_version)
+  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9, $10::jsonb, $11)
   on conflict (idempotency_key) do nothing
   returning *
 ), ${keyLimitRows(t, 'ins')}, ev as (
@@ -129,6 +130,8 @@ export interface NewRun {
   concurrencyKey: string | null;
   /** Tags as JSON text, or null. */
   tags: string | null;
+  /** The version it is pinned to; null: its first claim pins it. */
+  kindVersion: number | null;
 }
 
 /** The run that holds an idempotency key, and whether its input equals the one a start brought. */
@@ -160,6 +163,7 @@ export class RunControlStore {
         this.db.names.wakeChannel,
         run.concurrencyKey,
         run.tags,
+        run.kindVersion,
       ],
       'dx_start',
     );
@@ -191,9 +195,20 @@ export class RunControlStore {
   }
 
   /** Re-drives a dead-lettered or failed run; its status before (any other: nothing changed), or undefined for an unknown run. */
-  /** Re-drives up to `limit` runs of `kind` held on non-determinism (RETRY_HELD_SQL); how many. */
-  async retryHeld(kind: string, limit: number, event: string): Promise<number> {
-    const { rows } = await this.db.query(RETRY_HELD_SQL, [kind, limit, event, this.db.names.wakeChannel]);
+  /** Re-drives up to `limit` runs of `kind` (`version`) held on non-determinism (RETRY_HELD_SQL); how many. */
+  async retryHeld(
+    kind: string,
+    limit: number,
+    event: string,
+    version: number | null = null,
+  ): Promise<number> {
+    const { rows } = await this.db.query(RETRY_HELD_SQL, [
+      kind,
+      limit,
+      event,
+      this.db.names.wakeChannel,
+      version,
+    ]);
     return rows[0].retried;
   }
 

@@ -1,5 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import type { CheckpointView, RunEvent, RunStatus, RunView } from '../interfaces/run.interface';
+import type {
+  CheckpointView,
+  KindVersionView,
+  RunEvent,
+  RunStatus,
+  RunView,
+} from '../interfaces/run.interface';
+import { KIND_VERSIONS_SQL } from './sql/kind-versions.sql';
 import type { HistoryRange, KeyedRun, RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
 import { ALL, readHistory } from './run-history';
@@ -102,6 +109,11 @@ export class RunReadStore {
   }
 
   /** The run with this id, or null. */
+  /** KIND_VERSIONS_SQL: unfinished runs and live workers by (kind, version). */
+  async versions(kind: string | null): Promise<KindVersionView[]> {
+    return (await this.db.query<KindVersionView>(KIND_VERSIONS_SQL, [kind])).rows;
+  }
+
   async get(id: string): Promise<RunView | null> {
     const { rows } = await this.db.query(GET_RUN_SQL, [id], 'dx_get_run');
     return rows.length ? toRunView(rows[0]) : null;

@@ -5,6 +5,8 @@ export function toRunView(r: Record<string, any>): RunView {
   return {
     id: r.id,
     kind: r.kind,
+    version: r.kind_version ?? (Number(r.epoch) > 0 ? 1 : null),
+    generation: r.generation ?? 0,
     status: r.status,
     input: r.input,
     output: r.output ?? null,

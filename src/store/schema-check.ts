@@ -29,6 +29,8 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_schedules', 'concurrency_key'],
   ['ai_runs', 'stream_seq'],
   ['ai_runs', 'generation'],
+  ['ai_runs', 'kind_version'],
+  ['ai_workers', 'versions'],
 ];
 
 /**

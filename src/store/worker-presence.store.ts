@@ -5,23 +5,28 @@ import type { SqlText } from './durable-names';
 /**
  * A worker says it is alive and which kinds it serves (one upsert), and forgets the rows of workers
  * dead for a while in the same statement (rows expired more than a day ago: a reader ignores an expired
- * row anyway; the day keeps a crashed worker visible to an operator). $1 worker id, $2 kinds, $3 ttl ms
+ * row anyway; the day keeps a crashed worker visible to an operator). $1 worker id, $2 kinds, $3 ttl ms,
+ * $4 the versions of each kind (`{"kind": [2, 1]}`)
  */
 export const WORKER_BEAT_SQL: SqlText = (t) => `
 with gone as (
   delete from ${t.workers} where expires_at < now() - interval '1 day' and worker_id <> $1
 )
-insert into ${t.workers} (worker_id, kinds, expires_at)
-values ($1, $2::text[], now() + make_interval(secs => $3::float8 / 1000))
+insert into ${t.workers} (worker_id, kinds, versions, expires_at)
+values ($1, $2::text[], $4::jsonb, now() + make_interval(secs => $3::float8 / 1000))
 on conflict (worker_id) do update
-   set kinds = excluded.kinds, seen_at = now(), expires_at = excluded.expires_at`;
+   set kinds = excluded.kinds, versions = excluded.versions, seen_at = now(), expires_at = excluded.expires_at`;
 
 /** A worker that shuts down removes its row. $1 worker id */
 export const WORKER_LEAVE_SQL: SqlText = (t) => `delete from ${t.workers} where worker_id = $1`;
 
-/** Whether a live worker serves kind $1. */
+/**
+ * Whether a live worker serves kind $1 (and version $2 of it, unless null; a row without versions, of a
+ * worker from before them, serves version 1).
+ */
 export const KIND_SERVED_SQL: SqlText = (t) =>
-  `select exists (select 1 from ${t.workers} where expires_at > now() and $1 = any(kinds)) as served`;
+  `select exists (select 1 from ${t.workers} where expires_at > now() and $1 = any(kinds)
+                     and ($2::int is null or coalesce(versions -> $1, '[1]') @> to_jsonb($2::int))) as served`;
 
 /**
  * Every worker an operator may ask about: each presence row, and each worker id holding a running run
@@ -32,7 +37,7 @@ with held as (
   select worker_id, count(*)::int as running from ${t.runs}
    where status = 'running' and worker_id is not null group by worker_id
 )
-select coalesce(w.worker_id, h.worker_id) as worker_id, w.kinds, w.started_at, w.seen_at, w.expires_at,
+select coalesce(w.worker_id, h.worker_id) as worker_id, w.kinds, w.versions, w.started_at, w.seen_at, w.expires_at,
        coalesce(w.expires_at > now(), false) as live, coalesce(h.running, 0) as running
   from ${t.workers} w full join held h on h.worker_id = w.worker_id
  order by 6 desc, 1`;
@@ -42,6 +47,8 @@ export interface WorkerRow {
   workerId: string;
   /** The kinds its presence row lists; null when it has no row. */
   kinds: string[] | null;
+  /** The versions of each kind it serves (`{ order: [2, 1] }`); null when it has no row. */
+  versions: Record<string, number[]> | null;
   startedAt: Date | null;
   seenAt: Date | null;
   expiresAt: Date | null;
@@ -56,8 +63,13 @@ export interface WorkerRow {
 export class WorkerPresenceStore {
   constructor(private readonly db: DurableDatabase) {}
 
-  async beat(workerId: string, kinds: string[], ttlMs: number): Promise<void> {
-    await this.db.query(WORKER_BEAT_SQL, [workerId, kinds, ttlMs]);
+  async beat(
+    workerId: string,
+    kinds: string[],
+    ttlMs: number,
+    versions: Record<string, number[]> = {},
+  ): Promise<void> {
+    await this.db.query(WORKER_BEAT_SQL, [workerId, kinds, ttlMs, JSON.stringify(versions)]);
   }
 
   async leave(workerId: string): Promise<void> {
@@ -68,6 +80,7 @@ export class WorkerPresenceStore {
     const { rows } = await this.db.query<{
       worker_id: string;
       kinds: string[] | null;
+      versions: Record<string, number[]> | null;
       started_at: Date | null;
       seen_at: Date | null;
       expires_at: Date | null;
@@ -77,6 +90,7 @@ export class WorkerPresenceStore {
     return rows.map((r) => ({
       workerId: r.worker_id,
       kinds: r.kinds,
+      versions: r.versions,
       startedAt: r.started_at,
       seenAt: r.seen_at,
       expiresAt: r.expires_at,
@@ -85,8 +99,8 @@ export class WorkerPresenceStore {
     }));
   }
 
-  async served(kind: string): Promise<boolean> {
-    const { rows } = await this.db.query<{ served: boolean }>(KIND_SERVED_SQL, [kind]);
+  async served(kind: string, version: number | null = null): Promise<boolean> {
+    const { rows } = await this.db.query<{ served: boolean }>(KIND_SERVED_SQL, [kind, version]);
     return rows[0].served;
   }
 }

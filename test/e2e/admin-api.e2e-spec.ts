@@ -366,6 +366,37 @@ describe('admin REST API', () => {
     expect((await call('POST', `/runs/${run.id}/signal`, { name: 'go' })).status).toBe(409);
   });
 
+  it('lists the versions of each kind with their runs; the runs page shows them once a kind has a second', async () => {
+    const page = async () =>
+      (await fetch(`${api.replace(/\/api$/, '')}`, { headers: { 'x-api-key': OPS_KEY } })).text();
+    // Unversioned kinds only (every run version 1): no versions card.
+    expect(await page()).not.toContain('data-testid="version-row"');
+    const { run } = await runs.start('waiter', {}, { version: 4 });
+    const res = await call('GET', '/versions?kind=waiter');
+    expect(res.status).toBe(200);
+    expect(res.body).toContainEqual({
+      kind: 'waiter',
+      version: 4,
+      pending: 1,
+      waiting: 0,
+      running: 0,
+      held: 0,
+      workers: 0,
+    });
+    expect(fields((await call('GET', '/versions?kind=')).body)).toEqual(['kind']);
+    expect(fields((await call('POST', '/runs/retry-held', { kind: 'waiter', version: 0 })).body)).toEqual([
+      'version',
+    ]);
+    expect((await call('POST', '/runs/retry-held', { kind: 'waiter', version: 4 })).body).toEqual({
+      by: 'alice',
+      retried: 0,
+    });
+    const html = await page();
+    expect(html).toContain('data-testid="version-row"');
+    expect(html).toMatch(/<td>waiter<\/td>\s*<td class="num">4<\/td>\s*<td class="num">1<\/td>/);
+    await runs.cancel(run.id);
+  });
+
   it('serves the inspector pages with every value escaped, and documents the API in OpenAPI', async () => {
     const { run } = await runs.start('order', { ref: '<script>alert(1)</script>', amount: 1 });
     const base = api.replace(/\/api$/, '');

@@ -262,6 +262,33 @@ describe('operator CLI', () => {
     expect(await driveUntil(app, db, id, ['waiting'])).toMatchObject({ workerId: null });
   });
 
+  it('versions counts the runs pinned to each version and the live workers of each; retry-held takes --version', async () => {
+    const ids = [
+      (await runs.start('op-order', { card: '6', amount: 1 }, { version: 3 })).run.id,
+      (await runs.start('op-order', { card: '7', amount: 1 }, { version: 3 })).run.id,
+    ];
+    await db.query(
+      `insert into ai_workers (worker_id, kinds, versions, expires_at)
+       values ('pod-v3', '{op-order}', '{"op-order": [3, 1]}', now() + interval '30 seconds')`,
+    );
+    const row = { kind: 'op-order', version: 3, pending: 2, waiting: 0, running: 0, held: 0, workers: 1 };
+    expect(await json('versions', '--kind', 'op-order')).toContainEqual(row);
+    expect((await op('versions', '--kind', 'op-order')).stdout).toMatch(
+      /\nop-order\s+3\s+2\s+0\s+0\s+0\s+1\n/,
+    );
+    expect((await op('workers')).stdout).toMatch(/pod-v3\s+yes\s+0\s+op-order@3\+1\s/);
+    // This process's worker registers version 1 only: a tick claims neither run.
+    expect(await driveUntil(app, db, ids[0], ['pending'])).toMatchObject({ epoch: 0, version: 3 });
+    expect(await json('retry-held', 'op-order', '--version', '3')).toMatchObject({ retried: 0 });
+    const bad = await op('retry-held', 'op-order', '--version', '0');
+    expect([bad.status, bad.stderr]).toEqual([
+      2,
+      expect.stringContaining('--version must be a whole number >= 1'),
+    ]);
+    for (const id of ids) await runs.cancel(id);
+    await db.query(`delete from ai_workers where worker_id = 'pod-v3'`);
+  });
+
   it('schedules lists the @DurableCron schedules; pause and resume one; an unknown name exits 1', async () => {
     await db.query(
       `insert into ai_schedules (name, kind, cron, next_at) values ('nightly', 'op-order', '0 2 * * *', now() + interval '1 hour')`,

@@ -194,7 +194,13 @@ describe('ctx.patched', () => {
     expect(held!.parkedReason).toMatch(/^held for a fixed deploy/);
     expect(held!.error?.code).toBe('DURABLE_NON_DETERMINISM');
     await boot(FlowV2); // the new code everywhere
-    expect(await runs().retryHeld('patch-flow', { by: 'ops' })).toEqual({ retried: 1 });
+    // The kind is unversioned: its runs are version 1, and a retry of another version takes none.
+    expect(await runs().versions('patch-flow')).toContainEqual(
+      expect.objectContaining({ kind: 'patch-flow', version: 1, waiting: 1, held: 1 }),
+    );
+    expect(await runs().retryHeld('patch-flow', { version: 2 })).toEqual({ retried: 0 });
+    await expect(runs().retryHeld('patch-flow', { version: 0 })).rejects.toMatchObject({ field: 'version' });
+    expect(await runs().retryHeld('patch-flow', { version: 1, by: 'ops' })).toEqual({ retried: 1 });
     const done = await until(id);
     expect([done.status, done.output]).toEqual(['succeeded', { path: 'new' }]);
     expect(ran.filter((r) => r === 'rolling:c')).toHaveLength(1);

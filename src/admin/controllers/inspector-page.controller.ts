@@ -1,3 +1,4 @@
+import { RunRepository } from '../../api/run.repository';
 import { Get, Header, Inject, Param, Query, Req, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { AdminAccessGuard, operatorOf } from '../admin-access.guard';
 import { AdminRunsService } from '../admin-runs.service';
@@ -30,6 +31,7 @@ export class DurableInspectorController {
   constructor(
     private readonly admin: AdminRunsService,
     @Inject(DURABLE_ADMIN_OPTIONS) private readonly options: ResolvedAdminOptions,
+    private readonly repository: RunRepository,
   ) {}
 
   @Get()
@@ -38,7 +40,11 @@ export class DurableInspectorController {
   @Header('X-Content-Type-Options', 'nosniff')
   @Header('Content-Security-Policy', INSPECTOR_CSP)
   async runs(@Query() query: ListRunsQueryDto, @Req() req: unknown): Promise<string> {
-    const [page, stats] = await Promise.all([this.admin.list(query), this.admin.stats()]);
+    const [page, stats, versions] = await Promise.all([
+      this.admin.list(query),
+      this.admin.stats(),
+      this.repository.versions(),
+    ]);
     return renderRunsPage(
       pathOf(req),
       operatorOf(req, this.options),
@@ -46,6 +52,7 @@ export class DurableInspectorController {
       page,
       stats,
       !!this.options.login,
+      versions,
     );
   }
 

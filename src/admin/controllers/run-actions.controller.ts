@@ -58,7 +58,7 @@ export class DurableRunActionsController {
   })
   async retryHeld(@Body() dto: RetryHeldDto, @Req() req: unknown) {
     const by = this.by(req);
-    return { by, ...(await this.runs.retryHeld(dto.kind, { limit: dto.limit, by })) };
+    return { by, ...(await this.runs.retryHeld(dto.kind, { limit: dto.limit, version: dto.version, by })) };
   }
 
   @Post('runs/:id/retry')

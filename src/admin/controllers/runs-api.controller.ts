@@ -12,7 +12,9 @@ import {
 import type { Observable } from 'rxjs';
 import { AdminAccessGuard } from '../admin-access.guard';
 import { AdminErrorFilter } from '../admin-error.filter';
-import type { CheckpointView, RunEvent } from '../../interfaces/run.interface';
+import type { CheckpointView, KindVersionView, RunEvent } from '../../interfaces/run.interface';
+import { RunRepository } from '../../api/run.repository';
+import { VersionsQueryDto } from '../dto/run-actions.dto';
 import type { CommandView } from '../../interfaces/command.interface';
 import {
   AdminRunChanges,
@@ -36,7 +38,7 @@ import {
 import { runIdPipe } from './uuid-param.pipe';
 
 /**
- * Reads: `GET <path>/api/runs`, `GET <path>/api/stats`, `GET <path>/api/runs/:id` and its `events`,
+ * Reads: `GET <path>/api/runs`, `GET <path>/api/stats`, `GET <path>/api/versions`, `GET <path>/api/runs/:id` and its `events`,
  * `checkpoints`, `changes` and `stream` (Server-Sent Events). Mounted by DurableAdminModule.
  */
 @ApiTags('durable-admin')
@@ -46,7 +48,10 @@ import { runIdPipe } from './uuid-param.pipe';
 @UsePipes(adminValidationPipe())
 @UseFilters(AdminErrorFilter)
 export class DurableRunsApiController {
-  constructor(private readonly admin: AdminRunsService) {}
+  constructor(
+    private readonly admin: AdminRunsService,
+    private readonly runs: RunRepository,
+  ) {}
 
   @Get('runs')
   @ApiOperation({ summary: 'List runs, newest first (keyset pagination: pass `next` as `after`)' })
@@ -59,6 +64,14 @@ export class DurableRunsApiController {
   @ApiOperation({ summary: 'Runs by status, in-doubt commands, due backlog' })
   stats() {
     return this.admin.stats();
+  }
+
+  @Get('versions')
+  @ApiOperation({
+    summary: 'Versions of each kind: unfinished runs pinned to each, and the live workers that run it',
+  })
+  versions(@Query() query: VersionsQueryDto): Promise<KindVersionView[]> {
+    return this.runs.versions(query.kind);
   }
 
   @Get('runs/:id')

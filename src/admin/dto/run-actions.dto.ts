@@ -53,6 +53,24 @@ export class RetryHeldDto {
   @Min(1)
   @Max(10000)
   limit?: number;
+
+  @ApiPropertyOptional({ minimum: 1, description: 'Only the runs pinned to this version of the kind' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(2_147_483_647)
+  version?: number;
+}
+
+/** Query of `GET api/versions`: one kind's versions, or every kind's. */
+export class VersionsQueryDto {
+  @ApiPropertyOptional({ maxLength: 200, description: 'The workflow kind (default: every kind)' })
+  @IsOptional()
+  @IsString()
+  @StorableText()
+  @IsNotEmpty()
+  @MaxLength(200)
+  kind?: string;
 }
 
 /** Body of `POST .../approve` and `POST .../reject`. */

@@ -1,3 +1,4 @@
+import type { KindVersionView } from '../../interfaces/run.interface';
 import type { RunStats } from '../../store/run-stats.reader';
 import type { AdminRunPage } from '../admin-runs.service';
 import type { ListRunsQueryDto } from '../dto/list-runs-query.dto';
@@ -55,6 +56,42 @@ function schedulesCard(schedules: RunStats['schedules']): Raw | string {
   </table>`;
 }
 
+/**
+ * Each version of each kind with the unfinished runs pinned to it and the live workers running it; shown
+ * once a kind has a version other than 1 (or runs not pinned yet), so unversioned apps see nothing.
+ */
+function versionsCard(versions: KindVersionView[]): Raw | string {
+  if (!versions.some((v) => v.version !== 1)) return '';
+  const rows = versions.map(
+    (v) =>
+      html`<tr data-testid="version-row">
+        <td>${v.kind}</td>
+        <td class="num">${v.version ?? 'not pinned'}</td>
+        <td class="num">${v.pending}</td>
+        <td class="num">${v.waiting}</td>
+        <td class="num">${v.running}</td>
+        <td class="num">${v.held}</td>
+        <td class="num">${v.workers}</td>
+      </tr>`,
+  );
+  return html`<table class="card">
+    <thead>
+      <tr>
+        <th>kind</th>
+        <th>version</th>
+        <th>pending</th>
+        <th>waiting</th>
+        <th>running</th>
+        <th>held</th>
+        <th>live workers</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${rows}
+    </tbody>
+  </table>`;
+}
+
 /** The runs table with status counts and filters. `base` is the inspector's own URL path. */
 export function renderRunsPage(
   base: string,
@@ -63,6 +100,7 @@ export function renderRunsPage(
   page: AdminRunPage,
   stats: RunStats,
   signOut = false,
+  versions: KindVersionView[] = [],
 ): string {
   const total = Object.values(stats.byStatus).reduce((a, b) => a + b, 0);
   const counts = RUN_STATUSES.map(
@@ -102,7 +140,7 @@ export function renderRunsPage(
         ([scope, n]) => html` · <span data-testid="held-back">${n} held back by the limit ${scope}</span>`,
       )}
     </div>
-    ${schedulesCard(stats.schedules)}
+    ${schedulesCard(stats.schedules)} ${versionsCard(versions)}
     <div class="counts">
       <a class="c" href="${base}${query(q, { status: undefined })}"
         ><span class="badge">all</span><b>${total}</b></a

@@ -4,6 +4,8 @@ import type { DurableNames } from '../durable-names';
  * The due runs a claim may take, in claim order, locked SKIP LOCKED: the conditions of the partial
  * index ai_runs_claim_idx (`status in ('pending', 'waiting') and limited_by is null`: a run held back
  * by a concurrency limit has left it) and the claim's own. Both claim statements select through it.
+ * Of a kind's runs it takes those not pinned to a version yet (never claimed) and those pinned to a
+ * version the worker registers ($6 kinds, $7 versions: the pairs; null: any version).
  * $2 kinds, $3 limit, $5 run ids in flight in this process
  */
 export function dueCandidates(t: DurableNames, columns: string): string {
@@ -13,8 +15,22 @@ export function dueCandidates(t: DurableNames, columns: string): string {
      and available_at <= now()
      and attempts < max_attempts
      and kind = any($2::text[])
+     and ($6::text[] is null or kind_version is null and epoch = 0
+          or (kind, coalesce(kind_version, 1)) in (select * from unnest($6::text[], $7::int[])))
      and id <> all($5::uuid[])
    order by priority desc, available_at
    limit $3
    for update skip locked`;
 }
+
+/**
+ * The version a claim pins a run to: the one it is pinned to, 1 for a run claimed before versions
+ * existed (`kind_version` null, epoch above 0), else the newest version of its kind the worker registers
+ * ($6, $7). Read on the claimed row (`r`), before the claim raises its epoch.
+ */
+export const PIN_VERSION = `kind_version = coalesce(r.kind_version, case when r.epoch > 0 then 1 end,
+                     (select max(v.n) from unnest($6::text[], $7::int[]) v(k, n) where v.k = r.kind))`;
+
+/** The columns both claim statements return for a claimed run. */
+export const CLAIMED_COLUMNS = `r.id, r.kind, r.kind_version, r.input, r.epoch, r.generation, r.cursor, r.attempts,
+            r.max_attempts, r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now`;

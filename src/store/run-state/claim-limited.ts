@@ -1,6 +1,6 @@
 import type { SqlText } from '../durable-names';
 import { keyScope, kindScope, rateScope } from './slots';
-import { dueCandidates } from './claim-candidates';
+import { CLAIMED_COLUMNS, dueCandidates, PIN_VERSION } from './claim-candidates';
 
 /**
  * The claim of a worker that runs a kind with a concurrency limit (CLAIM_RUNS_SQL otherwise): the same
@@ -18,7 +18,8 @@ import { dueCandidates } from './claim-candidates';
  * none is held back on the rate scope and woken by the sweep once a token is free again. A run that
  * still owns slots (its park kept them: `holdSlotWhileWaiting`) needs no new one of their scopes and
  * takes them back at its new epoch (`retake`).
- * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process
+ * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process,
+ * $6, $7 the (kind, version) pairs the worker registers (null: any version)
  */
 export const CLAIM_LIMITED_SQL: SqlText = (t) => `
 with c as (
@@ -84,11 +85,11 @@ with c as (
 ), r as (
   update ${t.runs} r
      set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,
-         lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+         lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now(),
+         ${PIN_VERSION}
     from c
    where r.id = c.id and c.id not in (select id from denied)
-  returning r.id, r.kind, r.input, r.epoch, r.generation, r.cursor, r.attempts, r.max_attempts,
-            r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now
+  returning ${CLAIMED_COLUMNS}
 ), held as (
   update ${t.runs} r set limited_by = d.scope, updated_at = now()
     from denied d

@@ -2,7 +2,7 @@ import type { RunCursor } from '../../interfaces/run.interface';
 import { decodeStored } from '../../util/codec';
 import type { StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
-import { dueCandidates } from './claim-candidates';
+import { CLAIMED_COLUMNS, dueCandidates, PIN_VERSION } from './claim-candidates';
 import { CLAIM_LIMITED_SQL } from './claim-limited';
 
 /**
@@ -12,7 +12,8 @@ import { CLAIM_LIMITED_SQL } from './claim-limited';
  * raises the epoch (fencing token) and attempts; lease expiry comes from the database clock.
  * Runs this process still drives ($5) are never claimed again by it: a stale attempt of its own (a
  * database outage longer than the lease, a retry() while a call hangs) must end first.
- * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process
+ * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process,
+ * $6, $7 the (kind, version) pairs the worker registers (null: any version)
  */
 export const CLAIM_RUNS_SQL: SqlText = (t) => `
 with c as (
@@ -20,11 +21,11 @@ with c as (
 ), r as (
   update ${t.runs} r
      set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,
-         lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+         lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now(),
+         ${PIN_VERSION}
     from c
    where r.id = c.id
-  returning r.id, r.kind, r.input, r.epoch, r.generation, r.cursor, r.attempts, r.max_attempts,
-            r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now
+  returning ${CLAIMED_COLUMNS}
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.claimed', epoch, jsonb_build_object('workerId', $1::text, 'attempt', attempts) from r
@@ -35,6 +36,8 @@ select * from r`;
 export interface ClaimedRun {
   id: string;
   kind: string;
+  /** The version of its kind the run is pinned to (null: claimed without versions, read as 1). */
+  version: number | null;
   input: unknown;
   epoch: number;
   /** How many times the run continued as new (`ctx.continueAsNew`): its keys name it when above 0. */
@@ -61,6 +64,8 @@ export interface ClaimBatch {
  * Claims up to `limit` due runs of `kinds` for `workerId` (SKIP LOCKED; raises epoch and attempts),
  * never one of `exclude` (runs this process still drives, e.g. a stale attempt stuck in a call).
  * `limited`: one of the kinds has a concurrency limit, so the claim takes slots (CLAIM_LIMITED_SQL).
+ * `versions`: the (kind, version) pairs the worker registers; it claims runs pinned to one of them or
+ * not pinned yet (and pins those to its newest version of their kind). Without: any version.
  */
 export async function claimRuns(
   s: StoreContext,
@@ -69,12 +74,21 @@ export async function claimRuns(
   limit: number,
   exclude: string[] = [],
   limited = false,
+  versions?: { kinds: string[]; versions: number[] },
 ): Promise<ClaimBatch> {
   if (limit <= 0 || kinds.length === 0) return { runs: [], heldBack: 0 };
   const sentAt = performance.now();
   const { rows } = await s.db.query(
     limited ? CLAIM_LIMITED_SQL : CLAIM_RUNS_SQL,
-    [workerId, kinds, limit, s.options.worker.leaseTtlMs, exclude],
+    [
+      workerId,
+      kinds,
+      limit,
+      s.options.worker.leaseTtlMs,
+      exclude,
+      versions?.kinds ?? null,
+      versions?.versions ?? null,
+    ],
     limited ? 'dx_claim_limited' : 'dx_claim',
   );
   const heldBack = limited ? Number(rows[0]?.held_back ?? 0) : 0;
@@ -83,6 +97,7 @@ export async function claimRuns(
     .map((r) => ({
       id: r.id,
       kind: r.kind,
+      version: r.kind_version,
       input: decodeStored(r.input),
       epoch: Number(r.epoch),
       generation: r.generation,

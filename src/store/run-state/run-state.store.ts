@@ -47,8 +47,15 @@ export class RunStateStore implements StoreContext {
   ) {}
 
   /** Claims due runs (SKIP LOCKED), raising epoch and attempts. See `claimRuns`. */
-  claim(workerId: string, kinds: string[], limit: number, exclude: string[] = [], limited = false) {
-    return claimRuns(this, workerId, kinds, limit, exclude, limited);
+  claim(
+    workerId: string,
+    kinds: string[],
+    limit: number,
+    exclude: string[] = [],
+    limited = false,
+    versions?: { kinds: string[]; versions: number[] },
+  ) {
+    return claimRuns(this, workerId, kinds, limit, exclude, limited, versions);
   }
 
   /** Extends the leases of `runs` (each fenced by its epoch); returns those still owned. */

@@ -4,13 +4,16 @@ import type { SqlText } from '../durable-names';
  * Re-drives up to $2 runs of kind $1 held on non-determinism (waiting with no due time and the
  * NonDeterminismError kept: `run.held`), oldest first, in one statement: back to `waiting`, due now,
  * attempts reset, error cleared, a `run.retried` event each ($3), and one NOTIFY. Rows another statement
- * holds are skipped (SKIP LOCKED): a second call takes them. $1 kind, $2 limit, $3 event payload, $4 channel
+ * holds are skipped (SKIP LOCKED): a second call takes them. Only those pinned to version $5 of the kind
+ * (null: any version; a held run was claimed, so an unpinned one is version 1).
+ * $1 kind, $2 limit, $3 event payload, $4 channel, $5 version
  */
 export const RETRY_HELD_SQL: SqlText = (t) => `
 with held as (
   select id from ${t.runs}
    where kind = $1 and status = 'waiting' and available_at = 'infinity'
      and error->>'code' = 'DURABLE_NON_DETERMINISM'
+     and ($5::int is null or coalesce(kind_version, 1) = $5)
    order by created_at
    limit $2
    for update skip locked
