@@ -86,7 +86,9 @@ export type { CommandView } from './interfaces/command.interface';
 export { RUN_STATUSES, TERMINAL_STATUSES } from './interfaces/run.interface';
 export type {
   CheckpointView,
+  KindVersionView,
   ListRunsQuery,
+  RetryHeldOptions,
   RunCursor,
   RunEvent,
   RunCancelInfo,

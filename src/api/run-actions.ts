@@ -1,6 +1,6 @@
 import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
-import type { RunView } from '../interfaces/run.interface';
+import type { RetryHeldOptions, RunView } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { eventPayload } from '../store/event-payload';
 import type { RunControlStore } from '../store/run-control.store';
@@ -47,16 +47,6 @@ export async function retryRun(d: RunActionDeps, id: string, by?: string): Promi
     throw new InvalidRunStateError(id, out.previousStatus, 'retry');
   }
   return (await d.reads.get(id))!;
-}
-
-/** Options of `RunRepository.retryHeld`. */
-export interface RetryHeldOptions {
-  /** At most this many runs (default 1000). */
-  limit?: number;
-  /** Who retried them (kept in each `run.retried` event). */
-  by?: string;
-  /** Only runs pinned to this version of the kind (default: every version). */
-  version?: number;
 }
 
 /** `RunRepository.retryHeld`: up to `limit` held runs of `kind` re-driven in one statement. */

@@ -12,6 +12,7 @@ import type {
   RunHistoryQuery,
   RunPage,
   KindVersionView,
+  RetryHeldOptions,
   RunView,
   StartRunOptions,
   StartRunResult,
@@ -167,7 +168,7 @@ export class RunRepository {
    * Re-drives up to `limit` (1000) runs of `kind` held on non-determinism (with `version`: only those
    * pinned to it), oldest first, in one statement.
    */
-  retryHeld(kind: string, opts: actions.RetryHeldOptions = {}): Promise<{ retried: number }> {
+  retryHeld(kind: string, opts: RetryHeldOptions = {}): Promise<{ retried: number }> {
     return actions.retryHeldRuns(this.acts, kind, opts);
   }
 

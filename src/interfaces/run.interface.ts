@@ -187,6 +187,16 @@ export interface KindVersionView {
   workers: number;
 }
 
+/** Options of `RunRepository.retryHeld`. */
+export interface RetryHeldOptions {
+  /** At most this many runs (default 1000). */
+  limit?: number;
+  /** Who retried them (kept in each `run.retried` event). */
+  by?: string;
+  /** Only runs pinned to this version of the kind (default: every version). */
+  version?: number;
+}
+
 /** One page of runs. `next` is absent on the last page. */
 export interface RunPage {
   items: RunView[];
