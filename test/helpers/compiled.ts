@@ -10,6 +10,7 @@ const ENTRIES = [
   'test/fixtures/worker-app.ts',
   'test/fixtures/approval-worker-app.ts',
   'test/chaos/chaos-worker.ts',
+  'examples/rolling-deploy/pod.ts',
 ];
 
 /** Every .ts file under `dir` with its mtime, for the cache key. */
@@ -28,8 +29,9 @@ function sources(dir: string, out: string[] = []): string[] {
  * library sources it imports into `.tmp/compiled-<key>/`: the child starts on plain node without
  * loading ts-node and the TypeScript compiler, so a crash test's kill finds a worker up sooner.
  * Emit only (`tsc --noCheck`; `npm run lint` type-checks the same files). The key hashes the paths and
- * mtimes of src/, migrations/ and test/, so an edit recompiles. Parallel jest workers may compile at
- * the same moment: each writes its own folder and renames it into place; the first rename wins.
+ * mtimes of src/, migrations/, test/ and examples/rolling-deploy/, so an edit recompiles. Parallel jest
+ * workers may compile at the same moment: each writes its own folder and renames it into place; the
+ * first rename wins.
  */
 export function compiledEntry(entry: string): string {
   const js = built.get(entry) ?? compile(entry);
@@ -43,7 +45,7 @@ const built = new Map<string, string>();
 function compile(entry: string): string {
   const key = createHash('sha1')
     .update(
-      ['src', 'migrations', 'test']
+      ['src', 'migrations', 'test', 'examples/rolling-deploy']
         .flatMap((d) => sources(path.join(ROOT, d)))
         .sort()
         .join('\n'),
