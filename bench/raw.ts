@@ -315,7 +315,7 @@ export class RawBench {
       const claim = await c.query({
         name: 'bench_claim',
         text: CLAIM_RUNS_SQL,
-        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, []],
+        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, [], [RAW_KIND], [1]],
       });
       meter.claimed(claim.rows.length);
       if (!claim.rows.length) return done;
@@ -354,6 +354,7 @@ export class RawBench {
                 WAKE_CHANNEL,
                 null, // concurrency key
                 null, // tags
+                1, // kind version (RunRepository.start pins the newest one the process registers)
               ],
             });
           }

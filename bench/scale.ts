@@ -121,7 +121,11 @@ class ScaleBench {
   }
 
   private claim(): Promise<{ rows: Array<{ id: string }> }> {
-    return this.c.query({ name: 'claim', text: CLAIM_RUNS_SQL, values: [WORKER, [KIND], 1, LEASE_MS, []] });
+    return this.c.query({
+      name: 'claim',
+      text: CLAIM_RUNS_SQL,
+      values: [WORKER, [KIND], 1, LEASE_MS, [], [KIND], [1]],
+    });
   }
 
   /** One due run: inserted (untimed), claimed (timed), finished as a success (untimed). */
@@ -190,7 +194,9 @@ class ScaleBench {
         .replace(/\$2\b/g, `array['${KIND}']`)
         .replace(/\$3\b/g, '1')
         .replace(/\$4\b/g, String(LEASE_MS))
-        .replace(/\$5\b/g, `'{}'`);
+        .replace(/\$5\b/g, `'{}'`)
+        .replace(/\$6\b/g, `array['${KIND}']`)
+        .replace(/\$7\b/g, 'array[1]');
       const { rows } = await this.ctl.query(`explain (analyze, buffers, format json) ${sql}`);
       const plan = rows[0]['QUERY PLAN'][0];
       // A node's buffers include its children's: the top node holds the statement's total.

@@ -289,7 +289,8 @@ class RawLoop {
       const claim = await c.query({
         name: 'bench_claim',
         text: CLAIM_RUNS_SQL,
-        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, []], // $5: runs this process drives (none)
+        // $5: runs this process drives (none); $6, $7: the (kind, version) pairs it registers
+        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, [], [RAW_KIND], [1]],
       });
       if (!claim.rows.length) return done;
       const run = { id: claim.rows[0].id as string, epoch: Number(claim.rows[0].epoch) };

@@ -10,9 +10,10 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
-import { bootHttpApp } from '../helpers/app';
+import { bootApp, bootHttpApp } from '../helpers/app';
 import { launchChromium } from '../helpers/browser';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
+import { DurableWorker } from '../../src/engine/worker.service';
 
 /**
  * A run with a long history (5,000 events, 2,500 checkpoints, inserted with SQL): its detail shows only
@@ -39,6 +40,18 @@ const redact: RedactHook = (key, value) => hide(value, `[hidden:${key}]`);
 class LongHistoryWorkflow {
   async run(_input: unknown, ctx: RunContext) {
     return ctx.waitForSignal('go');
+  }
+}
+
+@DurableWorkflow('history-streamer')
+class StreamerWorkflow {
+  async run(_input: unknown, ctx: RunContext) {
+    await ctx.emit('begin', { of: 'work' });
+    const more = await ctx.waitForSignal<{ label: string }>('more');
+    await ctx.emit('progress', { label: more.label });
+    await ctx.waitForSignal('finish');
+    await ctx.emit('end', { ok: true });
+    return { ok: true };
   }
 }
 
@@ -450,6 +463,51 @@ describe('admin API: a run with a long history', () => {
       expect(await page.evaluate(() => (globalThis as any).sameDocument)).toBeUndefined(); // reloaded
       expect(problems).toEqual([]);
       await page.close();
+    });
+
+    it("follows the run's progress stream over SSE: entries written while the page is open appear once, in order", async () => {
+      // A worker of its own, which registers only this kind (the seeded runs above do not replay).
+      const streamer = await bootApp(db.url, [StreamerWorkflow]);
+      const worker = streamer.get(DurableWorker);
+      const drive = async () => {
+        await worker.tick();
+        await worker.idle();
+      };
+      const { run } = await streamer.get(RunRepository).start('history-streamer', {});
+      await drive(); // emits `begin`, waits for `more`
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (err) => problems.push(err.message));
+      page.on('console', (msg) => msg.type() === 'error' && problems.push(msg.text()));
+      const requests: string[] = [];
+      page.on('request', (r) => requests.push(new URL(r.url()).pathname));
+      await page.goto(`${plain.http}/durable/runs/${run.id}`);
+      await page.locator('#auto-refresh').uncheck(); // no reload: what appears comes from the stream
+      const entries = page.getByTestId('stream-entry');
+      await entries.first().waitFor({ timeout: 10_000 });
+      await page.evaluate(() => ((globalThis as any).sameDocument = true));
+
+      await runs.signal(run.id, 'more', { label: 'half way' });
+      await drive();
+      await page.locator('[data-testid=stream-entry][data-seq="2"]').waitFor({ timeout: 10_000 });
+      await runs.signal(run.id, 'finish');
+      await drive();
+      await page.locator('[data-testid=stream-entry][data-seq="3"]').waitFor({ timeout: 10_000 });
+      expect((await runs.get(run.id))!.status).toBe('succeeded');
+      const rows = await entries.evaluateAll((trs) =>
+        trs.map((tr) => (tr as unknown as { innerText: string }).innerText.split('\t')),
+      );
+      expect(rows.map((r) => [r[0], r[1], r[2]])).toEqual([
+        ['1', 'begin', 'workflow'],
+        ['2', 'progress', 'workflow'],
+        ['3', 'end', 'workflow'],
+      ]);
+      expect(rows[1][3]).toContain('half way');
+      expect(await page.evaluate(() => (globalThis as any).sameDocument)).toBe(true);
+      expect(requests.filter((r) => r === `/durable/api/runs/${run.id}/stream`)).toHaveLength(1);
+      expect(problems).toEqual([]);
+      await page.close();
+      await streamer.close();
     });
   });
 });

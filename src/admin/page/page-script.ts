@@ -5,7 +5,9 @@
  * reloads and shows what was recorded. A live run's page asks `<data-api>/changes?since=<token>` every
  * 1.5 s (one cheap read, no run data); when the run changed it fetches only the events after the newest
  * one it shows (`events?after=`) and appends them (as text, never markup), and it reloads when the status
- * changed (or more than a page of events arrived), so a resumed run is seen finishing.
+ * changed (or more than a page of events arrived), so a resumed run is seen finishing. Every run page
+ * follows the run's progress stream (`<data-api>/stream`, Server-Sent Events: every entry once, in order;
+ * the browser reconnects with Last-Event-ID) into its "Progress stream" table until the `end` event.
  */
 export const PAGE_SCRIPT = `(function () {
   var body = document.body, flashEl = document.getElementById('flash');
@@ -77,4 +79,17 @@ export const PAGE_SCRIPT = `(function () {
     }).catch(function () {}).then(function () { busy = false; });
   }
   if (live && feed) setInterval(poll, 1500);
+  var progress = document.getElementById('progress-entries');
+  if (progress && window.EventSource) {
+    var source = new EventSource(api + '/stream');
+    source.onmessage = function (m) {
+      var e = JSON.parse(m.data), tr = document.createElement('tr'), d = JSON.stringify(e.data) || '';
+      tr.setAttribute('data-testid', 'stream-entry'); tr.setAttribute('data-seq', String(e.seq));
+      cell(tr, String(e.seq), 'num'); cell(tr, e.topic);
+      cell(tr, e.step === null ? 'workflow' : 'step ' + e.step + ', attempt ' + e.attempt + ' (epoch ' + e.epoch + ')', 'muted');
+      cell(tr, d.length > 220 ? d.slice(0, 217) + '...' : d, 'mono');
+      progress.appendChild(tr); document.getElementById('progress').hidden = false;
+    };
+    source.addEventListener('end', function () { source.close(); });
+  }
 })();`;

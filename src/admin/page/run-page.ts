@@ -105,6 +105,14 @@ const LIVE_EVENTS = html`<div id="live" hidden>
   </table>
 </div>`;
 
+/** Where the page script shows the run's progress stream (`ctx.emit`), followed live over SSE. */
+const PROGRESS = html`<div id="progress" hidden>
+  <h3>Progress stream</h3>
+  <table>
+    <tbody id="progress-entries"></tbody>
+  </table>
+</div>`;
+
 /** One run: summary, actions, commands, steps with durations and the epoch-by-epoch timeline. */
 export function renderRunPage(base: string, operator: string, d: AdminRunDetail, signOut = false): string {
   const r = d.run;
@@ -189,7 +197,7 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
     <h2>Steps</h2>
     ${older(api, 'checkpoints', d, d.checkpointsBefore)} ${renderSteps(t)}
     <h2>Timeline</h2>
-    ${older(api, 'events', d, d.eventsBefore)} ${renderTimeline(t, r.createdAt)} ${live ? LIVE_EVENTS : ''}
+    ${older(api, 'events', d, d.eventsBefore)} ${renderTimeline(t, r.createdAt)} ${PROGRESS} ${live ? LIVE_EVENTS : ''}
     <h2>Input and output</h2>
     <div class="card">
       <div class="muted">input</div>
