@@ -197,7 +197,8 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
     <h2>Steps</h2>
     ${older(api, 'checkpoints', d, d.checkpointsBefore)} ${renderSteps(t)}
     <h2>Timeline</h2>
-    ${older(api, 'events', d, d.eventsBefore)} ${renderTimeline(t, r.createdAt)} ${PROGRESS} ${live ? LIVE_EVENTS : ''}
+    ${older(api, 'events', d, d.eventsBefore)} ${renderTimeline(t, r.createdAt)} ${PROGRESS}
+    ${live ? LIVE_EVENTS : ''}
     <h2>Input and output</h2>
     <div class="card">
       <div class="muted">input</div>
