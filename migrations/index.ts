@@ -20,6 +20,7 @@ import { SlotHolds1766000000000 } from './1766000000000-slot-holds';
 import { RunStream1766100000000 } from './1766100000000-run-stream';
 import { RunGenerations1766200000000 } from './1766200000000-run-generations';
 import { KindVersions1766300000000 } from './1766300000000-kind-versions';
+import { FencingTimelines1766400000000 } from './1766400000000-fencing-timelines';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -42,6 +43,7 @@ export {
   RunStream1766100000000,
   RunGenerations1766200000000,
   KindVersions1766300000000,
+  FencingTimelines1766400000000,
 };
 
 /**
@@ -71,6 +73,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   RunStream1766100000000,
   RunGenerations1766200000000,
   KindVersions1766300000000,
+  FencingTimelines1766400000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

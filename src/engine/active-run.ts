@@ -8,7 +8,7 @@ import type { StepMetadata } from '../interfaces/step-options.interface';
 import type { DurableObservers } from './durable-observers';
 import type { RunAttemptInfo, StepInfo } from '../interfaces/durable-observer.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
-import type { ClaimedRun } from '../store/run-state/claim-runs';
+import { ClaimedRun, fenceOf } from '../store/run-state/claim-runs';
 import type { CheckpointWrite, Fence } from '../store/run-state/fence';
 import type { CommandRow, RecordedStep, ReplayRecord } from '../store/run-state/load-replay';
 import { CLEANUP_BASE, phaseOf, seqFloor } from './cleanup-phase';
@@ -63,7 +63,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     readonly store: RunStateStore,
     readonly options: ResolvedDurableOptions,
   ) {
-    this.fence = { runId: claim.id, workerId, epoch: claim.epoch, generation: claim.generation };
+    this.fence = fenceOf(claim, workerId);
     this.cursor = claim.cursor;
     this.loaded = { checkpoints: recorded, commands };
     // `run()` replays what it recorded below the cleanup's positions, never the cleanup's own.
@@ -169,13 +169,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
 
   /** What observers are told about this attempt. */
   attemptInfo(): RunAttemptInfo {
-    return {
-      runId: this.runId,
-      kind: this.kind,
-      epoch: this.epoch,
-      attempt: this.attempt,
-      workerId: this.workerId,
-    };
+    const { runId, kind, epoch, attempt, workerId } = this;
+    return { runId, kind, epoch, timeline: this.claim.timeline, attempt, workerId };
   }
 
   stepInfo(index: number, name: string, stepKind: StepInfo['stepKind']): StepInfo {

@@ -45,10 +45,18 @@ export interface CommandContext {
   fence: CommandFence;
 }
 
-/** Which claim sends a command: the run, its epoch (rises by one per claim), and the lease's end. */
+/**
+ * Which claim sends a command: the run, its fencing token (`timeline`, `epoch`) and the lease's end.
+ * Compare tokens as (timeline, epoch) pairs: a later claim has a greater pair. A target that keeps the
+ * greatest pair it saw per run refuses a smaller one (a stale claim); an equal one is the same claim
+ * sending again (a retry). The epoch alone rises by one per claim, but after a failover that lost the
+ * old primary's last commits it can repeat; the timeline then is higher.
+ */
 export interface CommandFence {
   runId: string;
   epoch: number;
+  /** The PostgreSQL WAL timeline the claim was made on (1 until a promotion or a point-in-time recovery). */
+  timeline: number;
   /** The latest time this claim's lease holds, by the worker's clock. */
   leaseExpiresAt: Date;
 }

@@ -5,6 +5,8 @@ export interface RunAttemptInfo {
   kind: string;
   /** The claim's fencing token: a second epoch of the same run is a resume (crash, drain, park). */
   epoch: number;
+  /** The server's WAL timeline at the claim (a failover starts a new one): the token is (timeline, epoch). */
+  timeline: number;
   /** Claims without progress so far, this one included. */
   attempt: number;
   workerId: string;

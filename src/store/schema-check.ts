@@ -31,6 +31,8 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_runs', 'generation'],
   ['ai_runs', 'kind_version'],
   ['ai_workers', 'versions'],
+  ['ai_runs', 'timeline'],
+  ['ai_runs', 'lookup_first'],
 ];
 
 /**

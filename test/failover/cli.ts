@@ -1,6 +1,6 @@
 /**
  * `npm run failover -- --mode synchronous|asynchronous --runs N --lag-ms MS --policy lookup|retry-with-key
- * [--trials T]`: a PostgreSQL failover under a workload (test/failover/failover-run.ts), one line of JSON
+ * [--trials T] [--step-delay-ms MS]`: a PostgreSQL failover under a workload (test/failover/failover-run.ts), one line of JSON
  * per trial with what it cost (docs/OPERATIONS.md, "Replication and failover").
  */
 import 'reflect-metadata';
@@ -21,6 +21,7 @@ async function main(): Promise<void> {
   const runs = Number(arg('runs', '300'));
   const lagMs = Number(arg('lag-ms', '2000'));
   const trials = Number(arg('trials', '1'));
+  const stepDelayMs = Number(arg('step-delay-ms', '20'));
   for (const [name, v] of Object.entries({ runs, lagMs, trials }))
     if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a whole number >= 1`);
   for (let t = 0; t < trials; t++) {
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
       runs,
       lagMs,
       policy,
+      stepDelayMs,
       log: (l) => console.error(`[failover] ${l}`),
     });
     console.log(JSON.stringify({ ...result, policy }));

@@ -26,6 +26,8 @@ export interface FailoverOptions {
   runs: number;
   /** How long the replication link stalls before the primary stops. */
   lagMs: number;
+  /** How long each step of the workflow takes (default 20 ms): longer keeps more runs in flight. */
+  stepDelayMs?: number;
   /** The charge command's in-doubt policy in the workers. */
   policy?: 'lookup' | 'retry-with-key';
   log?: (line: string) => void;
@@ -45,8 +47,10 @@ export interface FailoverResult {
   succeededWithMissingCheckpoint: number;
   /** Keys the target applied more than once (it does not deduplicate). */
   keysChargedTwice: number;
-  /** (run, epoch) pairs claimed more than once: a fencing token issued twice. */
+  /** (run, timeline, epoch) claimed more than once: a fencing token issued twice. */
   fencingTokensIssuedTwice: number;
+  /** (run, epoch) claimed on the old timeline and again on the new one (distinct tokens by their timeline). */
+  epochsReissuedOnNewTimeline: number;
   /** Claims beyond one per run: work re-run (a failover's re-runs and the fixture's normal resumes). */
   extraClaims: number;
   /** Runs that ended `succeeded` on the new primary (all of them, when the run is healthy). */
@@ -56,6 +60,7 @@ export interface FailoverResult {
 /** A line of a worker's CLAIM_LOG: a claim, or (with `outcome`) how its attempt ended. */
 interface Claim {
   runId: string;
+  timeline: number;
   epoch: number;
   workerId: string;
   at: number;
@@ -96,7 +101,7 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
         WORKER_ID: w,
         CLAIM_LOG: path.join(logDir, `${w}.jsonl`),
         CONCURRENCY: '8',
-        STEP_DELAY_MS: '20',
+        STEP_DELAY_MS: String(o.stepDelayMs ?? 20),
         LEASE_TTL_MS: '3000',
         HEARTBEAT_MS: '500',
       });
@@ -165,8 +170,17 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
       starts.filter((c) => finished.has(c.runId) && c.at > finished.get(c.runId)!).map((c) => c.runId),
     );
     const byToken = new Map<string, number>();
-    for (const c of starts)
-      byToken.set(`${c.runId}/${c.epoch}`, (byToken.get(`${c.runId}/${c.epoch}`) ?? 0) + 1);
+    for (const c of starts) {
+      const token = `${c.runId}/${c.timeline}/${c.epoch}`;
+      byToken.set(token, (byToken.get(token) ?? 0) + 1);
+    }
+    // The same epoch of a run claimed on the old timeline and again on the new one: what an epoch
+    // alone would have issued twice (the timeline tells the two claims apart).
+    const byEpoch = new Map<string, Set<number>>();
+    for (const c of starts) {
+      const k = `${c.runId}/${c.epoch}`;
+      byEpoch.set(k, (byEpoch.get(k) ?? new Set()).add(c.timeline));
+    }
     const { rows: cps } = await pool.query<{ run_id: string; names: string[] }>(
       `select r.id as run_id, coalesce(array_agg(c.step_name order by c.step_index) filter (where c.step_name is not null), '{}') as names
          from ai_runs r left join ai_checkpoints c on c.run_id = r.id
@@ -187,6 +201,7 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
       succeededWithMissingCheckpoint: missing,
       keysChargedTwice: Object.values(effects).filter((n) => n > 1).length,
       fencingTokensIssuedTwice: [...byToken.values()].filter((n) => n > 1).length,
+      epochsReissuedOnNewTimeline: [...byEpoch.values()].filter((s) => s.size > 1).length,
       extraClaims: starts.length - new Set(starts.map((c) => c.runId)).size,
       succeededAfter: after.filter((r) => r.status === 'succeeded').length,
     };

@@ -42,7 +42,7 @@ export class NaivePurchaseOrder {
     const fresh = (): CommandContext => ({
       idempotencyKey: randomUUID(),
       signal: new AbortController().signal,
-      fence: { runId: 'naive', epoch: 0, leaseExpiresAt: new Date(8.64e15) }, // no lease: no run
+      fence: { runId: 'naive', epoch: 0, timeline: 0, leaseExpiresAt: new Date(8.64e15) }, // no lease: no run
     });
     const { orderRef } = order;
     onStep(0);

@@ -95,18 +95,24 @@ export async function executeCommand(
     typeof meta.requiresApproval === 'function' ? meta.requiresApproval(args) : meta.requiresApproval
   ) {
     return parkCommand(env, cmd, 'awaiting_approval', `awaiting approval of ${key}`);
+  } else if (env.fence.lookupFirst && meta.inDoubt !== 'retry-with-key') {
+    // The database failed over since this run was last claimed: this command may have been reserved and
+    // sent under a claim whose commits the new primary lost. Settled by its policy before a first send
+    // (`retry-with-key` sends again with the same key anyway): `manual` parks, `lookup` asks the target.
+    if (meta.inDoubt === 'manual')
+      return parkCommand(env, cmd, 'in_doubt', `command ${key} may have been sent before a failover`);
+    const asked = async () => {
+      await reserve(env, meta, cmd);
+      return resolveInDoubt(env, meta, cmd, lookup, null);
+    };
+    const settled = await env.control.track(asked());
+    if (settled) return settled.result;
   }
   return env.control.track(dispatch(env, meta, cmd, call, lookup));
 }
 
-/** Reserve (fenced), then the call with the key and the fencing token, then the outcome recorded. */
-async function dispatch(
-  env: StepEnv,
-  meta: CommandMetadata,
-  cmd: Cmd,
-  call: (ctx: CommandContext) => unknown,
-  lookup: Lookup | undefined,
-): Promise<unknown> {
+/** The command reserved (fenced): its row pending under this epoch, the cursor at it. */
+async function reserve(env: StepEnv, meta: CommandMetadata, cmd: Cmd): Promise<void> {
   const cursor = cursorAt(env, cmd.index, `command:${meta.name}`, 'started');
   const records = env.log.takePending();
   const { cancelRequested, reserved } = await env.fenced(
@@ -119,6 +125,17 @@ async function dispatch(
   // Settled meanwhile (an operator decided it): never send it again; the next claim replays the
   // decision from the row.
   if (!reserved) env.control.halt({ kind: 'suspended', reason: `command ${cmd.key} was settled meanwhile` });
+}
+
+/** Reserve (fenced), then the call with the key and the fencing token, then the outcome recorded. */
+async function dispatch(
+  env: StepEnv,
+  meta: CommandMetadata,
+  cmd: Cmd,
+  call: (ctx: CommandContext) => unknown,
+  lookup: Lookup | undefined,
+): Promise<unknown> {
+  await reserve(env, meta, cmd);
   env.control.unsent.add(cmd.key); // until the call is made: a run that stops before never sent it
   env.control.checkActive(false); // a cancelled run never calls another command (a drain lets it finish)
   crashPoint('after-command-reserve', cmd.index);
@@ -128,7 +145,8 @@ async function dispatch(
     result = await withRetry(policy, env.control.signal, async () => {
       await env.pause('before-call', `command:${meta.name}`);
       await env.lease.ensure(`command ${cmd.key}`);
-      const fence = { runId: env.runId, epoch: env.epoch, leaseExpiresAt: env.lease.expiresAt() };
+      const { runId, epoch, timeline = 1 } = env.fence;
+      const fence = { runId, epoch, timeline, leaseExpiresAt: env.lease.expiresAt() };
       // The body runs in a frame of its own: what it draws from the context is derived from the key's
       // index (the same on every send of this key), and it takes no workflow position.
       const frame = env.frame({ index: cmd.index, name: `command:${meta.name}`, derived: 0, command: true });

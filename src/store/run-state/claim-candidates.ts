@@ -1,4 +1,5 @@
 import type { DurableNames } from '../durable-names';
+import { CURRENT_TIMELINE } from '../sql/timeline.sql';
 
 /**
  * The due runs a claim may take, in claim order, locked SKIP LOCKED: the conditions of the partial
@@ -31,6 +32,15 @@ export function dueCandidates(t: DurableNames, columns: string): string {
 export const PIN_VERSION = `kind_version = coalesce(r.kind_version, case when r.epoch > 0 then 1 end,
                      (select max(v.n) from unnest($6::text[], $7::int[]) v(k, n) where v.k = r.kind))`;
 
+/**
+ * A claim's fencing timeline: the server's now, and `lookup_first` when the run was created or last
+ * claimed on another timeline (a failover since: what that claim sent may have no row here any more).
+ * Read on the claimed row (`r`), before the claim's update.
+ */
+export const CLAIM_TIMELINE = `timeline = ${CURRENT_TIMELINE},
+         lookup_first = r.lookup_first or coalesce(r.timeline <> ${CURRENT_TIMELINE}, false)`;
+
 /** The columns both claim statements return for a claimed run. */
 export const CLAIMED_COLUMNS = `r.id, r.kind, r.kind_version, r.input, r.epoch, r.generation, r.cursor, r.attempts,
-            r.max_attempts, r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now`;
+            r.max_attempts, r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now,
+            r.timeline, r.lookup_first`;

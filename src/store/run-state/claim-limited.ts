@@ -1,6 +1,6 @@
 import type { SqlText } from '../durable-names';
 import { keyScope, kindScope, rateScope } from './slots';
-import { CLAIMED_COLUMNS, dueCandidates, PIN_VERSION } from './claim-candidates';
+import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION } from './claim-candidates';
 
 /**
  * The claim of a worker that runs a kind with a concurrency limit (CLAIM_RUNS_SQL otherwise): the same
@@ -86,7 +86,7 @@ with c as (
   update ${t.runs} r
      set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,
          lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now(),
-         ${PIN_VERSION}
+         ${PIN_VERSION}, ${CLAIM_TIMELINE}
     from c
    where r.id = c.id and c.id not in (select id from denied)
   returning ${CLAIMED_COLUMNS}

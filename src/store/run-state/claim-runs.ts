@@ -1,8 +1,8 @@
 import type { RunCursor } from '../../interfaces/run.interface';
 import { decodeStored } from '../../util/codec';
-import type { StoreContext } from './fence';
+import type { Fence, StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
-import { CLAIMED_COLUMNS, dueCandidates, PIN_VERSION } from './claim-candidates';
+import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION } from './claim-candidates';
 import { CLAIM_LIMITED_SQL } from './claim-limited';
 
 /**
@@ -22,7 +22,7 @@ with c as (
   update ${t.runs} r
      set status = 'running', worker_id = $1, epoch = r.epoch + 1, attempts = r.attempts + 1,
          lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now(),
-         ${PIN_VERSION}
+         ${PIN_VERSION}, ${CLAIM_TIMELINE}
     from c
    where r.id = c.id
   returning ${CLAIMED_COLUMNS}
@@ -42,6 +42,13 @@ export interface ClaimedRun {
   epoch: number;
   /** How many times the run continued as new (`ctx.continueAsNew`): its keys name it when above 0. */
   generation: number;
+  /** The server's WAL timeline at the claim: (timeline, epoch) is the claim's fencing token. */
+  timeline: number;
+  /**
+   * The run was created or last claimed on another timeline (a failover since): each command it has no
+   * row for is settled by its in-doubt policy before its first send (its reserve may have been lost).
+   */
+  lookupFirst: boolean;
   cursor: RunCursor;
   attempts: number;
   maxAttempts: number;
@@ -101,6 +108,8 @@ export async function claimRuns(
       input: decodeStored(r.input),
       epoch: Number(r.epoch),
       generation: r.generation,
+      timeline: r.timeline,
+      lookupFirst: r.lookup_first,
       cursor: decodeStored(r.cursor),
       attempts: r.attempts,
       maxAttempts: r.max_attempts,
@@ -111,3 +120,13 @@ export async function claimRuns(
     }));
   return { runs, heldBack };
 }
+
+/** The fence of a claim: what every fenced write of its attempt carries. */
+export const fenceOf = (c: ClaimedRun, workerId: string): Fence => ({
+  runId: c.id,
+  workerId,
+  epoch: c.epoch,
+  generation: c.generation,
+  timeline: c.timeline,
+  lookupFirst: c.lookupFirst,
+});

@@ -2,12 +2,19 @@ import { LeaseLostError } from '../../errors/lease-lost.error';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
 import type { DurableDatabase } from '../durable-database';
 import type { DurableNames, SqlText } from '../durable-names';
+import { CURRENT_TIMELINE } from '../sql/timeline.sql';
+
+export { CURRENT_TIMELINE };
 
 /** The (run, worker, epoch) triple every fenced write carries. */
 export interface Fence {
   runId: string;
   workerId: string;
   epoch: number;
+  /** The WAL timeline the claim was made on (with `epoch`, the fencing token a target compares). */
+  timeline?: number;
+  /** The claim found the run created or last claimed on another timeline (see ClaimedRun.lookupFirst). */
+  lookupFirst?: boolean;
   /** The run's generation (`ctx.continueAsNew`): keys the run derives name it when above 0. */
   generation?: number;
 }
@@ -41,9 +48,12 @@ export interface StoreContext {
 /**
  * The fence, written once: the run row this claim still owns. Every fenced statement binds it as
  * $1 run id, $2 worker id, $3 epoch; a newer claim has raised the epoch, so a stale worker matches
- * no row and writes nothing.
+ * no row and writes nothing. The row's timeline (set by the claim) must be the server's: after a
+ * failover the claim's later commits may have been lost with the old primary, and a worker that wrote on
+ * would write on top of a hole in the run's history; its next write fails instead (LeaseLostError) and
+ * the next claim replays from what the new primary holds.
  */
-export const FENCE = `id = $1 and worker_id = $2 and epoch = $3 and status = 'running'`;
+export const FENCE = `id = $1 and worker_id = $2 and epoch = $3 and status = 'running' and timeline = ${CURRENT_TIMELINE}`;
 
 /** The fenced UPDATE of the run row as the statement's first CTE, `run`: every other CTE reads it. */
 export function fencedRun(
