@@ -8,6 +8,8 @@ export interface RunLeaseView {
   workerId: string;
   /** The claim's fencing token: every write of that worker carries it. */
   epoch: number;
+  /** The WAL timeline of the claim (with `epoch`, the token); null for a claim from before timelines. */
+  timeline: number | null;
   /** When the lease ends unless the worker renews it (database clock). */
   leaseExpiresAt: Date;
   /** Where the run stands (`status: 'started'`: a model/tool step or a command may be calling out). */

@@ -4,7 +4,7 @@ import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
 import { handBackCtes } from './expired-leases.store';
 
-const LEASE_COLUMNS = `id, kind, worker_id, epoch, lease_expires_at, cursor`;
+const LEASE_COLUMNS = `id, kind, worker_id, epoch, timeline, lease_expires_at, cursor`;
 
 /** The lease of one run, when a worker holds it. $1 run id */
 const HOLDER_SQL: SqlText = (t) =>
@@ -53,6 +53,7 @@ const toLease = (r: Record<string, any>): RunLeaseView => ({
   kind: r.kind,
   workerId: r.worker_id,
   epoch: Number(r.epoch),
+  timeline: r.timeline ?? null,
   leaseExpiresAt: r.lease_expires_at,
   cursor: r.cursor,
 });

@@ -134,6 +134,7 @@ describe('the four services of the card, injected into an app provider', () => {
       kind: 'triage-services',
       workerId: 'pod-a',
       epoch: 1,
+      timeline: expect.any(Number), // with the epoch, the claim's fencing token
     });
     expect(holder.leaseExpiresAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
     expect(await ops.leases.holder('00000000-0000-4000-8000-000000000000')).toBeNull();
