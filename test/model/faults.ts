@@ -3,7 +3,8 @@
  * - hold: the run waits while the actions scheduled "during" that fault are applied;
  * - zombie: the run is frozen and its worker stops heartbeating (and claiming) until another worker
  *   took the run over (release 'takeover') or everything settled (release 'settled');
- * - crash: the worker is gone: this run and every later pause point of that worker freeze forever.
+ * - crash: the worker is gone: this run and every later pause point of that worker freeze forever;
+ * - failover: the run's row moves to an older WAL timeline and the run goes on (see Fault['kind']).
  */
 import type { PausePointInfo } from '../../src/testing';
 import type { Fault } from './program';
@@ -48,6 +49,8 @@ export class FaultPlan {
     private readonly crashed: (w: ModelWorker) => void,
     /** A worker is shut down gracefully (its drain), while a call of it is held in flight. */
     private readonly drain: (w: ModelWorker) => void = () => undefined,
+    /** Moves a run's row to an older timeline (a failover fault). */
+    private readonly failover: (runId: string) => Promise<void> = async () => undefined,
   ) {
     this.fired = faults.map(() => false);
     this.hits = faults.map(() => 0);
@@ -76,6 +79,7 @@ export class FaultPlan {
     const f = this.faults[i];
     if (f.kind === 'hold') return this.during(i, f.holdMs);
     this.faulted.add(tag);
+    if (f.kind === 'failover') return this.failover(info.runId);
     if (f.kind === 'drain') {
       // SIGTERM while this call is in flight: the drain (no grace) hands the run over, due at the
       // lease's end since the call is live; the call goes on for holdMs, then its commit is refused.

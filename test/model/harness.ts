@@ -140,6 +140,9 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
         .beforeApplicationShutdown()
         .catch(() => undefined);
     },
+    async (runId) => {
+      await db.query(`update ai_runs set timeline = timeline - 1 where id = $1`, [runId]);
+    },
   );
   let result: CaseResult = { violations: [], runs: [], ms: 0, coverage: new Map() };
   try {

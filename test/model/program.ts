@@ -91,8 +91,12 @@ export interface Fault {
   /** hold: the run waits while its `during` actions are applied; zombie: frozen past its lease and
    *  woken later; crash: frozen forever, its worker discarded; deaf: frozen, its worker stops
    *  heartbeating but goes on claiming (it may claim the same run again) until the takeover; drain:
-   *  the worker is shut down gracefully (SIGTERM) while this call is held in flight for holdMs. */
-  kind: 'hold' | 'zombie' | 'crash' | 'deaf' | 'drain';
+   *  the worker is shut down gracefully (SIGTERM) while this call is held in flight for holdMs;
+   *  failover: the run's row moves to an older WAL timeline, what a promotion leaves behind (this
+   *  claim's writes and heartbeats fail from then on, the worker goes on; the reconciler hands the run
+   *  on and its next claim settles each command without a row by policy before a first send). Only the
+   *  marker is simulated: no commit is lost (a real lost suffix is test/e2e/failover.e2e-spec.ts). */
+  kind: 'hold' | 'zombie' | 'crash' | 'deaf' | 'drain' | 'failover';
   /** How long a hold lasts (a long one outlives the lease unless the worker heartbeats it). */
   holdMs: number;
   /** When a zombie wakes: at the takeover claim, or once every run has settled. */
@@ -207,7 +211,16 @@ const WHERE = [
 const faultArb: fc.Arbitrary<Fault> = fc.record({
   where: fc.constantFrom(...WHERE),
   nth: fc.nat(2),
-  kind: fc.constantFrom<Fault['kind']>('hold', 'hold', 'zombie', 'zombie', 'crash', 'deaf', 'drain'),
+  kind: fc.constantFrom<Fault['kind']>(
+    'hold',
+    'hold',
+    'zombie',
+    'zombie',
+    'crash',
+    'deaf',
+    'drain',
+    'failover',
+  ),
   holdMs: fc.constantFrom(10, 10, 600),
   release: fc.constantFrom<Fault['release']>('takeover', 'settled'),
 });
