@@ -84,7 +84,7 @@ export class Executor {
         return await this.cleanUp(run, wf.instance);
       const end: PhaseEnd = wf
         ? await drivePhase(run, () => wf.instance.run(run.claim.input, run.context))
-        : { error: new Error(`no version ${run.claim.version} of '${run.kind}' on ${run.workerId}`) };
+        : { error: new Error(`no version ${run.claim.version ?? 1} of '${run.kind}' on ${run.workerId}`) };
       if ('error' in end) run.endedWith = end.error;
       const stop = run.control.stop;
       if (stop?.kind === 'cancelled' && wf && cleansUp(wf.instance))

@@ -3,6 +3,7 @@ import { HISTORY_FORMAT, RunHistory } from '../interfaces/run-history.interface'
 import { decodeStored } from '../util/codec';
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
+import { pinnedVersion } from './sql/pinned-version.sql';
 import { LOAD_REPLAY_SQL, replayRecordOf } from './run-state/load-replay';
 
 /**
@@ -10,7 +11,7 @@ import { LOAD_REPLAY_SQL, replayRecordOf } from './run-state/load-replay';
  * which node-pg reads to the millisecond: two writes in one millisecond looked like none). $1 run id
  */
 const RUN_SQL: SqlText = (t) =>
-  `select id, kind, coalesce(kind_version, case when epoch > 0 then 1 end) as kind_version, status, input, output,
+  `select id, kind, ${pinnedVersion()} as kind_version, status, input, output,
           error, cursor, epoch, generation, max_attempts, xmin::text as version,
           now() as db_now
      from ${t.runs} where id = $1`;

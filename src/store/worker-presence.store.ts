@@ -20,13 +20,9 @@ on conflict (worker_id) do update
 /** A worker that shuts down removes its row. $1 worker id */
 export const WORKER_LEAVE_SQL: SqlText = (t) => `delete from ${t.workers} where worker_id = $1`;
 
-/**
- * Whether a live worker serves kind $1 (and version $2 of it, unless null; a row without versions, of a
- * worker from before them, serves version 1).
- */
+/** Whether a live worker serves kind $1 (any version of it). */
 export const KIND_SERVED_SQL: SqlText = (t) =>
-  `select exists (select 1 from ${t.workers} where expires_at > now() and $1 = any(kinds)
-                     and ($2::int is null or coalesce(versions -> $1, '[1]') @> to_jsonb($2::int))) as served`;
+  `select exists (select 1 from ${t.workers} where expires_at > now() and $1 = any(kinds)) as served`;
 
 /**
  * Every worker an operator may ask about: each presence row, and each worker id holding a running run
@@ -99,8 +95,8 @@ export class WorkerPresenceStore {
     }));
   }
 
-  async served(kind: string, version: number | null = null): Promise<boolean> {
-    const { rows } = await this.db.query<{ served: boolean }>(KIND_SERVED_SQL, [kind, version]);
+  async served(kind: string): Promise<boolean> {
+    const { rows } = await this.db.query<{ served: boolean }>(KIND_SERVED_SQL, [kind]);
     return rows[0].served;
   }
 }

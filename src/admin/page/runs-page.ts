@@ -31,6 +31,20 @@ function where(r: AdminRunPage['items'][number]): string {
   return `${c.step}: ${c.name} (${c.status})`;
 }
 
+/** A small table in a card above the runs: its header cells, then its rows. */
+function cardTable(headers: string[], rows: Raw[]): Raw {
+  return html`<table class="card">
+    <thead>
+      <tr>
+        ${headers.map((h) => html`<th>${h}</th>`)}
+      </tr>
+    </thead>
+    <tbody>
+      ${rows}
+    </tbody>
+  </table>`;
+}
+
 /** The `@DurableCron` schedules with their ticks (nothing when there are none). */
 function schedulesCard(schedules: RunStats['schedules']): Raw | string {
   if (!schedules.length) return '';
@@ -42,18 +56,7 @@ function schedulesCard(schedules: RunStats['schedules']): Raw | string {
         <td class="mono">${x.lastAt ? ts(x.lastAt) : 'none yet'}</td>
       </tr>`,
   );
-  return html`<table class="card">
-    <thead>
-      <tr>
-        <th>schedule</th>
-        <th>next tick</th>
-        <th>last tick</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${rows}
-    </tbody>
-  </table>`;
+  return cardTable(['schedule', 'next tick', 'last tick'], rows);
 }
 
 /**
@@ -74,22 +77,7 @@ function versionsCard(versions: KindVersionView[]): Raw | string {
         <td class="num">${v.workers}</td>
       </tr>`,
   );
-  return html`<table class="card">
-    <thead>
-      <tr>
-        <th>kind</th>
-        <th>version</th>
-        <th>pending</th>
-        <th>waiting</th>
-        <th>running</th>
-        <th>held</th>
-        <th>live workers</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${rows}
-    </tbody>
-  </table>`;
+  return cardTable(['kind', 'version', 'pending', 'waiting', 'running', 'held', 'live workers'], rows);
 }
 
 /** The runs table with status counts and filters. `base` is the inspector's own URL path. */

@@ -1,5 +1,6 @@
 import type { DurableNames } from '../durable-names';
 import { CURRENT_TIMELINE } from '../sql/timeline.sql';
+import { pinnedVersion } from '../sql/pinned-version.sql';
 
 /**
  * The due runs a claim may take, in claim order, locked SKIP LOCKED: the conditions of the partial
@@ -17,7 +18,7 @@ export function dueCandidates(t: DurableNames, columns: string): string {
      and attempts < max_attempts
      and kind = any($2::text[])
      and ($6::text[] is null or kind_version is null and epoch = 0
-          or (kind, coalesce(kind_version, 1)) in (select * from unnest($6::text[], $7::int[])))
+          or (kind, ${pinnedVersion()}) in (select * from unnest($6::text[], $7::int[])))
      and id <> all($5::uuid[])
    order by priority desc, available_at
    limit $3
@@ -29,7 +30,7 @@ export function dueCandidates(t: DurableNames, columns: string): string {
  * existed (`kind_version` null, epoch above 0), else the newest version of its kind the worker registers
  * ($6, $7). Read on the claimed row (`r`), before the claim raises its epoch.
  */
-export const PIN_VERSION = `kind_version = coalesce(r.kind_version, case when r.epoch > 0 then 1 end,
+export const PIN_VERSION = `kind_version = coalesce(${pinnedVersion('r')},
                      (select max(v.n) from unnest($6::text[], $7::int[]) v(k, n) where v.k = r.kind))`;
 
 /**

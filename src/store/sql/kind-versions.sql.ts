@@ -1,4 +1,5 @@
 import type { SqlText } from '../durable-names';
+import { pinnedVersion } from './pinned-version.sql';
 
 /**
  * For each (kind, version): its unfinished runs by status (a run claimed before versions existed counts
@@ -8,7 +9,7 @@ import type { SqlText } from '../durable-names';
  */
 export const KIND_VERSIONS_SQL: SqlText = (t) => `
 with runs as (
-  select kind, coalesce(kind_version, case when epoch > 0 then 1 end) as version,
+  select kind, ${pinnedVersion()} as version,
          count(*) filter (where status = 'pending')::int as pending,
          count(*) filter (where status = 'waiting')::int as waiting,
          count(*) filter (where status = 'running')::int as running,

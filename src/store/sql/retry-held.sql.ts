@@ -1,4 +1,5 @@
 import type { SqlText } from '../durable-names';
+import { pinnedVersion } from './pinned-version.sql';
 
 /**
  * Re-drives up to $2 runs of kind $1 held on non-determinism (waiting with no due time and the
@@ -13,7 +14,7 @@ with held as (
   select id from ${t.runs}
    where kind = $1 and status = 'waiting' and available_at = 'infinity'
      and error->>'code' = 'DURABLE_NON_DETERMINISM'
-     and ($5::int is null or coalesce(kind_version, 1) = $5)
+     and ($5::int is null or ${pinnedVersion()} = $5)
    order by created_at
    limit $2
    for update skip locked
