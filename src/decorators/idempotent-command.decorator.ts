@@ -17,6 +17,9 @@ function optionsProblem(o: unknown): string | undefined {
     return `name must be a non-empty string of at most 200 characters, got ${JSON.stringify(name)}`;
   if (!['lookup', 'retry-with-key', 'manual'].includes(inDoubt as string))
     return `inDoubt must be 'lookup', 'retry-with-key' or 'manual', got ${JSON.stringify(inDoubt)}`;
+  const { key } = o as { key?: unknown };
+  if (key !== undefined && typeof key !== 'function')
+    return `key must be a function of the arguments returning the command's key, got ${typeof key}`;
   return undefined;
 }
 

@@ -94,6 +94,9 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   get epoch(): number {
     return this.claim.epoch;
   }
+  get timeline(): number {
+    return this.claim.timeline;
+  }
   get attempt(): number {
     return this.claim.attempts;
   }
@@ -160,7 +163,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   }
 
   pause(point: PausePointName, detail?: string): Promise<void> | undefined {
-    return pausePoint({ point, runId: this.runId, epoch: this.epoch, workerId: this.workerId, detail });
+    const { runId, epoch, timeline, workerId } = this;
+    return pausePoint({ point, runId, epoch, timeline, workerId, detail });
   }
 
   frame(step?: RunFrame['step']): RunFrame {
@@ -169,8 +173,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
 
   /** What observers are told about this attempt. */
   attemptInfo(): RunAttemptInfo {
-    const { runId, kind, epoch, attempt, workerId } = this;
-    return { runId, kind, epoch, timeline: this.claim.timeline, attempt, workerId };
+    const { runId, kind, epoch, timeline, attempt, workerId } = this;
+    return { runId, kind, epoch, timeline, attempt, workerId };
   }
 
   stepInfo(index: number, name: string, stepKind: StepInfo['stepKind']): StepInfo {

@@ -19,6 +19,8 @@ export interface PausePointInfo {
   point: PausePointName;
   runId: string;
   epoch: number;
+  /** The claim's WAL timeline (with `epoch`, its fencing token); absent for a schedule's firing. */
+  timeline?: number;
   workerId: string;
   /** What is being written or called (`tool.command_reserved`, `command:charge`, `step:price`, …). */
   detail?: string;
@@ -38,4 +40,13 @@ export function setPausePointHook(h: PausePointHook | null): void {
 export function pausePoint(info: PausePointInfo): Promise<void> | undefined {
   if (!hook) return undefined;
   return Promise.resolve(hook(info));
+}
+
+/** The `after-claim` point of a claim (before its replay is read). */
+export function afterClaimPoint(
+  claim: { id: string; epoch: number; timeline: number },
+  workerId: string,
+): Promise<void> | undefined {
+  const { id: runId, epoch, timeline } = claim;
+  return pausePoint({ point: 'after-claim', runId, epoch, timeline, workerId });
 }

@@ -189,7 +189,7 @@ export class ReplayChecker {
       epoch: row.epoch,
       version: row.version ?? null,
       generation: row.generation ?? 0,
-      timeline: 1,
+      timeline: row.timeline ?? 1,
       lookupFirst: false,
       cursor: row.cursor,
       attempts: 1,

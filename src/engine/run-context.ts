@@ -21,12 +21,14 @@ import type {
 } from '../interfaces/stored-types.interface';
 import { handed } from './handed';
 import { clockNow } from './test-clock';
+import { uuidFromSeed } from '../util/uuid-from-seed';
 
 /** The parts of a driven run that the public context exposes. @internal */
 export interface RunContextHost {
   readonly runId: string;
   readonly kind: string;
   readonly epoch: number;
+  readonly timeline: number;
   readonly attempt: number;
   readonly signal: AbortSignal;
   record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T;
@@ -51,7 +53,6 @@ export interface RunContextHost {
  * payloads. Without it, any name and an `unknown` payload.
  */
 export class RunContext<S extends SignalMap = AnySignals> {
-  /** @internal */
   /** @internal The engine creates the context of each run. */
   constructor(private readonly host: RunContextHost) {}
 
@@ -66,6 +67,10 @@ export class RunContext<S extends SignalMap = AnySignals> {
   /** Fencing token of this claim; rises by one on every claim. */
   get epoch(): number {
     return this.host.epoch;
+  }
+  /** WAL timeline of this claim (a failover starts a new one): the fencing token is (timeline, epoch). */
+  get timeline(): number {
+    return this.host.timeline;
   }
   /** Claims of this run since it last made progress (1 on a first, clean claim). */
   get attempt(): number {
@@ -238,11 +243,3 @@ export type WorkflowSignals<W> = W extends new (...args: any[]) => {
     ? S
     : AnySignals
   : AnySignals;
-
-function uuidFromSeed(seed: Buffer): string {
-  const b = Buffer.from(seed.subarray(0, 16));
-  b[6] = (b[6] & 0x0f) | 0x40;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}

@@ -16,6 +16,8 @@ export class RunControl {
   progressed = false;
   /** Commands reserved in this claim whose call has not been made (the run stopped in between). */
   readonly unsent = new Set<string>();
+  /** Commands with a key of their own (`key` option) called in this claim: key → step index. */
+  readonly ownKeys = new Map<string, number>();
   /** Live calls (step bodies, dispatches, lookups) of this attempt not yet settled. */
   private liveOps = 0;
   /** Of those, calls whose promise the workflow holds (not bodies the engine gave up on at a timeout). */

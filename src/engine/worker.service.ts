@@ -15,7 +15,7 @@ import { ActiveRun } from './active-run';
 import { heartbeatStop, HeartbeatStop } from './run-stop';
 import { performance } from 'node:perf_hooks';
 import { crashPoint } from './crash-points';
-import { pausePoint } from './pause-points';
+import { afterClaimPoint } from './pause-points';
 import { Executor } from './executor.service';
 import type { WakeListener } from '../store/wake-listener';
 import { longTimeout } from '../util/timers';
@@ -135,7 +135,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async start(claim: Parameters<Executor['prepare']>[0]): Promise<ActiveRun> {
-    await pausePoint({ point: 'after-claim', runId: claim.id, epoch: claim.epoch, workerId: this.id });
+    await afterClaimPoint(claim, this.id);
     return this.executor.prepare(claim, this.id);
   }
 

@@ -22,6 +22,17 @@ export interface IdempotentCommandOptions<A = any> {
   /** Tool-call identity from the model output, part of the key. Default: `args.toolCallId ?? args.tool_call_id`. */
   toolCallId?: (args: A) => string | undefined;
   /**
+   * The command's identity in the run, in place of its position: its key becomes
+   * `run_<id>:key_<value>:<name>` (undefined: by position, the default). Give one when the call's
+   * position can depend on timing (a command after a step inside a `Promise.all` branch, after a
+   * `Promise.race`) and the database replicates asynchronously: a run that runs again after a failover
+   * lost its last commits may number such calls anew, and only a key of their own lets the target or a
+   * lookup recognise what was already sent. Unique per run (a second call with a used value is a usage
+   * error); 1-200 letters, digits, `_`, `-` or `.`.
+   * @example `key: (a: RefundArgs) => `refund-${a.orderId}``
+   */
+  key?: (args: A) => string | undefined;
+  /**
    * Whether an error the call threw says the target refused it (did nothing): then the command is
    * recorded `failed` and the workflow gets `CommandFailedError`. A `NonRetryableError` or an error
    * with `retryable: false` always is. Any other error (a 504, a timeout, a reset) leaves the outcome
@@ -33,7 +44,7 @@ export interface IdempotentCommandOptions<A = any> {
 
 /** Second argument of a command method inside a run. */
 export interface CommandContext {
-  /** Deterministic key: `run_<id>:step_<n>[:tool_call_<id>]:<name>`. Send it to the target. */
+  /** Deterministic key: `run_<id>:step_<n>[:tool_call_<id>]:<name>` (or `run_<id>:key_<key>:<name>`). Send it to the target. */
   idempotencyKey: string;
   /** Fires when the lease is lost or the run is cancelled. */
   signal: AbortSignal;

@@ -61,6 +61,8 @@ export interface RunHistory {
     error: unknown;
     cursor: RunCursor;
     epoch: number;
+    /** The WAL timeline of its last claim (with `epoch`, that claim's token; absent in older exports: 1). */
+    timeline?: number;
     /** How many times it continued as new (absent in histories exported before: 0). */
     generation?: number;
     maxAttempts: number;

@@ -12,7 +12,7 @@ import { LOAD_REPLAY_SQL, replayRecordOf } from './run-state/load-replay';
  */
 const RUN_SQL: SqlText = (t) =>
   `select id, kind, ${pinnedVersion()} as kind_version, status, input, output,
-          error, cursor, epoch, generation, max_attempts, xmin::text as version,
+          error, cursor, epoch, timeline, generation, max_attempts, xmin::text as version,
           now() as db_now
      from ${t.runs} where id = $1`;
 
@@ -52,6 +52,7 @@ export async function readRunHistory(query: HistoryQuery, runId: string): Promis
         error: r.error ?? null,
         cursor: decodeStored(r.cursor),
         epoch: Number(r.epoch),
+        timeline: r.timeline,
         generation: r.generation,
         maxAttempts: r.max_attempts,
       },

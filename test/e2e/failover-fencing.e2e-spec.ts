@@ -28,15 +28,20 @@ const target = {
 };
 let hold: ReturnType<typeof gate> | null = null;
 
+/** The target applies a charge under the key it was sent with. */
+function send(args: { amount: number; item?: string }, ctx: CommandContext) {
+  target.sends.push(ctx.idempotencyKey);
+  target.fences.push(ctx.fence);
+  const result = { chargeId: `ch_${target.sends.length}`, ...args };
+  target.applied.set(ctx.idempotencyKey, result);
+  return result;
+}
+
 @Injectable()
 class Gateway implements CommandLookup {
   @IdempotentCommand({ name: 'fo_charge', inDoubt: 'lookup' })
   async charge(args: { amount: number }, ctx?: CommandContext) {
-    target.sends.push(ctx!.idempotencyKey);
-    target.fences.push(ctx!.fence);
-    const result = { chargeId: `ch_${target.sends.length}`, amount: args.amount };
-    target.applied.set(ctx!.idempotencyKey, result);
-    return result;
+    return send(args, ctx!);
   }
   @IdempotentCommand({ name: 'fo_manual', inDoubt: 'manual' })
   async manual(args: { amount: number }, ctx?: CommandContext) {
@@ -48,6 +53,28 @@ class Gateway implements CommandLookup {
     target.sends.push(ctx!.idempotencyKey);
     return { keyed: args.amount };
   }
+  @IdempotentCommand({ name: 'fo_approved', inDoubt: 'lookup', requiresApproval: true })
+  async approved(args: { amount: number }, ctx?: CommandContext) {
+    return send(args, ctx!);
+  }
+  @IdempotentCommand({ name: 'fo_approved_manual', inDoubt: 'manual', requiresApproval: true })
+  async approvedManual(args: { amount: number }, ctx?: CommandContext) {
+    return send(args, ctx!);
+  }
+  /** Keyed by its position in the run (the default). */
+  @IdempotentCommand({ name: 'fo_item', inDoubt: 'lookup' })
+  async item(args: { item: string }, ctx?: CommandContext) {
+    return send({ amount: args.item.charCodeAt(0), item: args.item }, ctx!);
+  }
+  /** Keyed by what it is: the item. */
+  @IdempotentCommand({
+    name: 'fo_item_keyed',
+    inDoubt: 'lookup',
+    key: (a: { item: string }) => `item-${a.item}`,
+  })
+  async itemKeyed(args: { item: string }, ctx?: CommandContext) {
+    return send({ amount: args.item.charCodeAt(0), item: args.item }, ctx!);
+  }
   async lookupCommand(_command: string, key: string) {
     target.lookups.push(key);
     return target.applied.has(key)
@@ -56,12 +83,45 @@ class Gateway implements CommandLookup {
   }
 }
 
+/** How long each item's step takes (ms): which branch of a fan-out reaches its command first. */
+const itemDelays: Record<string, number> = {};
+
 @Injectable()
 class Steps {
   @DurableStep({ name: 'fo_slow', kind: 'tool' })
   async slow(n: number) {
     if (hold) await hold.promise;
     return n * 2;
+  }
+  @DurableStep({ name: 'fo_prepare', kind: 'tool' })
+  async prepare(item: string) {
+    await new Promise((r) => setTimeout(r, itemDelays[item] ?? 0));
+    return item;
+  }
+}
+
+@DurableWorkflow('fo-approve')
+class ApproveFlow {
+  constructor(private readonly gw: Gateway) {}
+  async run(input: { amount: number; manual?: boolean }) {
+    return input.manual ? this.gw.approvedManual(input) : this.gw.approved(input);
+  }
+}
+
+/** Each item: a step, then a command; which command comes first depends on the steps' timing. */
+@DurableWorkflow('fo-fan')
+class FanFlow {
+  constructor(
+    private readonly steps: Steps,
+    private readonly gw: Gateway,
+  ) {}
+  async run(input: { keyed: boolean; items: string[]; sameKey?: boolean }) {
+    const one = async (item: string) => {
+      const prepared = await this.steps.prepare(item);
+      const args = { item: input.sameKey ? 'x' : prepared };
+      return input.keyed ? this.gw.itemKeyed(args) : this.gw.item(args);
+    };
+    return Promise.all(input.items.map(one));
   }
 }
 
@@ -109,7 +169,7 @@ describe('fencing across a failover (timeline in the fence, lookup before the fi
 
   beforeAll(async () => {
     db = await createTestDatabase('failover_fencing');
-    app = await bootApp(db.url, [Gateway, Steps, ChargeFlow, PoliciesFlow, SlowFlow]);
+    app = await bootApp(db.url, [Gateway, Steps, ChargeFlow, PoliciesFlow, SlowFlow, ApproveFlow, FanFlow]);
     runs = app.get(RunRepository);
   });
   afterAll(async () => {
@@ -211,5 +271,96 @@ describe('fencing across a failover (timeline in the fence, lookup before the fi
     expect(target.sends).toEqual(target.lookups);
     const lost = (await runs.events(run.id)).filter((e) => e.type === 'run.reconciled');
     expect(lost).toHaveLength(1);
+  });
+
+  it('an approved command is looked up before its send after a failover (its send may be what was lost)', async () => {
+    const { run } = await runs.start('fo-approve', { amount: 4 });
+    expect((await driveUntil(app, db, run.id, ['waiting'])).parkedReason).toMatch(/awaiting approval/);
+    const key = `run_${run.id}:step_0:fo_approved`;
+    await runs.approve(run.id, key, { by: 'ops' });
+    // The old primary had sent it after the approval; the commits saying so were lost with it.
+    await older(run.id);
+    target.applied.set(key, { chargeId: 'ch_before_failover', amount: 4 });
+    const done = await driveUntil(app, db, run.id);
+    expect(done.output).toEqual({ chargeId: 'ch_before_failover', amount: 4 });
+    expect(target.lookups).toEqual([key]);
+    expect(target.sends).toEqual([]);
+  });
+
+  it('an approved manual command parks in doubt after a failover instead of sending', async () => {
+    const { run } = await runs.start('fo-approve', { amount: 6, manual: true });
+    await driveUntil(app, db, run.id, ['waiting']);
+    const key = `run_${run.id}:step_0:fo_approved_manual`;
+    await runs.approve(run.id, key, { by: 'ops' });
+    await older(run.id);
+    const parked = await driveUntil(app, db, run.id, ['waiting']);
+    expect(parked.parkedReason).toMatch(/may have been sent before a failover/);
+    const [cmd] = await db.query(`select status from ai_commands where idempotency_key = $1`, [key]);
+    expect(cmd.status).toBe('in_doubt');
+    expect(target.sends).toEqual([]);
+    await runs.resolveCommand(key, { outcome: 'retry' });
+    expect(await driveUntil(app, db, run.id)).toMatchObject({ status: 'succeeded', error: null });
+    expect(target.sends).toEqual([key]);
+  });
+
+  /**
+   * The old primary ran the fan-out with item a's step first: a's command took position 2 and b's 3, both
+   * were sent, and those commits were lost. The run runs again with b's step first.
+   */
+  const fanAfterFailover = async (keyed: boolean) => {
+    const { run } = await runs.start('fo-fan', { keyed, items: ['a', 'b'] });
+    await older(run.id);
+    const name = keyed ? 'fo_item_keyed' : 'fo_item';
+    const sentBefore = keyed
+      ? { a: `run_${run.id}:key_item-a:${name}`, b: `run_${run.id}:key_item-b:${name}` }
+      : { a: `run_${run.id}:step_2:${name}`, b: `run_${run.id}:step_3:${name}` };
+    target.applied.set(sentBefore.a, { chargeId: 'ch_a', amount: 97, item: 'a' });
+    target.applied.set(sentBefore.b, { chargeId: 'ch_b', amount: 98, item: 'b' });
+    Object.assign(itemDelays, { a: 60, b: 0 });
+    try {
+      return { done: await driveUntil(app, db, run.id), sentBefore };
+    } finally {
+      Object.assign(itemDelays, { a: 0, b: 0 });
+    }
+  };
+
+  it('a command keyed by position in a fan-out can be numbered anew after a lost suffix (the hazard)', async () => {
+    const { done, sentBefore } = await fanAfterFailover(false);
+    // b's command now took position 2: the lookup found what was sent for a there, and a's took 3.
+    expect(done.output).toEqual([
+      { chargeId: 'ch_b', amount: 98, item: 'b' },
+      { chargeId: 'ch_a', amount: 97, item: 'a' },
+    ]);
+    expect(target.lookups.sort()).toEqual([sentBefore.a, sentBefore.b].sort());
+  });
+
+  it('with a key of its own (`key`), each command is found by what it is, in any order', async () => {
+    const { done, sentBefore } = await fanAfterFailover(true);
+    expect(done.output).toEqual([
+      { chargeId: 'ch_a', amount: 97, item: 'a' },
+      { chargeId: 'ch_b', amount: 98, item: 'b' },
+    ]);
+    expect(target.lookups.sort()).toEqual([sentBefore.a, sentBefore.b].sort());
+    expect(target.sends).toEqual([]);
+  });
+
+  it('a key of its own is unique in its run and checked: a second use or a bad value fails the run', async () => {
+    const twice = await runs.start('fo-fan', { keyed: true, items: ['a', 'b'], sameKey: true });
+    const failed = await driveUntil(app, db, twice.run.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatchObject({
+      code: 'DURABLE_MISUSE',
+      message: expect.stringMatching(/key "item-x" is already used at step \d of this run/),
+    });
+    expect(target.sends.length).toBeLessThanOrEqual(1); // the first call at most, never the second
+    const bad = await runs.start('fo-fan', { keyed: true, items: ['a b'] });
+    const refused = await driveUntil(app, db, bad.run.id);
+    expect(refused.status).toBe('failed');
+    expect((refused.error as { message: string }).message).toMatch(/key must return 1-200 letters/);
+    expect(() =>
+      IdempotentCommand({ name: 'x', inDoubt: 'lookup', key: 'item' as never })(class X {}.prototype, 'm', {
+        value: () => undefined,
+      }),
+    ).toThrow(/key must be a function of the arguments/);
   });
 });

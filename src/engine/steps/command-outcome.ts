@@ -26,9 +26,22 @@ export function commandKey(
   toolCallId: string | undefined,
   name: string,
   generation = 0,
+  own?: string,
 ): string {
   const run = `run_${runId}${generationPart(generation)}`;
+  if (own !== undefined) return `${run}:key_${own}:${name}`;
   return `${run}:step_${index}${toolCallId ? `:tool_call_${toolCallId}` : ''}:${name}`;
+}
+
+const OWN_KEY = /^[A-Za-z0-9_.-]{1,200}$/;
+
+/** The command's own key (`key` option) for these arguments (undefined: by position), or what is wrong. */
+export function ownKeyOf(meta: CommandMetadata, args: unknown): { own?: string; problem?: string } {
+  const own = meta.key?.(args);
+  if (own === undefined || (typeof own === 'string' && OWN_KEY.test(own))) return { own };
+  return {
+    problem: `command "${meta.name}": key must return 1-200 letters, digits, '_', '-' or '.', or undefined; got ${JSON.stringify(own)}`,
+  };
 }
 
 /** The model's tool-call id carried by the arguments (or picked by `toolCallId`), if any. */

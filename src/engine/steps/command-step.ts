@@ -11,6 +11,7 @@ import {
   commandKey,
   commandResultJson,
   Outcome,
+  ownKeyOf,
   recordOutcome,
   replayOutcome,
   toolCallOf,
@@ -18,6 +19,7 @@ import {
 import { runStorage } from '../run-storage';
 import { isDefinite, Lookup, parkCommand, resolveInDoubt, settleUncertain } from './command-doubt';
 import { cursorAt, goLive, StepEnv } from './step-env';
+import { misuse } from './wait-step';
 
 /**
  * One `@IdempotentCommand` call inside a run: replay a recorded outcome, settle a command whose outcome
@@ -35,7 +37,16 @@ export async function executeCommand(
   const parking = env.control.checkNewCall();
   if (parking) await parking;
   const stepName = `command:${meta.name}`;
-  const key = commandKey(env.runId, index, toolCallOf(meta, args), meta.name, env.fence.generation);
+  const { own, problem } = ownKeyOf(meta, args);
+  if (problem) misuse(env, problem);
+  const key = commandKey(env.runId, index, toolCallOf(meta, args), meta.name, env.fence.generation, own);
+  if (own !== undefined) {
+    // A key of its own names one command of the run: a second call with it would share its outcome.
+    const at = env.control.ownKeys.get(key) ?? env.commands.get(key)?.index;
+    if (at !== undefined && at !== index)
+      misuse(env, `command "${meta.name}": key "${own}" is already used at step ${at} of this run`);
+    env.control.ownKeys.set(key, index);
+  }
   const payloadJson = toStoredJson(
     args ?? null,
     `arguments of command "${meta.name}"`,
@@ -95,12 +106,15 @@ export async function executeCommand(
     typeof meta.requiresApproval === 'function' ? meta.requiresApproval(args) : meta.requiresApproval
   ) {
     return parkCommand(env, cmd, 'awaiting_approval', `awaiting approval of ${key}`);
-  } else if (env.fence.lookupFirst && meta.inDoubt !== 'retry-with-key') {
-    // The database failed over since this run was last claimed: this command may have been reserved and
-    // sent under a claim whose commits the new primary lost. Settled by its policy before a first send
-    // (`retry-with-key` sends again with the same key anyway): `manual` parks, `lookup` asks the target.
-    if (meta.inDoubt === 'manual')
+  }
+  if (env.fence.lookupFirst && meta.inDoubt !== 'retry-with-key' && (!row || row.status === 'approved')) {
+    // The database failed over since this run was last claimed: this command may have been reserved (or
+    // approved) and sent under a claim whose commits the new primary lost. Settled by its policy before a
+    // first send (`retry-with-key` sends again with the same key anyway): `manual` parks, `lookup` asks.
+    if (meta.inDoubt === 'manual') {
+      if (row) await reserve(env, meta, cmd); // approved → pending, which a park may mark in doubt
       return parkCommand(env, cmd, 'in_doubt', `command ${key} may have been sent before a failover`);
+    }
     const asked = async () => {
       await reserve(env, meta, cmd);
       return resolveInDoubt(env, meta, cmd, lookup, null);

@@ -124,7 +124,7 @@ with c as (
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.claimed', epoch,
-         jsonb_build_object('workerId', $1::text, 'attempt', attempts)
+         jsonb_build_object('workerId', $1::text, 'attempt', attempts, 'timeline', timeline)
          || coalesce((select jsonb_build_object('slots', jsonb_agg(jsonb_build_array(tk.scope::jsonb, tk.n) order by tk.scope))
                         from (select * from take union all select * from retake) tk
                        where tk.run_id = r.id), '{}'::jsonb)

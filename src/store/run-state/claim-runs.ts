@@ -28,7 +28,8 @@ with c as (
   returning ${CLAIMED_COLUMNS}
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
-  select id, 'run.claimed', epoch, jsonb_build_object('workerId', $1::text, 'attempt', attempts) from r
+  select id, 'run.claimed', epoch, jsonb_build_object('workerId', $1::text, 'attempt', attempts, 'timeline', timeline)
+    from r
 )
 select * from r`;
 
