@@ -14,8 +14,8 @@ import { startTcpSwitch } from '../helpers/tcp-switch';
 /**
  * A PostgreSQL failover under a workload (issue 23): a primary and a streaming standby, two worker
  * processes reaching the primary through a switch (as a DNS flip or a proxy), runs of the worker
- * fixture's `charge` workflow (a step, a `charge_card` command at a target that does NOT deduplicate,
- * a step). Mid-workload the standby's replication link stalls for `lagMs`, the primary stops at once,
+ * fixture's `charge` workflow (a step, a `charge_card` command at a target that does NOT deduplicate
+ * under `lookup`, and does under `retry-with-key`, whose contract needs it; a step). Mid-workload the standby's replication link stalls for `lagMs`, the primary stops at once,
  * the standby is promoted and the switch moves the workers to it. Then every run is driven to its end
  * and what the failover cost is counted against ground truth kept outside the database: the target's
  * effects per key and each worker's log of its claims.
@@ -45,8 +45,10 @@ export interface FailoverResult {
   succeededRunAgain: number;
   /** Runs succeeded on the new primary whose checkpoints are not exactly the workflow's four positions. */
   succeededWithMissingCheckpoint: number;
-  /** Keys the target applied more than once (it does not deduplicate). */
+  /** Keys the target applied more than once (with `lookup`, the target does not deduplicate). */
   keysChargedTwice: number;
+  /** Keys the target received more than once (sends; with `retry-with-key` it deduplicates them). */
+  keysSentTwice: number;
   /** (run, timeline, epoch) claimed more than once: a fencing token issued twice. */
   fencingTokensIssuedTwice: number;
   /** (run, epoch) claimed on the old timeline and again on the new one (distinct tokens by their timeline). */
@@ -73,7 +75,9 @@ const CHARGE_POSITIONS = ['$uuid', 'quote', 'command:charge_card', 'notify_buyer
 export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
   const log = o.log ?? (() => undefined);
   const rs = await startReplicaSet();
-  const target = await startFakeTarget({ honoursKeys: false });
+  // `retry-with-key` is for targets that deduplicate keys (its contract): the target does then, and
+  // sends are counted apart from effects. `lookup` is measured against a target that does not.
+  const target = await startFakeTarget({ honoursKeys: o.policy === 'retry-with-key' });
   const dbSwitch = await startTcpSwitch(rs.primaryPort);
   const url = `postgres://postgres@127.0.0.1:${dbSwitch.port}/postgres`;
   const logDir = mkdtempSync(path.join(tmpdir(), 'durable-failover-'));
@@ -133,9 +137,9 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
     await new Promise((r) => setTimeout(r, o.lagMs));
     const atFailover = await statuses().catch(() => before); // in sync mode new commits wait: reads still answer
     const stoppedAt = Date.now();
-    rs.stopPrimary();
+    await rs.stopPrimary();
     rs.replication.cut();
-    rs.promote();
+    await rs.promote();
     if (o.mode === 'synchronous') {
       // The new primary has no standby: it must not wait for one.
       await rs.standby(`alter system reset synchronous_standby_names`);
@@ -200,6 +204,7 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
       succeededRunAgain: runAgain.size,
       succeededWithMissingCheckpoint: missing,
       keysChargedTwice: Object.values(effects).filter((n) => n > 1).length,
+      keysSentTwice: Object.values(target.requests()).filter((n) => n > 1).length,
       fencingTokensIssuedTwice: [...byToken.values()].filter((n) => n > 1).length,
       epochsReissuedOnNewTimeline: [...byEpoch.values()].filter((s) => s.size > 1).length,
       extraClaims: starts.length - new Set(starts.map((c) => c.runId)).size,

@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,9 +25,9 @@ export interface ReplicaSet {
   /** The link the standby streams WAL through: `pause()` and `cut()` it to make the standby fall behind. */
   replication: TcpSwitch;
   /** Stops the primary at once (`pg_ctl stop -m immediate`: no shutdown checkpoint, as a crash). */
-  stopPrimary(): void;
+  stopPrimary(): Promise<void>;
   /** Promotes the standby (`pg_ctl promote`) and waits until it accepts writes. */
-  promote(): void;
+  promote(): Promise<void>;
   /** Stops both servers and removes their folder. */
   dispose(): Promise<void>;
 }
@@ -40,10 +41,17 @@ const BIN = (() => {
 
 /** Runs a PostgreSQL binary as the postgres OS user when this process is root (initdb refuses root). */
 function pgBin(cmd: string, args: string[]): void {
+  execFileSync(...asPostgres(cmd, args), { stdio: 'pipe', timeout: 60_000 });
+}
+
+/** `pgBin` without blocking the event loop (workers in this process go on meanwhile). */
+async function pgBinAsync(cmd: string, args: string[]): Promise<void> {
+  await promisify(execFile)(...asPostgres(cmd, args), { timeout: 60_000 });
+}
+
+function asPostgres(cmd: string, args: string[]): [string, string[]] {
   const file = path.join(BIN, cmd);
-  const [exe, argv] =
-    process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args];
-  execFileSync(exe, argv, { stdio: 'pipe', timeout: 60_000 });
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args];
 }
 
 /** A TCP port nobody listens on now. */
@@ -126,8 +134,8 @@ export async function startReplicaSet(): Promise<ReplicaSet> {
       primaryPort,
       standbyPort,
       replication,
-      stopPrimary: () => pgBin('pg_ctl', ['-D', primaryDir, '-m', 'immediate', '-w', 'stop']),
-      promote: () => pgBin('pg_ctl', ['-D', standbyDir, '-w', 'promote']),
+      stopPrimary: () => pgBinAsync('pg_ctl', ['-D', primaryDir, '-m', 'immediate', '-w', 'stop']),
+      promote: () => pgBinAsync('pg_ctl', ['-D', standbyDir, '-w', 'promote']),
       dispose: async () => stopAll(),
     };
   } catch (err) {

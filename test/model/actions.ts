@@ -9,7 +9,7 @@ import { CommandGateway, LeaseService, RunRepository } from '../../src';
 import { RuleOp, ruleCommands } from './grammar';
 import type { Action, CmdSpec, Program } from './program';
 import { vendorOf } from './workflow';
-import { world } from './world';
+import { claimTag, world } from './world';
 
 const OPERATOR = 'model-operator';
 
@@ -22,6 +22,14 @@ export function specOf(program: Program, op: string): CmdSpec | undefined {
       for (const c of ruleCommands(o as RuleOp)) if (c.op === op) return c.spec;
   }
   return undefined;
+}
+
+/** Whether op `op` of run `runId` (one of the case's: a child run's ops are not) has a key of its own. */
+export function keyedOp(programs: Program[], runIds: string[]): (runId: string, op: string) => boolean {
+  return (runId, op) => {
+    const p = programs[runIds.indexOf(runId)];
+    return !!p && !!specOf(p, op)?.keyed;
+  };
 }
 
 /** Applies one action to one run; an action the run's state refuses is a no-op (as for a real client). */
@@ -55,6 +63,8 @@ export async function applyAction(
 export async function releaseHolder(
   apps: INestApplication[],
   runId: string,
+  /** The server's WAL timeline now (every live claim was made on it). */
+  timeline: number,
   cut: (tag: string) => void,
 ): Promise<boolean> {
   try {
@@ -63,13 +73,14 @@ export async function releaseHolder(
     const via = apps.find((a) => a.get(DurableWorker).id !== holder.workerId);
     if (!via) return false;
     const leases = via.get(LeaseService);
-    for (const r of await leases.heldBy(holder.workerId)) cut(`${r.runId}:${r.epoch}`);
+    for (const r of await leases.heldBy(holder.workerId))
+      cut(claimTag(r.runId, { timeline, epoch: r.epoch }));
     const released = await leases.releaseWorker(holder.workerId);
     // A run it claimed between the two reads: its epoch now, or the one before if it was claimed since.
     for (const r of released) {
       const epoch = (await via.get(RunRepository).get(r.runId))?.epoch ?? 0;
-      cut(`${r.runId}:${epoch}`);
-      cut(`${r.runId}:${epoch - 1}`);
+      cut(claimTag(r.runId, { timeline, epoch }));
+      cut(claimTag(r.runId, { timeline, epoch: epoch - 1 }));
     }
     return released.length > 0;
   } catch {

@@ -1,8 +1,10 @@
 /**
- * `npm run chaos:model -- --cases N --seed S [--time-limit-s T] [--no-shrink] [--only REGEX] [--path P]`
+ * `npm run chaos:model -- --cases N --seed S [--time-limit-s T] [--no-shrink] [--only REGEX] [--path P]
+ *   [--lost-suffix]`
  * Runs the model-based property (PostgreSQL: DATABASE_URL or 127.0.0.1:5432), prints every case, and
  * on a violation the shrunk counterexample with its seed; exits 1 then. `DURABLE_MODEL_LIMITED=1`: every
- * case runs the kind with concurrency limits.
+ * case runs the kind with concurrency limits. `--lost-suffix`: every case on a primary and a standby of
+ * its own, with a real asynchronous failover that loses the primary's last commits (program.ts).
  */
 import 'reflect-metadata';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
@@ -44,6 +46,7 @@ async function main(): Promise<void> {
     only: onlyArg(),
     path: process.argv.includes('--path') ? process.argv[process.argv.indexOf('--path') + 1] : undefined,
     maxShrinks: process.argv.includes('--no-shrink') ? 0 : undefined,
+    lostSuffix: process.argv.includes('--lost-suffix'),
     log,
   });
   console.log(

@@ -4,22 +4,24 @@
  * - zombie: the run is frozen and its worker stops heartbeating (and claiming) until another worker
  *   took the run over (release 'takeover') or everything settled (release 'settled');
  * - crash: the worker is gone: this run and every later pause point of that worker freeze forever;
- * - failover: the run's row moves to an older WAL timeline and the run goes on (see Fault['kind']).
+ * - failover: the run's row moves to an older WAL timeline and the run goes on (see Fault['kind']);
+ * - lost-suffix: a real asynchronous failover begins (the harness's rig) and the run goes on.
  */
 import type { PausePointInfo } from '../../src/testing';
 import type { Fault } from './program';
-import { world } from './world';
+import { claimTag, claimToken, world } from './world';
 
 export interface ModelWorker {
   id: string;
   state: 'live' | 'stalled' | 'crashed' | 'deaf' | 'drained';
-  /** `runId:epoch` of every claim this worker made. */
+  /** `runId:token` (claimTag) of every claim this worker made. */
   claims: Set<string>;
 }
 
 interface Frozen {
   fault: number;
   runId: string;
+  /** The frozen claim's token (claimToken). */
   epoch: number;
   worker: ModelWorker;
   release: Fault['release'];
@@ -30,13 +32,15 @@ const NEVER = new Promise<void>(() => undefined);
 
 export class FaultPlan {
   readonly workers = new Map<string, ModelWorker>();
-  /** Epochs (`runId:epoch`) a fault touched: their unfinished work may legitimately run again. */
+  /** Claims (claimTag) a fault touched: their unfinished work may legitimately run again. */
   readonly faulted = new Set<string>();
   /** Rounds in which the harness renewed leases too late (a starved machine): counted as faults. */
   starved = 0;
   /** Epochs that parked (or tried to): a step in flight in a fan-out may run again after a park. */
   readonly parked = new Set<string>();
   readonly frozen: Frozen[] = [];
+  /** A lost-suffix failover under way (null: none, or over). */
+  outage: Promise<void> | null = null;
   readonly fired: boolean[];
   private readonly hits: number[];
 
@@ -51,6 +55,8 @@ export class FaultPlan {
     private readonly drain: (w: ModelWorker) => void = () => undefined,
     /** Moves a run's row to an older timeline (a failover fault). */
     private readonly failover: (runId: string) => Promise<void> = async () => undefined,
+    /** Begins a real failover that loses what the primary commits in the next `windowMs`. */
+    private readonly lostSuffix: (windowMs: number) => Promise<void> = async () => undefined,
   ) {
     this.fired = faults.map(() => false);
     this.hits = faults.map(() => 0);
@@ -60,15 +66,16 @@ export class FaultPlan {
     // A schedule's firing (`$schedule:<name>`) is faulted like a run's call; it is no run of the trail.
     const firing = info.runId.startsWith('$schedule:');
     if (!firing && !this.runIds().includes(info.runId)) return;
-    if (!firing) world.hits.push({ ...info, seq: world.nextSeq() });
+    if (!firing) world.hits.push({ ...info, epoch: claimToken(info), seq: world.nextSeq() });
     const w = this.workers.get(info.workerId);
     if (!w) return;
-    const tag = `${info.runId}:${info.epoch}`;
+    const tag = claimTag(info.runId, info);
+    const token = claimToken(info);
     if (w.state === 'crashed') return NEVER;
     if (info.point === 'after-claim') {
       w.claims.add(tag);
       for (const f of [...this.frozen])
-        if (f.release === 'takeover' && f.runId === info.runId && f.epoch < info.epoch) this.release(f);
+        if (f.release === 'takeover' && f.runId === info.runId && f.epoch < token) this.release(f);
       // A deaf worker's other claims are never heartbeated: their lease loss is our doing.
       if (w.state === 'deaf') this.faulted.add(tag);
     }
@@ -80,6 +87,14 @@ export class FaultPlan {
     if (f.kind === 'hold') return this.during(i, f.holdMs);
     this.faulted.add(tag);
     if (f.kind === 'failover') return this.failover(info.runId);
+    if (f.kind === 'lost-suffix') {
+      // Not awaited: the run goes on committing on the primary until it stops.
+      const outage = this.lostSuffix(f.holdMs).finally(() => {
+        if (this.outage === outage) this.outage = null;
+      });
+      this.outage = outage;
+      return;
+    }
     if (f.kind === 'drain') {
       // SIGTERM while this call is in flight: the drain (no grace) hands the run over, due at the
       // lease's end since the call is live; the call goes on for holdMs, then its commit is refused.
@@ -100,7 +115,7 @@ export class FaultPlan {
       this.frozen.push({
         fault: i,
         runId: info.runId,
-        epoch: info.epoch,
+        epoch: token,
         worker: w,
         release: f.kind === 'deaf' ? 'takeover' : f.release,
         open,

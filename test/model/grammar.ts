@@ -180,6 +180,7 @@ const quietCmd: fc.Arbitrary<CmdSpec> = fc.record({
   approval: fc.constant(false),
   decision: fc.constant<'approve'>('approve'),
   resolution: fc.constantFrom<'retry' | 'failed'>('retry', 'failed'),
+  keyed: fc.boolean(),
 });
 const leafArb: fc.Arbitrary<Leaf> = fc.oneof(
   stepKind.map((kind) => ({ c: 'step' as const, kind })),

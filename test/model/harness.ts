@@ -13,7 +13,7 @@ import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { exportRunHistory, setPausePointHook } from '../../src/testing';
 import { bootApp } from '../helpers/app';
 import { createTestSchema, TestDatabase, TestSchema } from '../helpers/database';
-import { applyAction, decide, releaseHolder } from './actions';
+import { applyAction, decide, keyedOp, releaseHolder } from './actions';
 import { FaultPlan, ModelWorker } from './faults';
 import { checkInvariants } from './invariants';
 import type { Case, ScheduledAction } from './program';
@@ -28,6 +28,8 @@ import {
   MODEL_PROVIDERS,
 } from './workflow';
 import { resetWorld, world as currentWorld, World } from './world';
+import { LostSuffixRig, lostSuffixCoverage, startLostSuffixRig } from './lost-suffix';
+import { CURRENT_TIMELINE } from '../../src/store/sql/timeline.sql';
 import { RULES, ruleOf } from './grammar';
 import { ScheduledStart } from './schedule-case';
 
@@ -99,14 +101,34 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
   // A copy: a scheduled case adds a program (and its signals) for each run a tick starts.
   const c: Case = { ...generated, programs: [...generated.programs], actions: [...generated.actions] };
   const world = resetWorld();
-  const db = createTestSchema(host, 'case');
+  // A case with a real lost WAL suffix runs on a primary and a standby of its own.
+  const rig: LostSuffixRig | null = c.faults.some((f) => f.kind === 'lost-suffix')
+    ? await startLostSuffixRig()
+    : null;
+  const db = rig?.db ?? createTestSchema(host, 'case');
+  const timelineNow = async () =>
+    rig ? rig.timeline() : ((await db.query(`select ${CURRENT_TIMELINE} as t`))[0].t as number);
+  let timeline = 0; // the server's WAL timeline (read once the schema is there)
+  let eventsLost = 0;
   const workers: Booted[] = [];
   const runIds: string[] = [];
   const applied = new Set<ScheduledAction>();
   let released = 0;
   const boots: Promise<void>[] = [];
+  // A worker booted while the primary is gone (a crash fault's replacement) tries again once it is back.
+  const boot = async (): Promise<Booted> => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await bootWorker(db, c.limited);
+      } catch (err) {
+        if (!rig || tries >= 20) throw err;
+        await plan.outage;
+        await sleep(100);
+      }
+    }
+  };
   const addWorker = () => {
-    const b = bootWorker(db, c.limited).then((w) => {
+    const b = boot().then((w) => {
       workers.push(w);
       plan.workers.set(w.id, w);
     });
@@ -116,10 +138,12 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
   const live = () => workers.filter((w) => w.state === 'live');
   const apply = async (a: ScheduledAction) => {
     applied.add(a);
+    // The outside world acts on the primary that answers: not on one about to lose the action.
+    if (plan.outage) await plan.outage;
     const app = live()[0]?.app ?? workers[0].app;
     if (a.action.a === 'release') {
       const others = [...live(), ...workers.filter((w) => w.state !== 'live')].map((w) => w.app);
-      if (await releaseHolder(others, runIds[a.run], (tag) => plan.faulted.add(tag))) released++;
+      if (await releaseHolder(others, runIds[a.run], timeline, (tag) => plan.faulted.add(tag))) released++;
     } else await applyAction(app, runIds[a.run], c.programs[a.run], a.action);
   };
   const plan = new FaultPlan(
@@ -143,10 +167,18 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
     async (runId) => {
       await db.query(`update ai_runs set timeline = timeline - 1 where id = $1`, [runId]);
     },
+    async (windowMs) => {
+      eventsLost = await rig!.fail(windowMs);
+      // Every claim made so far was on the old timeline: its work since the fork may be gone.
+      for (const w of workers) for (const tag of w.claims) plan.faulted.add(tag);
+      timeline = await timelineNow();
+      world.lostSuffix = { timeline };
+    },
   );
   let result: CaseResult = { violations: [], runs: [], ms: 0, coverage: new Map() };
   try {
     await addWorker();
+    timeline = await timelineNow();
     await Promise.all([addWorker(), addWorker()]);
     setPausePointHook(plan.hook);
     const runs = workers[0].app.get(RunRepository);
@@ -155,6 +187,7 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
     for (const p of c.programs.slice(runIds.length)) runIds.push((await runs.start(kindOf(c), p)).run.id);
     for (const a of c.actions) if (a.moment.at === 'start') await apply(a);
     const stuck = await drive(c, workers, runIds, plan, applied, apply, live, addWorker, sched);
+    if (plan.outage) await plan.outage;
     await sched?.settle();
     await Promise.all(boots);
     // Work still in flight (a woken zombie, a held run) lands before the check: wait for every worker
@@ -219,6 +252,11 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
       const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
       coverage.set(key, { ran: x.ran + 1, replayed: x.replayed + 1 });
     });
+    const keyed = keyedOp(c.programs, runIds);
+    for (const [key, n] of await lostSuffixCoverage(world, db, runIds, eventsLost, keyed)) {
+      const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
+      coverage.set(key, { ran: x.ran + n, replayed: x.replayed + n });
+    }
     if (released) {
       const x = coverage.get('action: a live worker released') ?? { ran: 0, replayed: 0 };
       coverage.set('action: a live worker released', {
@@ -249,6 +287,7 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
   } finally {
     setPausePointHook(null);
     plan.releaseAll();
+    await plan.outage?.catch(() => undefined);
     await Promise.all(workers.map((w) => Promise.race([w.app.close(), sleep(2000)]).catch(() => undefined)));
     await dropLater(db);
   }
@@ -352,72 +391,85 @@ async function drive(
 ): Promise<string[]> {
   const deadline = Date.now() + CASE_TIMEOUT_MS;
   const lastBeat = new Map<Booted, number>();
+  const outages = c.faults.some((f) => f.kind === 'lost-suffix');
   for (let round = 0; Date.now() < deadline; round++) {
-    if (!live().length) await addWorker();
-    const ws = live();
-    // The harness renews the leases: when it could not for most of a lease (the machine was starved:
-    // another process took the CPU), the leases it should have renewed may lapse with no fault of the
-    // case's. That is the environment's fault, counted as one for those workers' claims.
-    const now = Date.now();
-    for (const w of ws) {
-      const last = lastBeat.get(w) ?? now;
-      if (now - last > LEASE_TTL_MS * 0.75) {
-        for (const tag of w.claims) plan.faulted.add(tag);
-        plan.starved++;
+    try {
+      if (!live().length) await addWorker();
+      const ws = live();
+      // The harness renews the leases: when it could not for most of a lease (the machine was starved:
+      // another process took the CPU), the leases it should have renewed may lapse with no fault of the
+      // case's. That is the environment's fault, counted as one for those workers' claims.
+      const now = Date.now();
+      for (const w of ws) {
+        const last = lastBeat.get(w) ?? now;
+        if (now - last > LEASE_TTL_MS * 0.75) {
+          for (const tag of w.claims) plan.faulted.add(tag);
+          plan.starved++;
+        }
       }
-    }
-    await Promise.all(
-      ws.map((w) =>
-        w.app
-          .get(DurableWorker)
-          .heartbeat()
-          .then(() => lastBeat.set(w, Date.now()))
-          .catch(() => undefined),
-      ),
-    );
-    await ws[0].app
-      .get(Reconciler)
-      .sweep()
-      .catch(() => undefined);
-    for (const w of workers)
-      if (w.state === 'live' || w.state === 'deaf') void w.app.get(DurableWorker).tick();
-    if (sched) {
-      sched.fire(ws.map((w) => w.app));
-      await sched.adopt();
-    }
-    for (const a of c.actions)
-      if (!applied.has(a) && a.moment.at === 'round' && a.moment.n <= round) await apply(a);
-    // The deploy of the code with ctx.patched (claims that begin from now on run it).
-    if (c.deployAt !== undefined && c.deployAt !== null && round >= c.deployAt) currentWorld.deployed = true;
-    await sleep(15);
-    if (!(await settled(ws[0].app, runIds, true))) continue;
-    if (sched && !(await sched.ready())) continue;
-    // Everything rests: first the actions whose moment never came, then zombies, then the operator.
-    const left = c.actions.find((a) => !applied.has(a));
-    if (left) {
-      await apply(left);
-      continue;
-    }
-    const zombies = plan.frozen.filter((f) => f.release === 'settled').map((f) => f.worker);
-    if (zombies.length) {
-      plan.frozen.filter((f) => f.release === 'settled').forEach((f) => plan.release(f));
       await Promise.all(
-        zombies.map((w) => Promise.race([(w as Booted).app.get(DurableWorker).idle(), sleep(3000)])),
+        ws.map((w) =>
+          w.app
+            .get(DurableWorker)
+            .heartbeat()
+            .then(() => lastBeat.set(w, Date.now()))
+            .catch(() => undefined),
+        ),
       );
-      continue;
-    }
-    let decided = false;
-    for (let r = 0; r < runIds.length; r++)
-      decided = (await decide(ws[0].app, runIds[r], c.programs[r])) || decided;
-    if (decided) continue;
-    // Zombies waiting for a takeover that will never come (the run finished first) wake now.
-    if (plan.releaseAll()) {
+      await ws[0].app
+        .get(Reconciler)
+        .sweep()
+        .catch(() => undefined);
+      for (const w of workers)
+        if (w.state === 'live' || w.state === 'deaf') void w.app.get(DurableWorker).tick();
+      if (sched) {
+        sched.fire(ws.map((w) => w.app));
+        await sched.adopt();
+      }
+      for (const a of c.actions)
+        if (!applied.has(a) && a.moment.at === 'round' && a.moment.n <= round) await apply(a);
+      // The deploy of the code with ctx.patched (claims that begin from now on run it).
+      if (c.deployAt !== undefined && c.deployAt !== null && round >= c.deployAt)
+        currentWorld.deployed = true;
+      await sleep(15);
+      if (!(await settled(ws[0].app, runIds, true))) continue;
+      if (sched && !(await sched.ready())) continue;
+      // Everything rests: first the actions whose moment never came, then zombies, then the operator.
+      const left = c.actions.find((a) => !applied.has(a));
+      if (left) {
+        await apply(left);
+        continue;
+      }
+      const zombies = plan.frozen.filter((f) => f.release === 'settled').map((f) => f.worker);
+      if (zombies.length) {
+        plan.frozen.filter((f) => f.release === 'settled').forEach((f) => plan.release(f));
+        await Promise.all(
+          zombies.map((w) => Promise.race([(w as Booted).app.get(DurableWorker).idle(), sleep(3000)])),
+        );
+        continue;
+      }
+      let decided = false;
+      for (let r = 0; r < runIds.length; r++)
+        decided = (await decide(ws[0].app, runIds[r], c.programs[r])) || decided;
+      if (decided) continue;
+      // Zombies waiting for a takeover that will never come (the run finished first) wake now.
+      if (plan.releaseAll()) {
+        await sleep(50);
+        continue;
+      }
+      // A run still held back by a limit: its slot's holder ended; the sweep (each round) wakes it.
+      if (!(await settled(ws[0].app, runIds))) continue;
+      // A failover under way: what looks settled may be lost with the old primary's last commits.
+      if (plan.outage) {
+        await plan.outage;
+        continue;
+      }
+      return [];
+    } catch (err) {
+      // Around a real failover the harness's own reads fail too (the primary is gone, connections cut).
+      if (!outages) throw err;
       await sleep(50);
-      continue;
     }
-    // A run still held back by a limit: its slot's holder ended; the sweep (each round) wakes it.
-    if (!(await settled(ws[0].app, runIds))) continue;
-    return [];
   }
   const views = await Promise.all(runIds.map((id) => live()[0]?.app.get(RunRepository).get(id)));
   return [

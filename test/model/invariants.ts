@@ -7,14 +7,17 @@ import type { TestDatabase } from '../helpers/database';
 import type { FaultPlan } from './faults';
 import type { Case, Program } from './program';
 import { checkRecord, Rows } from './record-checks';
+import { keyedOp, specOf } from './actions';
 import { checkChildren } from './child-checks';
 import { checkStreams } from './stream-checks';
 import { checkPatches } from './patch-checks';
-import type { FakeVendor, World } from './world';
+import { showToken, timelineOf, type FakeVendor, type World } from './world';
 import { beginsOverRate, holdsOf, slotViolations } from '../helpers/slot-holds';
 import { MODEL_BUDGET, MODEL_BUDGET_LIMITS, MODEL_LIMITS } from './workflow';
 
 const STEP_NAMES = ['compute_step', 'model_step', 'tool_step', 'emitting_step'];
+/** A key without its run part: `step_3:dedup_lookup`, `key_o2:plain_manual`. */
+const keyTail = (key: string) => key.replace(/^run_[^:]+(:g\d+)?:/, ':');
 
 export async function checkInvariants(
   db: TestDatabase,
@@ -37,8 +40,9 @@ export async function checkInvariants(
   const out: string[] = [];
   const short = (id: string) => `run#${runIds.indexOf(id)}`;
   out.push(...checkRecord(rows, c, runIds, short));
-  out.push(...checkEffects(world, rows, short));
-  runIds.forEach((id, r) => out.push(...checkConsumers(world, rows, id, c.programs[r], short(id))));
+  out.push(...checkEffects(world, rows, short, keyedOp(c.programs, runIds)));
+  const lost = lostWrites(world, rows);
+  runIds.forEach((id, r) => out.push(...checkConsumers(world, rows, id, c.programs[r], short(id), lost)));
   out.push(...checkReExecutions(world, plan, short));
   out.push(...(await checkStreams(db, runIds, c.programs, short)));
   out.push(...checkPatches(rows, world, runIds, c.programs, short));
@@ -71,16 +75,27 @@ export async function checkInvariants(
   out.push(...beginsOverRate(begins, MODEL_LIMITS.rate.limit, MODEL_LIMITS.rate.periodMs));
   // A value drawn inside a command body is the same on every send of its key.
   for (const [key, values] of world.drawn)
-    if (values.size > 1)
-      out.push(
-        `a command body drew ${values.size} different values under ${key.slice(key.indexOf(':step_'))}`,
-      );
+    // Drawn by claims on one timeline (a lost suffix may take the recorded draw with it).
+    if (new Set([...values.values()].map(timelineOf)).size < values.size)
+      out.push(`a command body drew ${values.size} different values under ${keyTail(key)}`);
   return out;
 }
 
 /** At most one effect per key and per logical op; exactly one for a command that succeeded by itself. */
-function checkEffects(world: World, rows: Rows, short: (id: string) => string): string[] {
+function checkEffects(
+  world: World,
+  rows: Rows,
+  short: (id: string) => string,
+  keyed: (runId: string, op: string) => boolean,
+): string[] {
   const out: string[] = [];
+  // After a real lost suffix: a key only claims of the old timeline sent may have lost its row with the
+  // suffix (the run did not reach that call again), and a command keyed by its position may have been
+  // numbered anew by the re-run (docs/OPERATIONS.md): its op may then show under two keys. A command
+  // with a key of its own is held to one key per op.
+  const after = world.lostSuffix?.timeline;
+  const onlyOld = (k: string, v: FakeVendor) =>
+    !!after && v.calls.every((c) => c.key !== k || timelineOf(c.token) < after);
   const byKey = new Map(rows.commands.map((r) => [r.idempotency_key as string, r]));
   for (const [name, v] of [
     ['dedup', world.dedup],
@@ -92,9 +107,9 @@ function checkEffects(world: World, rows: Rows, short: (id: string) => string): 
       const call = v.calls.find((c) => c.key === k)!;
       const n = v.effects(k);
       const row = byKey.get(k);
-      const where = `${short(call.runId)} op ${call.op} key …${k.slice(k.indexOf(':step_'))}`;
+      const where = `${short(call.runId)} op ${call.op} key …${keyTail(k)}`;
       if (n > 1) out.push(`${name} target applied ${where} ${n} times (policy ${k.split(':').pop()})`);
-      if (!row) out.push(`${name} target got ${where}, which has no command row`);
+      if (!row && !onlyOld(k, v)) out.push(`${name} target got ${where}, which has no command row`);
       else if (n > 0 && ['failed', 'rejected'].includes(row.status))
         out.push(`${name} target applied ${where}, recorded ${row.status}`);
       if (n > 0) {
@@ -102,8 +117,12 @@ function checkEffects(world: World, rows: Rows, short: (id: string) => string): 
         opKeys.set(`${call.runId}/${call.op}`, s.add(k));
       }
     }
-    for (const [op, ks] of opKeys)
-      if (ks.size > 1) out.push(`${name} target applied logical op ${op} under ${ks.size} different keys`);
+    for (const [op, ks] of opKeys) {
+      const [runId, id] = op.split('/');
+      const renumbered = !!after && !keyed(runId, id) && [...ks].some((k) => onlyOld(k, v));
+      if (ks.size > 1 && !renumbered)
+        out.push(`${name} target applied logical op ${op} under ${ks.size} different keys`);
+    }
   }
   for (const r of rows.commands) {
     if (r.status !== 'succeeded' || r.resolution === 'manual') continue;
@@ -121,6 +140,8 @@ function sourceOf(p: Program, op: string): string | null {
   for (const o of p.ops) {
     if (o.t === 'step') last = o.id;
     if (o.t === 'loop') last = null; // the amount came from the loop's last sub-step: not checked here
+    if (o.t === 'patch') last = null; // from the step of the path the claim took: not checked here
+    if (o.t === 'emit' && o.where !== 'body') last = `${o.id}s`;
     if (o.t === 'cmd' && o.id === op) return last;
     if (o.t === 'fan') for (const b of o.branches) if (b.id === op) return `${b.id}s`;
   }
@@ -128,7 +149,14 @@ function sourceOf(p: Program, op: string): string | null {
 }
 
 /** Every consumer of a step's or command's output saw the recorded value; commands got recorded args. */
-function checkConsumers(world: World, rows: Rows, runId: string, p: Program, run: string): string[] {
+function checkConsumers(
+  world: World,
+  rows: Rows,
+  runId: string,
+  p: Program,
+  run: string,
+  lost: LostWrites,
+): string[] {
   const out: string[] = [];
   const cps = rows.checkpoints.filter((c) => c.run_id === runId && STEP_NAMES.includes(c.step_name));
   const stepCp = (op: string) => cps.filter((c) => c.output?.op === op);
@@ -137,28 +165,32 @@ function checkConsumers(world: World, rows: Rows, runId: string, p: Program, run
     const v = o.value as Record<string, unknown>;
     if (o.op.endsWith('s') || p.ops.some((x) => x.id === o.op && x.t === 'step')) {
       const rec = stepCp(o.op);
+      if (rec.length <= 1 && lost(runId, o.epoch, rec[0]?.epoch)) continue;
       if (rec.length > 1) out.push(`${run} step ${o.op} has ${rec.length} checkpoints`);
       else if (!rec.length)
-        out.push(`${run} step ${o.op}: epoch ${o.epoch} saw ${o.value} but nothing is recorded`);
+        out.push(`${run} step ${o.op}: ${showToken(o.epoch)} saw ${o.value} but nothing is recorded`);
       else if (!isDeepStrictEqual(rec[0].output, o.value))
-        out.push(`${run} step ${o.op}: epoch ${o.epoch} saw n=${v.n}, recorded n=${rec[0].output.n}`);
+        out.push(`${run} step ${o.op}: ${showToken(o.epoch)} saw n=${v.n}, recorded n=${rec[0].output.n}`);
       continue;
     }
     if (!('ok' in v) && !('failed' in v)) continue; // waits and clocks: checked elsewhere
     const mine = cmds.filter((c) => c.payload?.op === o.op);
+    if (mine.length <= 1 && lost(runId, o.epoch, mine[0]?.epoch)) continue;
     if (mine.length !== 1) out.push(`${run} command ${o.op} has ${mine.length} command rows`);
     if ('ok' in v) {
       const r = v.ok as { op?: string };
-      if (r?.op !== o.op) out.push(`${run} command ${o.op}: epoch ${o.epoch} got the result of ${r?.op}`);
+      // After a lost suffix a command keyed by its position may take the position (and key) of another.
+      if (r?.op !== o.op && !(world.lostSuffix && !specOf(p, o.op)?.keyed))
+        out.push(`${run} command ${o.op}: ${showToken(o.epoch)} got the result of ${r?.op}`);
       else if (mine.length === 1 && !isDeepStrictEqual(mine[0].result, r))
-        out.push(`${run} command ${o.op}: epoch ${o.epoch} saw a result other than the recorded one`);
+        out.push(`${run} command ${o.op}: ${showToken(o.epoch)} saw a result other than the recorded one`);
     } else if (mine.length === 1 && !['failed', 'rejected'].includes(mine[0].status))
-      out.push(`${run} command ${o.op}: epoch ${o.epoch} saw a failure, recorded ${mine[0].status}`);
+      out.push(`${run} command ${o.op}: ${showToken(o.epoch)} saw a failure, recorded ${mine[0].status}`);
   }
   for (const call of [...world.dedup.calls, ...world.plain.calls].filter((x) => x.runId === runId)) {
     const src = sourceOf(p, call.op);
     const rec = src ? stepCp(src) : [];
-    if (rec.length === 1 && rec[0].output.amount !== call.amount)
+    if (rec.length === 1 && rec[0].output.amount !== call.amount && !lost(runId, call.token, rec[0].epoch))
       out.push(
         `${run} command ${call.op} sent amount ${call.amount}; recorded step ${src} says ${rec[0].output.amount}`,
       );
@@ -178,9 +210,15 @@ function checkConsumers(world: World, rows: Rows, runId: string, p: Program, run
     );
     if (!sealed) continue;
     for (const later of clocks)
-      if (later.op === o.op && later.epoch > o.epoch && !isDeepStrictEqual(later.value, o.value))
+      if (
+        later.op === o.op &&
+        later.epoch > o.epoch &&
+        !isDeepStrictEqual(later.value, o.value) &&
+        // What o's claim wrote may be gone with a lost suffix: a claim on the new timeline took its own.
+        !(world.lostSuffix && timelineOf(later.epoch) > timelineOf(o.epoch))
+      )
         out.push(
-          `${run} ctx.now()/uuid() of ${o.op}: epoch ${o.epoch} took and wrote one value, epoch ${later.epoch} saw another`,
+          `${run} ctx.now()/uuid() of ${o.op}: ${showToken(o.epoch)} took and wrote one value, ${showToken(later.epoch)} saw another`,
         );
   }
   return out;
@@ -205,16 +243,46 @@ function checkReExecutions(world: World, plan: FaultPlan, short: (id: string) =>
         const why = plan.faulted.has(`${g.runId}:${next}`)
           ? 'a zombie ran it after the takeover'
           : 'no fault was injected on that epoch: its worker lost the lease by itself';
-        out.push(`${short(g.runId)} step ${g.op}: superseded epoch ${next} ran it after epoch ${e} (${why})`);
+        out.push(
+          `${short(g.runId)} step ${g.op}: superseded ${showToken(next)} ran it after ${showToken(e)} (${why})`,
+        );
         continue;
       }
       const tag = `${g.runId}:${e}`;
-      if (g.epochs[i] === g.epochs[i + 1] || !(plan.faulted.has(tag) || plan.parked.has(tag))) unexplained++;
+      // Every claim of a timeline a failover left (child runs' too) was cut by it.
+      const failedOver = !!world.lostSuffix && timelineOf(e) < world.lostSuffix.timeline;
+      if (g.epochs[i] === g.epochs[i + 1] || !(plan.faulted.has(tag) || plan.parked.has(tag) || failedOver))
+        unexplained++;
     }
     if (unexplained > (world.retries.get(g.runId) ?? 0))
       out.push(
-        `${short(g.runId)} step ${g.op} executed ${g.epochs.length} times (epochs ${g.epochs.join(',')}) with no fault to explain it`,
+        `${short(g.runId)} step ${g.op} executed ${g.epochs.length} times (${g.epochs.map(showToken).join(', ')}) with no fault to explain it`,
       );
   }
   return out;
+}
+
+/**
+ * With a real lost WAL suffix (world.lostSuffix), what a claim on the old timeline saw may have been
+ * recorded in a commit the new primary lost: the run then ran that part again on the new timeline and
+ * recorded something else, or nothing. `lost(runId, token, recordEpoch)`: true when `token` is of an
+ * older timeline than the failover's and the record it is compared with (its epoch; null: none) was not
+ * written by a claim of that timeline that survived. Effects at the targets stay checked strictly.
+ */
+type LostWrites = (runId: string, token: number, recordEpoch: number | string | null | undefined) => boolean;
+
+function lostWrites(world: World, rows: Rows): LostWrites {
+  const after = world.lostSuffix?.timeline;
+  if (!after) return () => false;
+  // The timeline each stored claim was made on (the run.claimed events that survived, and the new ones).
+  const claimedOn = new Map<string, number>();
+  for (const e of rows.events)
+    if (e.event_type === 'run.claimed')
+      claimedOn.set(`${e.run_id}:${Number(e.epoch)}`, Number(e.payload?.timeline));
+  return (runId, token, recordEpoch) => {
+    const tl = timelineOf(token);
+    if (tl >= after) return false;
+    if (recordEpoch === null || recordEpoch === undefined) return true;
+    return claimedOn.get(`${runId}:${Number(recordEpoch)}`) !== tl;
+  };
 }

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { runCase } from './harness';
 import { RULES, ruleOf } from './grammar';
-import { Case, caseArb } from './program';
+import { Case, caseArbitrary } from './program';
 
 export interface ModelOptions {
   cases: number;
@@ -20,6 +20,11 @@ export interface ModelOptions {
   only?: RegExp;
   /** Replay one case: the `path` a failing run printed (with its seed). */
   path?: string;
+  /**
+   * Every case with a real lost WAL suffix (a primary and a standby of its own, promoted behind the
+   * primary mid-case): about 3 s more per case.
+   */
+  lostSuffix?: boolean;
 }
 
 export interface ModelReport {
@@ -63,7 +68,7 @@ async function runModelOn(host: TestDatabase, o: ModelOptions): Promise<ModelRep
   let casesRun = 0;
   let lastViolations: string[] = [];
   const coverage: ModelReport['coverage'] = new Map(RULES.map((r) => [r, { ran: 0, replayed: 0 }]));
-  const property = fc.asyncProperty(caseArb, async (c) => {
+  const property = fc.asyncProperty(caseArbitrary(o.lostSuffix), async (c) => {
     casesRun++;
     const r = await runCase(c, host);
     for (const [rule, x] of r.coverage) {
@@ -114,9 +119,10 @@ export function describeCase(c: Case): string {
     if (!['step', 'cmd', 'fan', 'wait', 'sleep', 'clock'].includes(o.t))
       return `${o.id}:${ruleOf(o)} ${JSON.stringify({ ...o, id: undefined, t: undefined })}`;
     if (o.t === 'step') return `${o.id}:step(${o.kind}${o.nul !== 'none' ? `,NUL in ${o.nul}` : ''})`;
-    if (o.t === 'cmd') return `${o.id}:${o.cmd}${o.approval ? `[${o.decision}]` : ''}`;
+    if (o.t === 'cmd')
+      return `${o.id}:${o.cmd}${o.approval ? `[${o.decision}]` : ''}${o.keyed ? '(own key)' : ''}`;
     if (o.t === 'fan')
-      return `${o.id}:all(${o.branches.map((b) => `${b.kind}→${b.cmd}${b.approval ? `[${b.decision}]` : ''}`).join(' | ')})`;
+      return `${o.id}:all(${o.branches.map((b) => `${b.kind}→${b.cmd}${b.approval ? `[${b.decision}]` : ''}${b.keyed ? '(own key)' : ''}`).join(' | ')})`;
     if (o.t === 'wait') return `${o.id}:wait(${o.timeoutMs ?? '∞'})`;
     if (o.t === 'sleep') return `${o.id}:sleep(${o.ms})`;
     return `${o.id}:now+uuid`;
@@ -137,7 +143,7 @@ export function describeCase(c: Case): string {
     ),
     ...c.faults.map(
       (f, i) =>
-        `  fault#${i} ${f.kind} at ${f.where} (hit ${f.nth + 1})${f.kind === 'zombie' ? `, wakes at ${f.release}` : ''}${f.kind === 'hold' ? ` for ${f.holdMs} ms` : ''}`,
+        `  fault#${i} ${f.kind} at ${f.where} (hit ${f.nth + 1})${f.kind === 'zombie' ? `, wakes at ${f.release}` : ''}${f.kind === 'hold' ? ` for ${f.holdMs} ms` : ''}${f.kind === 'lost-suffix' ? `, the primary commits ${f.holdMs} ms more` : ''}`,
     ),
   ].join('\n');
 }

@@ -14,7 +14,7 @@ export interface Rows {
 }
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
-const KEY = /(run_[0-9a-f-]+:step_\d+(?::tool_call_[^\s:]+)?:[a-z_]+)/;
+const KEY = /(run_[0-9a-f-]+(?::g\d+)?:(?:step_\d+(?::tool_call_[^\s:]+)?|key_[A-Za-z0-9_.-]+):[a-z_]+)/;
 
 export function checkRecord(rows: Rows, c: Case, runIds: string[], short: (id: string) => string): string[] {
   const out: string[] = [];

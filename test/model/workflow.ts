@@ -19,7 +19,7 @@ import {
 } from '../../src';
 import { Leaf, RuleOp, ruleWaits } from './grammar';
 import type { CmdName, CmdSpec, Program, StepKind } from './program';
-import { tinyDelay, world } from './world';
+import { claimToken, tinyDelay, world } from './world';
 
 export const MODEL_KIND = 'model-program';
 /** The budget every model step draws on: 3 calls in any 250 ms, so that cases park on it. */
@@ -49,13 +49,15 @@ interface CmdArgs {
   amount: number;
   approval: boolean;
   fail?: 'lost' | 'applied' | 'refused';
+  /** Keyed by `op` (the `key` option), not by position. */
+  keyed?: boolean;
 }
 
 /** A step body: its value is derived from the args and a number unique to this execution. */
 async function stepBody(a: StepArgs): Promise<StepOutput> {
   const ctx = currentRun()!;
   const n = world.nextExecution();
-  world.executions.push({ runId: ctx.runId, op: a.op, epoch: ctx.epoch, n });
+  world.executions.push({ runId: ctx.runId, op: a.op, epoch: claimToken(ctx), n });
   await tinyDelay();
   const out: StepOutput = { op: a.op, n, amount: (n % 97) + 1 };
   if (a.nul === 'result') out.note = `nul\u0000${n}`;
@@ -108,6 +110,8 @@ export class ModelSteps {
 }
 
 const approval = (a: CmdArgs) => a.approval;
+/** A command's own key: its op id, when the program says so. */
+const key = (a: CmdArgs) => (a.keyed ? a.op : undefined);
 
 @Injectable()
 export class ModelCommands implements CommandLookup {
@@ -119,37 +123,37 @@ export class ModelCommands implements CommandLookup {
   @IdempotentCommand({ name: 'value_cmd', inDoubt: 'retry-with-key' })
   value_cmd(a: CmdArgs, ctx?: CommandContext) {
     const drawn = currentRun()!.uuid();
-    const seen = world.drawn.get(ctx!.idempotencyKey) ?? new Set<string>();
-    world.drawn.set(ctx!.idempotencyKey, seen.add(drawn));
-    return world.dedup.apply(ctx!.idempotencyKey, { ...a, drawn });
+    const seen = world.drawn.get(ctx!.idempotencyKey) ?? new Map<string, number>();
+    if (!seen.has(drawn)) world.drawn.set(ctx!.idempotencyKey, seen.set(drawn, claimToken(ctx!.fence)));
+    return world.dedup.apply(ctx!, { ...a, drawn });
   }
 
   /** Calls a step from its body (a plain call: the command's result is what is recorded). */
   @IdempotentCommand({ name: 'checked_cmd', inDoubt: 'lookup' })
   async checked_cmd(a: CmdArgs, ctx?: CommandContext) {
     const check = await this.steps.compute({ op: `${a.op}n` });
-    return world.dedup.apply(ctx!.idempotencyKey, { ...a, amount: a.amount + (check.n > 0 ? 0 : 1) });
+    return world.dedup.apply(ctx!, { ...a, amount: a.amount + (check.n > 0 ? 0 : 1) });
   }
 
-  @IdempotentCommand({ name: 'dedup_lookup', inDoubt: 'lookup', requiresApproval: approval })
+  @IdempotentCommand({ name: 'dedup_lookup', inDoubt: 'lookup', requiresApproval: approval, key })
   dedup_lookup(a: CmdArgs, ctx?: CommandContext) {
-    return world.dedup.apply(ctx!.idempotencyKey, a);
+    return world.dedup.apply(ctx!, a);
   }
-  @IdempotentCommand({ name: 'dedup_retry', inDoubt: 'retry-with-key', requiresApproval: approval })
+  @IdempotentCommand({ name: 'dedup_retry', inDoubt: 'retry-with-key', requiresApproval: approval, key })
   dedup_retry(a: CmdArgs, ctx?: CommandContext) {
-    return world.dedup.apply(ctx!.idempotencyKey, a);
+    return world.dedup.apply(ctx!, a);
   }
-  @IdempotentCommand({ name: 'dedup_manual', inDoubt: 'manual', requiresApproval: approval })
+  @IdempotentCommand({ name: 'dedup_manual', inDoubt: 'manual', requiresApproval: approval, key })
   dedup_manual(a: CmdArgs, ctx?: CommandContext) {
-    return world.dedup.apply(ctx!.idempotencyKey, a);
+    return world.dedup.apply(ctx!, a);
   }
-  @IdempotentCommand({ name: 'plain_lookup', inDoubt: 'lookup', requiresApproval: approval })
+  @IdempotentCommand({ name: 'plain_lookup', inDoubt: 'lookup', requiresApproval: approval, key })
   plain_lookup(a: CmdArgs, ctx?: CommandContext) {
-    return world.plain.apply(ctx!.idempotencyKey, a);
+    return world.plain.apply(ctx!, a);
   }
-  @IdempotentCommand({ name: 'plain_manual', inDoubt: 'manual', requiresApproval: approval })
+  @IdempotentCommand({ name: 'plain_manual', inDoubt: 'manual', requiresApproval: approval, key })
   plain_manual(a: CmdArgs, ctx?: CommandContext) {
-    return world.plain.apply(ctx!.idempotencyKey, a);
+    return world.plain.apply(ctx!, a);
   }
   lookupCommand(command: string, key: string) {
     return vendorOf(command).lookup(key);
@@ -172,7 +176,7 @@ export class ModelWorkflow {
     const out: Record<string, unknown> = {};
     for (const op of input.ops) {
       // Coverage: an op entered by two epochs ran live in one and was replayed by the other.
-      world.observe(ctx.runId, `${op.id}@`, ctx.epoch, { entered: true });
+      world.observe(ctx, `${op.id}@`, { entered: true });
       if (op.t === 'step') amount = (await this.step(ctx, op.kind, { op: op.id, nul: op.nul })).amount;
       else if (op.t === 'cmd') out[op.id] = await this.command(ctx, op, op.id, amount);
       else if (op.t === 'fan') {
@@ -187,7 +191,7 @@ export class ModelWorkflow {
       else if (op.t === 'sleep') await ctx.sleep(op.ms);
       else if (op.t === 'clock') {
         const v = { now: ctx.now().toISOString(), uuid: ctx.uuid() };
-        world.observe(ctx.runId, op.id, ctx.epoch, v);
+        world.observe(ctx, op.id, v);
         out[op.id] = v.uuid;
       } else if (op.t === 'dangling') {
         // Never awaited: run() returns with it live. (The step's own promise is marked handled by the
@@ -196,7 +200,7 @@ export class ModelWorkflow {
         return out;
       } else if (op.t === 'patch') {
         const next = v2 && ctx.patched(op.id);
-        world.observe(ctx.runId, `${op.id}p`, ctx.epoch, { v2, next });
+        world.observe(ctx, `${op.id}p`, { v2, next });
         amount = (await this.step(ctx, 'compute', { op: `${op.id}${next ? 'n' : 'o'}s` })).amount;
       } else amount = await this.rule(ctx, op, out, amount);
     }
@@ -209,7 +213,7 @@ export class ModelWorkflow {
    * carry a value drawn in the cleanup, and a loop over its result's keys.
    */
   async onCancel(_input: Program, ctx: RunContext, cancel: RunCancelInfo): Promise<void> {
-    world.observe(ctx.runId, 'cleanup@', ctx.epoch, { entered: true });
+    world.observe(ctx, 'cleanup@', { entered: true });
     const paid = cancel.completed.filter((c) => c.name.startsWith('command:') && !c.failed).length;
     await this.command(
       ctx,
@@ -221,8 +225,7 @@ export class ModelWorkflow {
     // (else the step's arguments differ from its record and the replay check says so).
     const ref = ctx.uuid().slice(0, 8);
     const out = await this.step(ctx, 'compute', { op: 'cleanups', keys: [ref, 'b', 'a'], over: 'keys' });
-    for (const k of Object.keys(out.map!))
-      world.observe(ctx.runId, `cleanup:${k}@`, ctx.epoch, { entered: true });
+    for (const k of Object.keys(out.map!)) world.observe(ctx, `cleanup:${k}@`, { entered: true });
   }
 
   /** One op of the grammar (issue 19); returns the amount the next command sends. */
@@ -289,7 +292,7 @@ export class ModelWorkflow {
         const first = this.steps[op.kind]({ op: `${op.id}s` });
         const between = await this.leaf(ctx, op.between, `${op.id}m`, amount);
         const v = await first;
-        world.observe(ctx.runId, `${op.id}s`, ctx.epoch, v);
+        world.observe(ctx, `${op.id}s`, v);
         out[op.id] = { first: v.op, between: between === null ? null : 'done' };
         return amount;
       }
@@ -322,7 +325,7 @@ export class ModelWorkflow {
   private async child(ctx: RunContext, op: Extract<RuleOp, { t: 'child' }>): Promise<unknown> {
     const call = (suffix: string, mode: ChildInput['mode'], timeoutMs?: number) =>
       ctx.child<ChildOutput>(MODEL_CHILD_KIND, { op: `${op.id}${suffix}`, mode }, { timeoutMs });
-    const seen = (v: unknown) => (world.observe(ctx.runId, `${op.id}c`, ctx.epoch, v), v);
+    const seen = (v: unknown) => (world.observe(ctx, `${op.id}c`, v), v);
     switch (op.how) {
       case 'await':
         return seen([await call('a', 'ok')]);
@@ -369,7 +372,7 @@ export class ModelWorkflow {
     } catch (err) {
       const e = err as Error & { code?: string };
       if (!(e instanceof CommandFailedError) && !/declined|upstream 503/.test(e.message)) throw err;
-      world.observe(ctx.runId, `${id}!`, ctx.epoch, { caught: `${e.name}:${e.code ?? ''}` });
+      world.observe(ctx, `${id}!`, { caught: `${e.name}:${e.code ?? ''}` });
       return { caught: e.name, handled: await this.leaf(ctx, op.handler, `${op.id}h`, amount) };
     }
   }
@@ -378,29 +381,30 @@ export class ModelWorkflow {
   private async observeCmd(ctx: RunContext, op: string, call: () => Promise<unknown>): Promise<unknown> {
     try {
       const r = await call();
-      world.observe(ctx.runId, op, ctx.epoch, { ok: r });
+      world.observe(ctx, op, { ok: r });
       return r;
     } catch (err) {
-      if (err instanceof CommandFailedError) world.observe(ctx.runId, op, ctx.epoch, { failed: true });
+      if (err instanceof CommandFailedError) world.observe(ctx, op, { failed: true });
       throw err;
     }
   }
 
   private async step(ctx: RunContext, kind: StepKind | 'emitting', a: StepArgs): Promise<StepOutput> {
     const v = await this.steps[kind](a);
-    world.observe(ctx.runId, a.op, ctx.epoch, v);
+    world.observe(ctx, a.op, v);
     return v;
   }
 
   private async command(ctx: RunContext, c: CmdSpec, op: string, amount: number): Promise<unknown> {
     const method = this.cmds[c.cmd as CmdName] as (a: CmdArgs) => Promise<unknown>;
     try {
-      const r = await method.call(this.cmds, { runId: ctx.runId, op, amount, approval: c.approval });
-      world.observe(ctx.runId, op, ctx.epoch, { ok: r });
+      const args: CmdArgs = { runId: ctx.runId, op, amount, approval: c.approval, keyed: c.keyed };
+      const r = await method.call(this.cmds, args);
+      world.observe(ctx, op, { ok: r });
       return r;
     } catch (err) {
       if (!(err instanceof CommandFailedError)) throw err;
-      world.observe(ctx.runId, op, ctx.epoch, { failed: true });
+      world.observe(ctx, op, { failed: true });
       return null;
     }
   }
@@ -408,11 +412,11 @@ export class ModelWorkflow {
   private async wait(ctx: RunContext, op: string, timeoutMs: number | null): Promise<unknown> {
     try {
       const p = await ctx.waitForSignal(`s_${op}`, timeoutMs === null ? {} : { timeoutMs });
-      world.observe(ctx.runId, op, ctx.epoch, { payload: p });
+      world.observe(ctx, op, { payload: p });
       return p;
     } catch (err) {
       if (!(err instanceof SignalTimeoutError)) throw err;
-      world.observe(ctx.runId, op, ctx.epoch, { timedOut: true });
+      world.observe(ctx, op, { timedOut: true });
       return 'timeout';
     }
   }

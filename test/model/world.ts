@@ -4,9 +4,26 @@
  * of a step body, and what the pause hook observed. Reset by the harness before each case.
  */
 
+/** Fencing tokens as one number, ordered as (timeline, epoch) pairs are (epochs stay below TOKEN_BASE). */
+export const TOKEN_BASE = 1_000_000;
+/** A claim's token (a run context, a command's fence, a pause point) as one number. */
+export function claimToken(c: { epoch: number; timeline?: number }): number {
+  return (c.timeline ?? 0) * TOKEN_BASE + c.epoch;
+}
+/** The WAL timeline of a token. */
+export const timelineOf = (token: number): number => Math.floor(token / TOKEN_BASE);
+/** A token as a message shows it: `epoch 3 (timeline 1)`. */
+export const showToken = (token: number): string =>
+  `epoch ${token % TOKEN_BASE} (timeline ${timelineOf(token)})`;
+/** `runId:token`: one claim of a run (the fault plan's tags). */
+export const claimTag = (runId: string, c: { epoch: number; timeline?: number }): string =>
+  `${runId}:${claimToken(c)}`;
+
 /** One call a target received. */
 export interface TargetCall {
   key: string;
+  /** The fencing token of the claim that sent it (claimToken). */
+  token: number;
   runId: string;
   op: string;
   amount: number;
@@ -30,7 +47,7 @@ export class FakeVendor {
   private readonly failedOnce = new Set<string>();
 
   async apply(
-    key: string,
+    ctx: { idempotencyKey: string; fence: { epoch: number; timeline: number } },
     args: {
       runId: string;
       op: string;
@@ -40,7 +57,9 @@ export class FakeVendor {
     },
   ): Promise<unknown> {
     await tinyDelay();
-    const { fail, drawn, ...call } = args;
+    const key = ctx.idempotencyKey;
+    const { fail, drawn, ...rest } = args;
+    const call = { ...rest, token: claimToken(ctx.fence) };
     if (fail === 'refused') throw Object.assign(new Error('refused by the target'), { retryable: false });
     if (fail === 'lost' && !this.failedOnce.has(key)) {
       this.failedOnce.add(key);
@@ -56,7 +75,7 @@ export class FakeVendor {
 
   private async applyOnce(
     key: string,
-    args: { runId: string; op: string; amount: number },
+    args: { runId: string; op: string; amount: number; token: number },
     drawn: string | undefined,
   ): Promise<unknown> {
     const seen = this.results.get(key);
@@ -94,6 +113,7 @@ export class FakeVendor {
 export interface Observation {
   runId: string;
   op: string;
+  /** The claim's fencing token (claimToken). */
   epoch: number;
   /** Global order of observations and pause-point hits (for "was it written after I saw it"). */
   seq: number;
@@ -104,6 +124,7 @@ export interface Observation {
 export interface StepExecution {
   runId: string;
   op: string;
+  /** The claim's fencing token (claimToken). */
   epoch: number;
   n: number;
 }
@@ -114,6 +135,7 @@ export interface HookHit {
   point: string;
   detail?: string;
   runId: string;
+  /** The claim's fencing token (claimToken). */
   epoch: number;
   workerId: string;
 }
@@ -132,8 +154,16 @@ export class World {
    * runs one version), so a run parked on v1 resumes on v2.
    */
   deployed = false;
-  /** Values command bodies drew from the context, by idempotency key (every send must draw the same). */
-  drawn = new Map<string, Set<string>>();
+  /**
+   * Values command bodies drew from the context, by idempotency key (every send must draw the same),
+   * each with the token of the claim that first drew it.
+   */
+  drawn = new Map<string, Map<string, number>>();
+  /**
+   * A real lost WAL suffix in this case (the harness promoted a standby behind the primary): the new
+   * primary's timeline. What claims of older timelines committed after the fork may be gone.
+   */
+  lostSuffix: { timeline: number } | null = null;
   private seq = 0;
   private counter = 0;
 
@@ -144,8 +174,9 @@ export class World {
   nextExecution(): number {
     return ++this.counter;
   }
-  observe(runId: string, op: string, epoch: number, value: unknown): void {
-    this.observations.push({ runId, op, epoch, seq: this.nextSeq(), value });
+  /** A value a consumer in run `ctx` saw (its claim's token is the observation's `epoch`). */
+  observe(ctx: { runId: string; epoch: number; timeline: number }, op: string, value: unknown): void {
+    this.observations.push({ runId: ctx.runId, op, epoch: claimToken(ctx), seq: this.nextSeq(), value });
   }
 }
 
