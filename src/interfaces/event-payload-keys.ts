@@ -10,7 +10,7 @@ type PayloadKeys<T> = T extends unknown ? keyof T & string : never;
  */
 export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'run.created': ['kind', 'idempotencyKey', 'traceparent', 'schedule', 'scheduledAt', 'parent'],
-  'run.claimed': ['workerId', 'attempt', 'slots', 'rateToken'],
+  'run.claimed': ['workerId', 'attempt', 'timeline', 'slots', 'rateToken'],
   'run.limited': ['scope'],
   'run.debounced': ['availableAt'],
   'step.started': ['step', 'name'],

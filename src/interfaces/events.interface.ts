@@ -53,6 +53,8 @@ export interface DurableEventPayloads {
   'run.claimed': {
     workerId: string;
     attempt: number;
+    /** The server's WAL timeline at the claim: with the epoch, the claim's fencing token (absent before). */
+    timeline?: number;
     /**
      * The concurrency slots the claim took, when the kind has a limit: `[scope, n]` each, the scope
      * `[kind]` or `[kind, key]`. The statement that takes the run out of `running` frees them.

@@ -82,6 +82,11 @@ describe('@DurableCron schedules', () => {
     runs = app.get(RunRepository);
     await runner.tick(); // declares them
     for (const name of ['catch-all', 'catch-latest', 'no-overlap', 'queued']) await schedules.pause(name);
+    // On a loaded machine the declaring tick can find the tick it declared already due and fire it (a
+    // second passed between the two statements): the runs of the schedules the tests drive start at 0.
+    await db.query(`delete from ai_runs where kind = any($1)`, [
+      ['tick-all', 'tick-latest', 'tick-overlap', 'tick-queue'],
+    ]);
   });
   afterAll(async () => {
     await app?.close();
