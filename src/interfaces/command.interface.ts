@@ -29,7 +29,10 @@ export interface IdempotentCommandOptions<A = any> {
    * lost its last commits may number such calls anew, and only a key of their own lets the target or a
    * lookup recognise what was already sent. Unique per run (a second call with a used value is a usage
    * error); 1-200 letters, digits, `_`, `-` or `.`.
-   * @example key: (a: RefundArgs) => 'refund-' + a.orderId
+   * @example
+   * ```ts
+   * key: (a: RefundArgs) => `refund-${a.orderId}`
+   * ```
    */
   key?: (args: A) => string | undefined;
   /**
