@@ -316,7 +316,7 @@ describe('fencing across a failover (timeline in the fence, lookup before the fi
       : { a: `run_${run.id}:step_2:${name}`, b: `run_${run.id}:step_3:${name}` };
     target.applied.set(sentBefore.a, { chargeId: 'ch_a', amount: 97, item: 'a' });
     target.applied.set(sentBefore.b, { chargeId: 'ch_b', amount: 98, item: 'b' });
-    Object.assign(itemDelays, { a: 60, b: 0 });
+    Object.assign(itemDelays, { a: 300, b: 0 });
     try {
       return { done: await driveUntil(app, db, run.id), sentBefore };
     } finally {

@@ -17,6 +17,7 @@ describe('PostgreSQL failover', () => {
       keysChargedTwice: 0,
       fencingTokensIssuedTwice: 0,
       succeededAfter: 80,
+      runsSentUnderTwoKeys: 0,
     });
   }, 180_000);
 
@@ -36,6 +37,28 @@ describe('PostgreSQL failover', () => {
       // A worker whose later commits were lost cannot write on over the hole (its timeline is old).
       succeededWithMissingCheckpoint: 0,
       // Every run still ends (the workers reach the new primary through the switch).
+      succeededAfter: 80,
+      runsSentUnderTwoKeys: 0,
+    });
+  }, 180_000);
+
+  it('asynchronous replication, retry-with-key at a deduplicating target: sent again under the same key only', async () => {
+    const r = await runFailover({
+      mode: 'asynchronous',
+      runs: 80,
+      lagMs: 1000,
+      stepDelayMs: 150,
+      policy: 'retry-with-key',
+    });
+    console.log(`asynchronous failover, retry-with-key: ${JSON.stringify(r)}`);
+    expect(r.epochsReissuedOnNewTimeline + r.succeededRunAgain).toBeGreaterThan(0);
+    expect(r.inFlightAtFailover).toBeGreaterThan(0);
+    expect(r).toMatchObject({
+      // The policy sends again without asking: the same key each time, so the target applies it once.
+      runsSentUnderTwoKeys: 0,
+      keysChargedTwice: 0,
+      fencingTokensIssuedTwice: 0,
+      succeededWithMissingCheckpoint: 0,
       succeededAfter: 80,
     });
   }, 180_000);

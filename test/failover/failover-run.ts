@@ -49,6 +49,8 @@ export interface FailoverResult {
   keysChargedTwice: number;
   /** Keys the target received more than once (sends; with `retry-with-key` it deduplicates them). */
   keysSentTwice: number;
+  /** Runs whose charge reached the target under more than one key (a key must not change on a re-run). */
+  runsSentUnderTwoKeys: number;
   /** (run, timeline, epoch) claimed more than once: a fencing token issued twice. */
   fencingTokensIssuedTwice: number;
   /** (run, epoch) claimed on the old timeline and again on the new one (distinct tokens by their timeline). */
@@ -205,6 +207,7 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
       succeededWithMissingCheckpoint: missing,
       keysChargedTwice: Object.values(effects).filter((n) => n > 1).length,
       keysSentTwice: Object.values(target.requests()).filter((n) => n > 1).length,
+      runsSentUnderTwoKeys: runsUnderTwoKeys(Object.keys(target.requests())),
       fencingTokensIssuedTwice: [...byToken.values()].filter((n) => n > 1).length,
       epochsReissuedOnNewTimeline: [...byEpoch.values()].filter((s) => s.size > 1).length,
       extraClaims: starts.length - new Set(starts.map((c) => c.runId)).size,
@@ -220,4 +223,11 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
     await rs.dispose();
     rmSync(logDir, { recursive: true, force: true });
   }
+}
+
+/** Runs (`run_<id>:…` keys) the target got more than one key of. */
+function runsUnderTwoKeys(keys: string[]): number {
+  const byRun = new Map<string, number>();
+  for (const k of keys) byRun.set(k.split(':')[0], (byRun.get(k.split(':')[0]) ?? 0) + 1);
+  return [...byRun.values()].filter((n) => n > 1).length;
 }

@@ -33,7 +33,7 @@ async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
 }
 
 /** One statement on a short-lived client. */
-async function queryOnce(config: ClientConfig, sql: string, params?: unknown[]): Promise<any[]> {
+export async function queryOnce(config: ClientConfig, sql: string, params?: unknown[]): Promise<any[]> {
   const c = new Client(config);
   await c.connect();
   try {

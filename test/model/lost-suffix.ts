@@ -5,9 +5,8 @@
  * committing for a window, stops at once, the standby is promoted (a new WAL timeline, without what the
  * window committed) and the workers' connections move to it.
  */
-import { Client } from 'pg';
 import { CURRENT_TIMELINE } from '../../src/store/sql/timeline.sql';
-import { createTestSchema, TestDatabase, TestSchema } from '../helpers/database';
+import { createTestSchema, queryOnce, TestDatabase, TestSchema } from '../helpers/database';
 import { startReplicaSet } from '../helpers/replica-set';
 import { startTcpSwitch } from '../helpers/tcp-switch';
 import { timelineOf, World } from './world';
@@ -34,15 +33,7 @@ export async function startLostSuffixRig(): Promise<LostSuffixRig> {
   const rs = await startReplicaSet();
   const link = await startTcpSwitch(rs.primaryPort);
   const url = `postgres://postgres@127.0.0.1:${link.port}/postgres`;
-  const query = async (sql: string, params?: unknown[]) => {
-    const c = new Client({ connectionString: url });
-    await c.connect();
-    try {
-      return (await c.query(sql, params)).rows;
-    } finally {
-      await c.end();
-    }
-  };
+  const query = (sql: string, params?: unknown[]) => queryOnce({ connectionString: url }, sql, params);
   const host: TestDatabase = { name: 'postgres', url, query, drop: async () => undefined };
   const dispose = async () => {
     await link.close();

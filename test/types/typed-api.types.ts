@@ -7,6 +7,7 @@ import {
   CheckpointService,
   DurableStep,
   DurableWorkflow,
+  IdempotentCommand,
   RunContext,
   RunRepository,
   type Jsonify,
@@ -148,4 +149,26 @@ export async function callers(runs: RunRepository, id: string): Promise<void> {
   // An untyped workflow or a run id alone: any name, any JSON payload.
   await runs.signal(UntypedWorkflow, id, 'go', { n: 1 });
   await runs.signal(id, 'approve', { anything: true });
+}
+
+/** A command's own key is a function of its typed arguments, returning a string (or undefined). */
+export class Refunds {
+  @IdempotentCommand<{ orderId: string }>({
+    name: 'refund',
+    inDoubt: 'lookup',
+    key: (a) => `refund-${a.orderId}`,
+  })
+  refund(a: { orderId: string }) {
+    return a.orderId;
+  }
+  // @ts-expect-error Property 'order' does not exist on type '{ orderId: string; }'
+  @IdempotentCommand<{ orderId: string }>({ name: 'refund2', inDoubt: 'lookup', key: (a) => a.order })
+  refund2(a: { orderId: string }) {
+    return a.orderId;
+  }
+  // @ts-expect-error Type 'number' is not assignable to type 'string'
+  @IdempotentCommand<{ n: number }>({ name: 'refund3', inDoubt: 'lookup', key: (a) => a.n })
+  refund3(a: { n: number }) {
+    return a.n;
+  }
 }
