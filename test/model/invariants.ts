@@ -109,8 +109,9 @@ function checkEffects(
       const row = byKey.get(k);
       const where = `${short(call.runId)} op ${call.op} key …${keyTail(k)}`;
       if (n > 1) out.push(`${name} target applied ${where} ${n} times (policy ${k.split(':').pop()})`);
-      if (!row && !onlyOld(k, v)) out.push(`${name} target got ${where}, which has no command row`);
-      else if (n > 0 && ['failed', 'rejected'].includes(row.status))
+      if (!row) {
+        if (!onlyOld(k, v)) out.push(`${name} target got ${where}, which has no command row`);
+      } else if (n > 0 && ['failed', 'rejected'].includes(row.status))
         out.push(`${name} target applied ${where}, recorded ${row.status}`);
       if (n > 0) {
         const s = opKeys.get(`${call.runId}/${call.op}`) ?? new Set();
