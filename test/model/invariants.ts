@@ -250,10 +250,12 @@ function checkReExecutions(world: World, plan: FaultPlan, short: (id: string) =>
         continue;
       }
       const tag = `${g.runId}:${e}`;
-      // Every claim of a timeline a failover left (child runs' too) was cut by it.
+      // Every claim of a timeline a failover left (child runs' too) was cut by it; while the primary was
+      // gone its step commits failed on lost connections, and a step's retry policy runs the body again
+      // in the same claim.
       const failedOver = !!world.lostSuffix && timelineOf(e) < world.lostSuffix.timeline;
-      if (g.epochs[i] === g.epochs[i + 1] || !(plan.faulted.has(tag) || plan.parked.has(tag) || failedOver))
-        unexplained++;
+      const explained = failedOver || (e !== next && (plan.faulted.has(tag) || plan.parked.has(tag)));
+      if (!explained) unexplained++;
     }
     if (unexplained > (world.retries.get(g.runId) ?? 0))
       out.push(
