@@ -106,8 +106,8 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
     ? await startLostSuffixRig()
     : null;
   const db = rig?.db ?? createTestSchema(host, 'case');
-  const timelineNow = async () =>
-    rig ? rig.timeline() : ((await db.query(`select ${CURRENT_TIMELINE} as t`))[0].t as number);
+  // Through the case's own connection: the rig's switch follows the promoted standby.
+  const timelineNow = async () => (await db.query(`select ${CURRENT_TIMELINE} as t`))[0].t as number;
   let timeline = 0; // the server's WAL timeline (read once the schema is there)
   let eventsLost = 0;
   const workers: Booted[] = [];

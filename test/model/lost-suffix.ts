@@ -5,7 +5,6 @@
  * committing for a window, stops at once, the standby is promoted (a new WAL timeline, without what the
  * window committed) and the workers' connections move to it.
  */
-import { CURRENT_TIMELINE } from '../../src/store/sql/timeline.sql';
 import { createTestSchema, queryOnce, TestDatabase, TestSchema } from '../helpers/database';
 import { startReplicaSet } from '../helpers/replica-set';
 import { startTcpSwitch } from '../helpers/tcp-switch';
@@ -14,8 +13,6 @@ import { timelineOf, World } from './world';
 export interface LostSuffixRig {
   /** The case's schema on the primary (after the fault: on the promoted standby). */
   db: TestSchema;
-  /** The WAL timeline of the server the switch points at now. */
-  timeline(): Promise<number>;
   /**
    * Pauses replication, waits `windowMs` (the primary commits what the standby will never see), stops
    * the primary at once, promotes the standby and switches new connections to it (open ones are cut).
@@ -43,7 +40,6 @@ export async function startLostSuffixRig(): Promise<LostSuffixRig> {
   const db: TestSchema = { ...createTestSchema(host, 'case'), drop: dispose };
   return {
     db,
-    timeline: async () => (await query(`select ${CURRENT_TIMELINE} as t`))[0].t as number,
     async fail(windowMs) {
       const events = `select count(*)::int as n from "${db.schema}".ai_events`;
       rs.replication.pause();
