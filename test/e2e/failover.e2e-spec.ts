@@ -7,7 +7,7 @@ import { runFailover } from '../failover/failover-run';
  */
 describe('PostgreSQL failover', () => {
   it('synchronous replication: nothing acknowledged is lost, nothing is charged twice, every run finishes', async () => {
-    const r = await runFailover({ mode: 'synchronous', runs: 80, lagMs: 1000 });
+    const r = await runFailover({ mode: 'synchronous', runs: 80, lagMs: 1000, keepInFlight: 10 });
     // The failover happened mid-workload: runs had finished, others were in flight.
     expect(r.succeededBefore).toBeGreaterThan(0);
     expect(r.inFlightAtFailover).toBeGreaterThan(0);
@@ -22,7 +22,13 @@ describe('PostgreSQL failover', () => {
   }, 180_000);
 
   it('asynchronous replication: acknowledged commits are lost, yet no charge is made twice, no token is issued twice and no history has a hole', async () => {
-    const r = await runFailover({ mode: 'asynchronous', runs: 80, lagMs: 1000, stepDelayMs: 150 });
+    const r = await runFailover({
+      mode: 'asynchronous',
+      runs: 80,
+      lagMs: 1000,
+      keepInFlight: 10,
+      stepDelayMs: 150,
+    });
     console.log(`asynchronous failover: ${JSON.stringify(r)}`);
     // The harness reproduces the loss it exists to measure: epochs claimed again on the new timeline,
     // or finished runs run again (their acknowledged finish was lost): steps re-run, counted.
@@ -47,6 +53,7 @@ describe('PostgreSQL failover', () => {
       mode: 'asynchronous',
       runs: 80,
       lagMs: 1000,
+      keepInFlight: 10,
       stepDelayMs: 150,
       policy: 'retry-with-key',
     });

@@ -24,8 +24,13 @@ export interface FailoverOptions {
   /** `synchronous`: the primary requires the standby (synchronous_standby_names), commits wait for it. */
   mode: 'synchronous' | 'asynchronous';
   runs: number;
-  /** How long the replication link stalls before the primary stops. */
+  /** How long the replication link stalls before the primary stops (at most, with `keepInFlight`). */
   lagMs: number;
+  /**
+   * Stop the primary sooner than `lagMs` once only this many runs are unfinished, so the failover
+   * lands mid-workload however late a loaded machine reached the trigger (default: wait out `lagMs`).
+   */
+  keepInFlight?: number;
   /** How long each step of the workflow takes (default 20 ms): longer keeps more runs in flight. */
   stepDelayMs?: number;
   /** The charge command's in-doubt policy in the workers. */
@@ -36,6 +41,7 @@ export interface FailoverOptions {
 export interface FailoverResult {
   mode: FailoverOptions['mode'];
   runs: number;
+  /** How long the replication link stalled (`lagMs`, or less with `keepInFlight`). */
   lagMs: number;
   /** Runs a worker saw finish `succeeded` (its final write acknowledged) before the primary stopped. */
   succeededBefore: number;
@@ -73,6 +79,7 @@ interface Claim {
 
 /** The checkpoints a finished `charge` run holds: a recorded uuid, the quote, the command, the notice. */
 const CHARGE_POSITIONS = ['$uuid', 'quote', 'command:charge_card', 'notify_buyer'];
+const FINAL = ['succeeded', 'failed', 'dead_lettered'];
 
 export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
   const log = o.log ?? (() => undefined);
@@ -136,8 +143,16 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
       `failover: ${before.filter((r) => r.status === 'succeeded').length} of ${o.runs} runs succeeded; stalling replication ${o.lagMs} ms`,
     );
     rs.replication.pause();
-    await new Promise((r) => setTimeout(r, o.lagMs));
-    const atFailover = await statuses().catch(() => before); // in sync mode new commits wait: reads still answer
+    const pausedAt = Date.now();
+    // The stall lasts `lagMs`, or less with `keepInFlight` when the workload is about to run out.
+    let atFailover = before;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 50));
+      atFailover = await statuses().catch(() => atFailover); // in sync mode commits wait: reads answer
+      const open = atFailover.filter((r) => !FINAL.includes(r.status)).length;
+      if (Date.now() - pausedAt >= o.lagMs || open <= (o.keepInFlight ?? -1)) break;
+    }
+    const lagMs = Date.now() - pausedAt;
     const stoppedAt = Date.now();
     await rs.stopPrimary();
     rs.replication.cut();
@@ -152,10 +167,7 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
     await waitFor(
       async () => {
         const rows = await statuses().catch(() => []);
-        return (
-          rows.length === o.runs &&
-          rows.every((r) => ['succeeded', 'failed', 'dead_lettered'].includes(r.status))
-        );
+        return rows.length === o.runs && rows.every((r) => FINAL.includes(r.status));
       },
       120_000,
       'every run to end on the new primary',
@@ -198,11 +210,9 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
     return {
       mode: o.mode,
       runs: o.runs,
-      lagMs: o.lagMs,
+      lagMs,
       succeededBefore,
-      inFlightAtFailover: atFailover.filter(
-        (r) => !['succeeded', 'failed', 'dead_lettered'].includes(r.status),
-      ).length,
+      inFlightAtFailover: atFailover.filter((r) => !FINAL.includes(r.status)).length,
       succeededRunAgain: runAgain.size,
       succeededWithMissingCheckpoint: missing,
       keysChargedTwice: Object.values(effects).filter((n) => n > 1).length,
