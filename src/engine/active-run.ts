@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import { LeaseLostError } from '../errors/lease-lost.error';
 import { NonDeterminismError } from '../errors/non-determinism.error';
 import type { CommandContext, CommandMetadata, LookupResult } from '../interfaces/command.interface';
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
@@ -77,7 +76,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
       claim.sentAt,
       options.worker.leaseTtlMs,
       this.control,
-      () => store.renew(this.fence),
+      () =>
+        store.renew(this.fence).catch((err) => Promise.reject(this.control.storeFailed(err, 'a renewal'))),
     );
   }
 
@@ -157,8 +157,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
       if ((out as { cancelRequested?: boolean }).cancelRequested) this.control.cancelRequested = true;
       return out;
     } catch (err) {
-      if (err instanceof LeaseLostError) this.control.halt({ kind: 'lease-lost', error: err });
-      throw err;
+      throw this.control.storeFailed(err, `the ${what} write`);
     }
   }
 

@@ -45,6 +45,8 @@ export async function driveCleanup(
     }
   } catch (err) {
     if (err instanceof LeaseLostError) return { lost: err };
+    // The marker's write failed on the connection: retried from the record (RunControl.storeFailed).
+    if (run.control.stop) return { stop: run.control.stop };
     return { unrecorded: err as Error };
   }
   run.enterCleanup(record);

@@ -1,4 +1,6 @@
+import { DurableExecutionError } from '../errors/durable-execution.error';
 import { DurableUsageError } from '../errors/durable-usage.error';
+import { LeaseLostError } from '../errors/lease-lost.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import { RunStop, stopError } from './run-stop';
 import { markEngineStop } from './stop-rejections';
@@ -98,6 +100,23 @@ export class RunControl {
     this.idleWaiters.splice(0).forEach((wake) => wake());
     this.park?.end(); // calls waiting for the park now see the stop
     return error;
+  }
+
+  /**
+   * A statement of this claim failed (`what`: a fenced write, a lease renewal, a budget charge). A lost
+   * lease stops the run for good. Any other failure but the library's own errors (a connection lost, a
+   * server restarting, a serialization failure) leaves the claim not knowing what is stored: a write
+   * may have committed with its answer lost. The workflow must not take that for an outcome, so the run
+   * stops here and is retried from its record (a transient retry, with backoff). Returns what to throw.
+   */
+  storeFailed(err: unknown, what: string): unknown {
+    if (err instanceof LeaseLostError) {
+      this.halt({ kind: 'lease-lost', error: err });
+      return err;
+    }
+    if (err instanceof DurableExecutionError) return err;
+    if (this.stopped) return this.stopped.error;
+    return this.halt({ kind: 'retry', reason: `${what} failed: ${(err as Error)?.message}`, cause: err });
   }
 
   /** The cancellation error of this run. */

@@ -4,13 +4,16 @@ import { createServer, Socket } from 'node:net';
  * A TCP proxy on 127.0.0.1 in front of a PostgreSQL server, as a DNS flip, HAProxy or PgBouncer is in
  * front of a primary: `switchTo` points new connections at another port and cuts the open ones;
  * `pause` stops forwarding (the bytes wait; a replication stream stalls as behind a congested link);
- * `cut` drops every open connection, with what it had not forwarded.
+ * `cut` drops every open connection, with what it had not forwarded; `deafen` keeps forwarding what
+ * clients send on the open connections but drops the server's answers (a statement that commits while
+ * its answer is lost, once the connection is cut).
  */
 export interface TcpSwitch {
   port: number;
   switchTo(targetPort: number): void;
   pause(): void;
   cut(): void;
+  deafen(): void;
   close(): Promise<void>;
 }
 
@@ -63,6 +66,12 @@ export async function startTcpSwitch(targetPort: number): Promise<TcpSwitch> {
       }
     },
     cut,
+    deafen() {
+      for (const { client, upstream } of open) {
+        upstream.unpipe(client);
+        upstream.on('data', () => undefined);
+      }
+    },
     close: () => {
       cut();
       return new Promise<void>((r) => server.close(() => r()));

@@ -250,11 +250,10 @@ function checkReExecutions(world: World, plan: FaultPlan, short: (id: string) =>
         continue;
       }
       const tag = `${g.runId}:${e}`;
-      // Every claim of a timeline a failover left (child runs' too) was cut by it; while the primary was
-      // gone its step commits failed on lost connections, and a step's retry policy runs the body again
-      // in the same claim.
+      // Every claim of a timeline a failover left (child runs' too) was cut by it. Never in the same
+      // claim: a claim whose statement failed on a lost connection ends there (the run is retried).
       const failedOver = !!world.lostSuffix && timelineOf(e) < world.lostSuffix.timeline;
-      const explained = failedOver || (e !== next && (plan.faulted.has(tag) || plan.parked.has(tag)));
+      const explained = e !== next && (failedOver || plan.faulted.has(tag) || plan.parked.has(tag));
       if (!explained) unexplained++;
     }
     if (unexplained > (world.retries.get(g.runId) ?? 0))

@@ -25,7 +25,9 @@ export async function admit(env: StepEnv, meta: StepMetadata, index: number): Pr
   const name = meta.budget!;
   const budget = env.options.budgets[name];
   for (;;) {
-    const charge = await env.store.chargeBudget(name, budget, env.runId, index);
+    const charge = await env.store
+      .chargeBudget(name, budget, env.runId, index)
+      .catch((err) => Promise.reject(env.control.storeFailed(err, 'a budget charge')));
     if (charge.admitted) return charge.useId;
     if (!env.control.inCleanup) throw new BudgetWait(name, charge.waitMs);
     await abortableSleep(charge.waitMs, env.control.signal);

@@ -76,6 +76,7 @@ export async function parkCommand(
   status: 'awaiting_approval' | 'in_doubt',
   reason: string,
   own = 0,
+  fromApproved = false,
 ): Promise<never> {
   const event = status === 'in_doubt' ? 'command.in_doubt' : 'command.approval_requested';
   const { key, index, name, payloadJson } = cmd;
@@ -88,7 +89,7 @@ export async function parkCommand(
         reason,
         event,
         payload: { key, name, step: index },
-        command: { key, index, name, payloadJson, status },
+        command: { key, index, name, payloadJson, status, fromApproved },
         records,
       }),
     'park',

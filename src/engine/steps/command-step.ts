@@ -111,10 +111,16 @@ export async function executeCommand(
     // The database failed over since this run was last claimed: this command may have been reserved (or
     // approved) and sent under a claim whose commits the new primary lost. Settled by its policy before a
     // first send (`retry-with-key` sends again with the same key anyway): `manual` parks, `lookup` asks.
-    if (meta.inDoubt === 'manual') {
-      if (row) await reserve(env, meta, cmd); // approved → pending, which a park may mark in doubt
-      return parkCommand(env, cmd, 'in_doubt', `command ${key} may have been sent before a failover`);
-    }
+    // An approved row becomes in doubt in the park's own statement (an operator acts before or after it).
+    if (meta.inDoubt === 'manual')
+      return parkCommand(
+        env,
+        cmd,
+        'in_doubt',
+        `command ${key} may have been sent before a failover`,
+        0,
+        !!row,
+      );
     const asked = async () => {
       await reserve(env, meta, cmd);
       return resolveInDoubt(env, meta, cmd, lookup, null);

@@ -26,7 +26,8 @@ import { heldWhileWaiting, releaseSlots } from './slots';
  * concurrency slots are freed, unless its kind holds them while waiting (`holdSlotWhileWaiting`).
  * $1 id, $2 worker, $3 epoch, $4 at, $5 delay ms, $6 attempts delta, $7 parked reason, $8 event type,
  * $9 event payload, $10 command key, $11 command status, $12 step index, $13 command name, $14 payload,
- * $15 record index, $16 record name, $17 recorded values, $18 record seq
+ * $15 record index, $16 record name, $17 recorded values, $18 record seq, $19 an `approved` command
+ * may be parked in doubt (after a failover its send may be what the new primary lost)
  */
 export const PARK_RUN_SQL: SqlText = (t) => `
 with snap as (
@@ -42,6 +43,7 @@ with snap as (
    where ai_commands.status = excluded.status
       or (ai_commands.status = 'pending' and excluded.status = 'in_doubt'
           and ai_commands.resolution is distinct from 'retry')
+      or (ai_commands.status = 'approved' and excluded.status = 'in_doubt' and $19::boolean)
   returning idempotency_key
 ), run as (
   update ${t.runs} r
@@ -78,6 +80,8 @@ export interface ParkWrite {
     index: number;
     name: string;
     payloadJson: string;
+    /** An `approved` row may become `in_doubt` (a manual command after a failover): one statement. */
+    fromApproved?: boolean;
   };
   /** Record the due time (database clock) as checkpoint `name` at `index`, delivered as `seq`. */
   dueRecord?: { index: number; name: string; seq: number };
@@ -115,6 +119,7 @@ export async function parkRun(
       w.dueRecord?.name ?? null,
       recordset(w.records ?? []),
       w.dueRecord?.seq ?? null,
+      w.command?.fromApproved === true,
     ],
     'dx_park',
   );
