@@ -71,9 +71,18 @@ describe('concurrency limits across worker processes, with workers SIGKILLed', (
           victim = rows.map((r: any) => r.worker_id).find((w: string) => byId.has(w));
           return victim !== undefined;
         },
-        10_000,
+        // Generous: on a loaded machine (CI once saw 10 s pass) the holders may be the killed worker's,
+        // whose slots come back only when its leases expire and a reconciler sweeps.
+        30_000,
         'a worker holding a slot',
-      );
+      ).catch(async (err) => {
+        const rows = await db.query(
+          `select kind, status, worker_id, count(*)::int as n from ai_runs group by 1, 2, 3 order by 1, 2, 3`,
+        );
+        throw new Error(
+          `${(err as Error).message}; live workers ${[...byId.keys()]}; runs ${JSON.stringify(rows)}`,
+        );
+      });
       const w = byId.get(victim!)!;
       w.child.kill('SIGKILL');
       byId.delete(victim!);

@@ -5,7 +5,7 @@
  * lost WAL suffix: what a parent saw on the old timeline may be an output the child recorded again since).
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { Rows } from './record-checks';
+import { generations, type Rows } from './record-checks';
 import { timelineOf, type World } from './world';
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
@@ -19,18 +19,27 @@ export function checkChildren(
 ): string[] {
   const out: string[] = [];
   const byId = new Map(children.map((c) => [c.id as string, c]));
+  // A parent continued as new: its generation now (keys name it from 1 on), and the children its
+  // earlier generations started, whose starts were deleted with their record.
+  const generation = generations(rows);
+  const keyOf = (parent: string, index: number) =>
+    `child:${parent}${generation.get(parent) ? `:g${generation.get(parent)}` : ''}:${index}`;
+  const earlier = (child: any) =>
+    generation.has(child.parent_id) &&
+    !child.idempotency_key.startsWith(`child:${child.parent_id}:g${generation.get(child.parent_id)}:`);
   const starts = rows.checkpoints.filter((cp) => /^\$child:/.test(cp.step_name));
   for (const cp of starts) {
     const child = byId.get(cp.output?.runId);
     const where = `${short(cp.run_id)} child start at step ${cp.step_index}`;
     if (!child) out.push(`${where} names ${cp.output?.runId}, which is not a child of it`);
-    else if (child.parent_id !== cp.run_id || child.idempotency_key !== `child:${cp.run_id}:${cp.step_index}`)
+    else if (child.parent_id !== cp.run_id || child.idempotency_key !== keyOf(cp.run_id, cp.step_index))
       out.push(`${where}: its run has parent ${child.parent_id} and key ${child.idempotency_key}`);
   }
   const named = new Set(starts.map((cp) => cp.output?.runId));
   for (const child of children) {
     const parent = short(child.parent_id);
-    if (!named.has(child.id)) out.push(`${parent} has child ${child.id} that no recorded start names`);
+    if (!named.has(child.id) && !earlier(child))
+      out.push(`${parent} has child ${child.id} that no recorded start names`);
     if (!TERMINAL.includes(child.status))
       out.push(`${parent}'s child ${child.input?.op} is ${child.status} after the case settled`);
     const ended = rows.events.filter(

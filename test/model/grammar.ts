@@ -5,7 +5,7 @@
  * never does, and `<id>@` marks that the rule was entered (coverage).
  */
 import fc from 'fast-check';
-import type { CmdSpec, Moment, StepKind } from './program';
+import type { CmdSpec, Moment, Op, StepKind } from './program';
 
 /** A call inside a rule: a step, or a command (with what the operator answers for it). */
 export type Leaf = { c: 'step'; kind: StepKind } | ({ c: 'cmd' } & CmdSpec);
@@ -53,7 +53,20 @@ export type RuleOp =
    * A change deployed under runs in flight (issue 22): the code before the deploy calls step `<id>o`;
    * the code after it `if (ctx.patched(id)) <id>n else <id>o` (the case's `deployAt` says when).
    */
-  | { t: 'patch'; id: string };
+  | { t: 'patch'; id: string }
+  /**
+   * `ctx.continueAsNew` as the program's last op (issue 22's generations): the run's next generation
+   * runs `ops` (steps `<id>g<j>s`, commands `<id>g<j>`) with what this one returned so far carried in
+   * its input; this generation's checkpoints and commands are deleted.
+   */
+  | { t: 'continue'; id: string; ops: ContinuedOp[] };
+
+/** What a next generation runs: straight-line steps and commands. */
+export type ContinuedOp = Extract<Op, { t: 'step' } | { t: 'cmd' }>;
+
+/** Whether `op` (an observed op id) belongs to the generation a `continue` op `cont` started. */
+export const inNextGeneration = (cont: { id: string } | undefined, op: string): boolean =>
+  !!cont && op.startsWith(`${cont.id}g`);
 
 /** How a `child` op uses its child run(s). */
 export type ChildHow = 'await' | 'fan' | 'fail' | 'timeout' | 'detached';
@@ -85,6 +98,8 @@ export function ruleOf(op: { t: string } & Record<string, any>): string {
       return `ctx.emit (${op.where})`;
     case 'patch':
       return 'ctx.patched (a deploy under runs in flight)';
+    case 'continue':
+      return 'ctx.continueAsNew (then a next generation)';
     case 'fan':
       return 'Promise.all (step → command)';
     case 'clock':
@@ -133,6 +148,7 @@ export const RULES = [
   'ctx.emit (step)',
   'ctx.emit (fan)',
   'ctx.patched (a deploy under runs in flight)',
+  'ctx.continueAsNew (then a next generation)',
   'cleanup after a cancel (onCancel)',
 ];
 
@@ -157,6 +173,8 @@ export function ruleCommands(op: RuleOp): Array<{ op: string; spec: CmdSpec }> {
       return op.branches.flatMap((b, j) => leaf(b, `${op.id}b${j}`));
     case 'late':
       return leaf(op.between, `${op.id}m`);
+    case 'continue':
+      return op.ops.flatMap((o) => (o.t === 'cmd' ? [{ op: o.id, spec: o }] : []));
     default:
       return [];
   }
@@ -279,3 +297,8 @@ export const childShape = fc.record({
 
 /** The dangling call, generated only as a program's last op. */
 export const danglingShape = stepKind.map((kind) => ({ t: 'dangling' as const, kind }));
+
+/** A `continue` op (its id and its ops' ids come with the program's labels). */
+export const continueShape = fc
+  .array(leafArb, { minLength: 1, maxLength: 3 })
+  .map((leaves) => ({ t: 'continue' as const, leaves }));

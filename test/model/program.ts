@@ -3,7 +3,7 @@
  * moments, and faults at pause points. All plain JSON, generated and shrunk by fast-check.
  */
 import fc from 'fast-check';
-import { childShape, danglingShape, RuleOp, ruleShape, ruleWaits } from './grammar';
+import { childShape, continueShape, danglingShape, Leaf, RuleOp, ruleShape, ruleWaits } from './grammar';
 
 export type StepKind = 'compute' | 'model' | 'tool';
 /** The command methods of the model: target (dedup / plain) × in-doubt policy. */
@@ -41,6 +41,8 @@ export interface Program {
   ops: Op[];
   /** In a case with limits: the run's concurrency key (the limited kind allows one run per key). */
   key?: string;
+  /** In a next generation (`continue`): what the generations before it returned. */
+  carried?: Record<string, unknown>;
 }
 
 /** When an outside action is applied: right after start, after n driver rounds, or during a hold. */
@@ -192,6 +194,22 @@ function label(shapes: OpShape[]): Program {
         id,
         branches: s.branches.map((b: object, j: number) => ({ ...b, id: `${id}b${j}` })),
       } as Op;
+    if (s.t === 'continue') {
+      // Each generation of an agent loop makes the calls the one before made: the next generation
+      // starts with the program's leading steps and commands (their positions, kinds and names).
+      const same: Leaf[] = [];
+      for (const x of shapes) {
+        if (same.length === 3 || (x.t !== 'step' && x.t !== 'cmd')) break;
+        const { t: _t, nul: _nul, ...spec } = x;
+        same.push(x.t === 'step' ? { c: 'step', kind: x.kind } : ({ c: 'cmd', ...spec } as Leaf));
+      }
+      const ops = (same.length ? same : (s.leaves as Leaf[])).map((l, j) => {
+        if (l.c === 'step') return { t: 'step', id: `${id}g${j}s`, kind: l.kind, nul: 'none' };
+        const { c: _c, ...spec } = l;
+        return { ...spec, t: 'cmd', id: `${id}g${j}` };
+      });
+      return { t: 'continue', id, ops } as Op;
+    }
     return { ...s, id } as Op;
   });
   return { ops };
@@ -200,10 +218,15 @@ function label(shapes: OpShape[]): Program {
 export const programArb: fc.Arbitrary<Program> = fc
   .record({
     shapes: fc.array(opShape, { minLength: 1, maxLength: 7 }),
-    // Now and then a call left dangling as the last thing run() does (the run fails with a usage error).
-    dangling: fc.oneof({ arbitrary: fc.constant(null), weight: 14 }, { arbitrary: danglingShape, weight: 1 }),
+    // Now and then, as the last thing run() does: a call left dangling (the run fails with a usage
+    // error), or the run continued as new (its next generation runs a few more calls).
+    last: fc.oneof(
+      { arbitrary: fc.constant(null), weight: 12 },
+      { arbitrary: danglingShape, weight: 1 },
+      { arbitrary: continueShape, weight: 2 },
+    ),
   })
-  .map(({ shapes, dangling }) => label(dangling ? [...shapes, dangling] : shapes));
+  .map(({ shapes, last }) => label(last ? [...shapes, last] : shapes));
 
 /** Every pause point, the ones between a write and its use (or a call) twice as often. */
 const WHERE = [

@@ -14,6 +14,14 @@ export interface Rows {
 }
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
+
+/** The generation each run continued as new to (`ctx.continueAsNew`); absent: generation 0. */
+export function generations(rows: Rows): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of rows.events)
+    if (e.event_type === 'run.continued_as_new') out.set(e.run_id, Number(e.payload?.generation));
+  return out;
+}
 const KEY = /(run_[0-9a-f-]+(?::g\d+)?:(?:step_\d+(?::tool_call_[^\s:]+)?|key_[A-Za-z0-9_.-]+):[a-z_]+)/;
 
 export function checkRecord(rows: Rows, c: Case, runIds: string[], short: (id: string) => string): string[] {

@@ -198,13 +198,17 @@ export class ModelWorkflow {
         // engine; a helper of the workflow's own that awaits it would reject unhandled.)
         void this.steps[op.kind]({ op: `${op.id}s` });
         return out;
+      } else if (op.t === 'continue') {
+        // The next generation runs the op's calls, carrying what this one returned so far.
+        const next: Program = { ops: op.ops, carried: { ...input.carried, ...out } };
+        await ctx.continueAsNew(input.key === undefined ? next : { ...next, key: input.key });
       } else if (op.t === 'patch') {
         const next = v2 && ctx.patched(op.id);
         world.observe(ctx, `${op.id}p`, { v2, next });
         amount = (await this.step(ctx, 'compute', { op: `${op.id}${next ? 'n' : 'o'}s` })).amount;
       } else amount = await this.rule(ctx, op, out, amount);
     }
-    return out;
+    return input.carried ? { ...input.carried, ...out } : out;
   }
 
   /**
@@ -317,6 +321,7 @@ export class ModelWorkflow {
         }
         return amount;
       case 'dangling':
+      case 'continue':
         return amount; // handled in run(): it ends the program
     }
   }
