@@ -21,6 +21,7 @@ import { RunStream1766100000000 } from './1766100000000-run-stream';
 import { RunGenerations1766200000000 } from './1766200000000-run-generations';
 import { KindVersions1766300000000 } from './1766300000000-kind-versions';
 import { FencingTimelines1766400000000 } from './1766400000000-fencing-timelines';
+import { ScheduleTimelines1766500000000 } from './1766500000000-schedule-timelines';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -44,6 +45,7 @@ export {
   RunGenerations1766200000000,
   KindVersions1766300000000,
   FencingTimelines1766400000000,
+  ScheduleTimelines1766500000000,
 };
 
 /**
@@ -74,6 +76,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   RunGenerations1766200000000,
   KindVersions1766300000000,
   FencingTimelines1766400000000,
+  ScheduleTimelines1766500000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
 import { keyLimitRows } from './run-state/slots';
+import { seededUuid } from './sql/seeded-uuid.sql';
+import { CURRENT_TIMELINE } from './sql/timeline.sql';
 
 /** A schedule as the database holds it. */
 export interface ScheduleRow {
@@ -73,7 +75,10 @@ select *, now() as db_now from ${t.schedules} where not paused and next_at <= no
  * the overlap policy says the last one is still going), each keyed `cron:<name>:<tick>` (a tick gives
  * one run whatever happens), with its `run.created` event, and moves the row to its next tick ($3).
  * The runs get the schedule's concurrency key, and that key its slots and tokens when its kind has
- * per-key limits (`keyLimitRows`).
+ * per-key limits (`keyLimitRows`). A tick's run has an id made from the schedule's creation time and
+ * its key, the same if a failover lost it and the tick fires again; when the schedule was last fired
+ * (or declared) on another WAL timeline, its runs look up each command before a first send
+ * (`lookup_first`: the lost firing may have run and sent them), and the row takes the server's.
  * `overlap: 'queue'`: while the last run is going nothing fires and the row stays (its tick is still
  * due, asked again every second); then only the oldest due tick fires, and the row moves to the next
  * one ($6[2], itself due at once) or to $3.
@@ -92,8 +97,10 @@ with cur as (
    where (cur.overlap = 'allow' or not (select b from busy))
      and (cur.overlap <> 'queue' or f.at = $6[1])
 ), ins as (
-  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, concurrency_key)
-  select cur.kind, fire.input, fire.key, $7, cur.concurrency_key from cur, fire
+  insert into ${t.runs} (id, kind, input, idempotency_key, max_attempts, concurrency_key, lookup_first)
+  select ${seededUuid(`extract(epoch from cur.created_at)::text || '/' || fire.key`)}, cur.kind, fire.input,
+         fire.key, $7, cur.concurrency_key, coalesce(cur.timeline <> ${CURRENT_TIMELINE}, false)
+    from cur, fire
   on conflict (idempotency_key) do nothing
   returning id, kind, idempotency_key, input, concurrency_key
 ), ${keyLimitRows(t, 'ins')}, ev as (
@@ -105,7 +112,7 @@ with cur as (
   update ${t.schedules} s
      set next_at = case when cur.overlap = 'queue' and cardinality($6::timestamptz[]) > 1
                         then ($6::timestamptz[])[2] else $3 end,
-         updated_at = now(),
+         updated_at = now(), timeline = ${CURRENT_TIMELINE},
          last_at = coalesce((select max(at) from fire), s.last_at),
          last_key = coalesce((select key from fire order by at desc limit 1), s.last_key)
     from cur where s.name = cur.name and not (cur.overlap = 'queue' and (select b from busy))

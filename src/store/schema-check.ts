@@ -33,6 +33,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_workers', 'versions'],
   ['ai_runs', 'timeline'],
   ['ai_runs', 'lookup_first'],
+  ['ai_schedules', 'timeline'],
 ];
 
 /**

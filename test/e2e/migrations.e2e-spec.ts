@@ -461,9 +461,9 @@ describe('migrations', () => {
       expect(await existingTables(db)).toEqual([...TABLES, DURABLE_MIGRATIONS_TABLE].sort());
       expect(
         await db.query(
-          `select name, count(*)::int as n from ${DURABLE_MIGRATIONS_TABLE} group by name order by name`,
+          `select name, count(*)::int as n from ${DURABLE_MIGRATIONS_TABLE} group by name order by name collate "C"`,
         ),
-      ).toEqual(MIGRATION_NAMES.map((name) => ({ name, n: 1 })).sort((a, b) => a.name.localeCompare(b.name)));
+      ).toEqual(MIGRATION_NAMES.map((name) => ({ name, n: 1 })).sort((a, b) => (a.name < b.name ? -1 : 1)));
     }, 30_000);
   });
 

@@ -13,6 +13,7 @@ import {
   StoreContext,
 } from './fence';
 import { keyLimitRows } from './slots';
+import { seededUuid } from '../sql/seeded-uuid.sql';
 
 /**
  * `ctx.startChild`, fenced, in ONE statement: the parent's row is marked `has_children` (its end then
@@ -20,7 +21,9 @@ import { keyLimitRows } from './slots';
  * `child:<parent>:<step>`, so it exists once whatever happens after), its key's slots and rate tokens
  * are made when missing, and the parent records the start at its step index (`{"runId": …}`, delivered
  * in order like a step's result) with a `child.started` event. A stale parent matches no row and starts
- * nothing. A start counts as progress (`attempts` reset).
+ * nothing. A start counts as progress (`attempts` reset). The child's id is made from its key, and it
+ * looks up first when its parent does: a child started again after a failover lost the first start has
+ * the same id, so its commands' keys are the same and are settled by policy before a first send.
  * $1 id, $2 worker, $3 epoch, $4 ttl ms, $5 child kind, $6 child input, $7 child key, $8 max attempts,
  * $9 priority, $10 concurrency key, $11 parent close, $12 step index, $13 step name, $14 recorded
  * values, $15 `run.created` payload, $16 seq, $17 fingerprint, $18 channel
@@ -29,11 +32,11 @@ export const START_CHILD_SQL: SqlText = (t) => `
 ${fencedRun(
   t,
   `has_children = true, attempts = 0, ${extendLeaseBy('$4')}, updated_at = now()`,
-  'id, epoch, cancel_requested_at is not null as cancel_requested',
+  'id, epoch, lookup_first, cancel_requested_at is not null as cancel_requested',
 )}, ins as (
-  insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority, concurrency_key,
-                         parent_id, parent_close)
-  select $5, $6::jsonb, $7, $8, now(), $9, $10, run.id, $11 from run
+  insert into ${t.runs} (id, kind, input, idempotency_key, max_attempts, available_at, priority,
+                         concurrency_key, parent_id, parent_close, lookup_first)
+  select ${seededUuid('$7')}, $5, $6::jsonb, $7, $8, now(), $9, $10, run.id, $11, run.lookup_first from run
   on conflict (idempotency_key) do nothing
   returning *
 ), ${keyLimitRows(t, 'ins')}, created as (
