@@ -8,7 +8,7 @@ import { DurableWorker } from '../../src/engine/worker.service';
 import { CommandGateway, LeaseService, RunRepository } from '../../src';
 import { RuleOp, ruleCommands } from './grammar';
 import type { Action, CmdSpec, Program } from './program';
-import { vendorOf } from './workflow';
+import { isChildCommandOp, vendorOf } from './workflow';
 import { claimTag, world } from './world';
 
 const OPERATOR = 'model-operator';
@@ -24,11 +24,14 @@ export function specOf(program: Program, op: string): CmdSpec | undefined {
   return undefined;
 }
 
-/** Whether op `op` of run `runId` (one of the case's: a child run's ops are not) has a key of its own. */
+/**
+ * Whether op `op` of run `runId` (one of the case's) has a key of its own; a child run's command counts
+ * as an op of its parent, keyed.
+ */
 export function keyedOp(programs: Program[], runIds: string[]): (runId: string, op: string) => boolean {
   return (runId, op) => {
     const p = programs[runIds.indexOf(runId)];
-    return !!p && !!specOf(p, op)?.keyed;
+    return !!p && (!!specOf(p, op)?.keyed || isChildCommandOp(op));
   };
 }
 

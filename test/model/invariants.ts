@@ -33,7 +33,11 @@ export async function checkInvariants(
       `select id, status, parked_reason, cancel_requested_at, error, available_at = 'infinity' as forever
          from ai_runs where id = any($1)`,
     ),
-    commands: await q(`select * from ai_commands where run_id = any($1)`),
+    // The case's runs' commands and their child runs' (a child's command counts as its parent's op).
+    commands: await q(
+      `select * from ai_commands
+        where run_id = any($1) or run_id in (select id from ai_runs where parent_id = any($1))`,
+    ),
     checkpoints: await q(`select * from ai_checkpoints where run_id = any($1) order by run_id, step_index`),
     events: await q(`select * from ai_events where run_id = any($1) order by id`),
     signals: await q(`select * from ai_signals where run_id = any($1) order by id`),

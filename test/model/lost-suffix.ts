@@ -80,7 +80,8 @@ export async function lostSuffixCoverage(
   const calls = [...world.dedup.calls, ...world.plain.calls];
   const old = new Map(calls.filter((c) => timelineOf(c.token) < after).map((c) => [c.key, c]));
   const rows = await db.query<{ idempotency_key: string; resolution: string | null }>(
-    `select idempotency_key, resolution from ai_commands where run_id = any($1)`,
+    `select idempotency_key, resolution from ai_commands
+      where run_id = any($1) or run_id in (select id from ai_runs where parent_id = any($1))`,
     [runIds],
   );
   const found = rows.filter((r) => old.has(r.idempotency_key) && r.resolution === 'lookup');

@@ -329,7 +329,11 @@ export class ModelWorkflow {
   /** A child op: what the parent saw of its child run(s), observed as `<id>c`. */
   private async child(ctx: RunContext, op: Extract<RuleOp, { t: 'child' }>): Promise<unknown> {
     const call = (suffix: string, mode: ChildInput['mode'], timeoutMs?: number) =>
-      ctx.child<ChildOutput>(MODEL_CHILD_KIND, { op: `${op.id}${suffix}`, mode }, { timeoutMs });
+      ctx.child<ChildOutput>(
+        MODEL_CHILD_KIND,
+        { op: `${op.id}${suffix}`, mode, parent: ctx.runId },
+        { timeoutMs },
+      );
     const seen = (v: unknown) => (world.observe(ctx, `${op.id}c`, v), v);
     switch (op.how) {
       case 'await':
@@ -338,7 +342,9 @@ export class ModelWorkflow {
         return seen(await Promise.all([call('a', 'ok'), call('b', 'ok')]));
       case 'detached':
         return seen({
-          started: (await ctx.startChild(MODEL_CHILD_KIND, { op: `${op.id}a`, mode: 'ok' })).kind,
+          started: (
+            await ctx.startChild(MODEL_CHILD_KIND, { op: `${op.id}a`, mode: 'ok', parent: ctx.runId })
+          ).kind,
         });
       default:
         try {
@@ -459,21 +465,39 @@ export class HoldingModelWorkflow extends ModelWorkflow {}
 export const MODEL_CHILD_KIND = 'model-child';
 interface ChildInput {
   op: string;
-  /** ok: a step, then its output; fail: a step, then NonRetryableError; stall: waits for a signal never sent. */
+  /**
+   * ok: a step and a command, then the step's output; fail: a step and a command, then
+   * NonRetryableError; stall: waits for a signal never sent.
+   */
   mode: 'ok' | 'fail' | 'stall';
+  /** The parent run: the child's command is one logical op of it (`<op>.c`) at the target. */
+  parent: string;
 }
+
+/** A child run's command op: keyed by itself (`key` option), counted at the target as its parent's. */
+export const childCommandOp = (childOp: string) => `${childOp}.c`;
+export const isChildCommandOp = (op: string) => op.endsWith('.c');
 export interface ChildOutput {
   op: string;
   n: number;
 }
 
-/** A child run of a model program: one step, its output returned (or a failure after it). */
+/**
+ * A child run of a model program: one step and a command at a target that does not deduplicate, the
+ * step's output returned (or a failure after them). A child started again after a lost WAL suffix must
+ * find what the lost one sent (the same id, so the same key): else its parent's op is charged twice.
+ */
 @DurableWorkflow(MODEL_CHILD_KIND, { maxAttempts: 8 })
 export class ModelChildWorkflow {
-  constructor(private readonly steps: ModelSteps) {}
+  constructor(
+    private readonly steps: ModelSteps,
+    private readonly cmds: ModelCommands,
+  ) {}
   async run(input: ChildInput, ctx: RunContext): Promise<ChildOutput> {
     if (input.mode === 'stall') await ctx.waitForSignal('never');
     const v = await this.steps.compute({ op: `${input.op}s` });
+    const op = childCommandOp(input.op);
+    await this.cmds.plain_lookup({ runId: input.parent, op, amount: v.amount, approval: false, keyed: true });
     if (input.mode === 'fail') throw new NonRetryableError(`child ${input.op} declined`);
     return { op: input.op, n: v.n };
   }
