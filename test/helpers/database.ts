@@ -35,6 +35,9 @@ async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
 /** One statement on a short-lived client. */
 export async function queryOnce(config: ClientConfig, sql: string, params?: unknown[]): Promise<any[]> {
   const c = new Client(config);
+  // A connection the server drops (a failover under a model case) fails the query; without a listener
+  // the client's 'error' event would end the process instead.
+  c.on('error', () => undefined);
   await c.connect();
   try {
     return (await c.query(sql, params)).rows;

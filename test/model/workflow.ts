@@ -199,9 +199,9 @@ export class ModelWorkflow {
         void this.steps[op.kind]({ op: `${op.id}s` });
         return out;
       } else if (op.t === 'continue') {
-        // The next generation runs the op's calls, carrying what this one returned so far.
-        const next: Program = { ops: op.ops, carried: { ...input.carried, ...out } };
-        await ctx.continueAsNew(input.key === undefined ? next : { ...next, key: input.key });
+        // The next generation runs the op's calls, carrying what this one returned so far (and the rest
+        // of its input: a limited run's key, a scheduled run's tick).
+        await ctx.continueAsNew({ ...input, ops: op.ops, carried: { ...input.carried, ...out } });
       } else if (op.t === 'patch') {
         const next = v2 && ctx.patched(op.id);
         world.observe(ctx, `${op.id}p`, { v2, next });
