@@ -66,9 +66,19 @@ export type {
   CommandResolution,
   IdempotentCommandOptions,
   InDoubtPolicy,
+  LookupContext,
   LookupResult,
   WaitForSignalOptions,
 } from './interfaces/command.interface';
+
+// Fencing tokens a target you own can check: the header (sent only where a command spreads fenceHeaders),
+// the verifier that refuses a superseded claim in the target's PostgreSQL, and a Nest guard.
+export { DURABLE_FENCE_HEADER, fenceHeaders, formatFence, parseFence } from './util/fence-token';
+export { compareFences } from './util/fence-token';
+export type { FenceToken } from './util/fence-token';
+export { FenceVerifier } from './util/fence-verifier';
+export type { FenceQuery, FenceVerifierOptions } from './util/fence-verifier';
+export { DurableFenceGuard, DurableFenceToken } from './nest/durable-fence.guard';
 
 // Starting and reading runs.
 export { RunRepository } from './api/run.repository';
@@ -144,6 +154,7 @@ export {
   SchemaNotReadyError,
   SerializationError,
   SignalTimeoutError,
+  StaleFenceError,
   StepTimeoutError,
   UnknownRunKindError,
 } from './errors';

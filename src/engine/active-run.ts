@@ -78,6 +78,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
       this.control,
       () =>
         store.renew(this.fence).catch((err) => Promise.reject(this.control.storeFailed(err, 'a renewal'))),
+      options.worker.fencedTransport ? options.worker.wireMarginMs : null,
     );
   }
 
@@ -133,6 +134,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
 
   /** The attempt is over: replay timers are cleared. */
   close(): void {
+    this.lease.close();
     this.log.fail(this.control.error ?? new RunSuspended({ kind: 'ended' }));
   }
 

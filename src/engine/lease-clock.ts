@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import type { RunControl } from './run-control';
+import { installFencedTransport } from './wire/fenced-transport';
+import { WireGate } from './wire/wire-gate';
 
 /**
  * A claim's local, monotonic view of its lease: a deadline on `performance.now()`, taken from the send
@@ -11,6 +13,8 @@ import type { RunControl } from './run-control';
  */
 export class LeaseClock {
   private deadline: number;
+  /** Fires at the deadline: a lease not renewed by then stops the run at once (ctx.signal aborts). */
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly runId: string,
@@ -19,8 +23,61 @@ export class LeaseClock {
     private readonly ttlMs: number,
     private readonly control: RunControl,
     private readonly renew: () => Promise<{ alive: boolean; cancelRequested: boolean }>,
+    /** The fenced transport (null: off): how long before the deadline a request may no longer leave. */
+    private readonly wireMarginMs: number | null = null,
   ) {
     this.deadline = claimSentAt + ttlMs;
+    this.arm();
+  }
+
+  /**
+   * One timer per claim, never re-armed on a renewal: when it fires before the (moved) deadline it is
+   * set again for the rest. When the deadline has passed with no renewal, the lease is taken as lost
+   * (another worker may claim the run once the database's copy of it ends, which is never earlier):
+   * the run stops as on a lost lease, so `ctx.signal` aborts what it was passed to without waiting
+   * for a heartbeat's answer (a worker cut off from PostgreSQL while its targets are reachable).
+   */
+  private arm(): void {
+    const left = this.deadline - performance.now();
+    if (left > 0) {
+      this.timer = setTimeout(() => this.arm(), left + 1);
+      this.timer.unref();
+      return;
+    }
+    this.timer = null;
+    const error = new LeaseLostError(
+      this.runId,
+      this.epoch,
+      'the lease deadline (no renewal within leaseTtlMs)',
+    );
+    this.control.halt({ kind: 'lease-lost', error });
+  }
+
+  /** The claim is over: its deadline timer is cleared. */
+  close(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /**
+   * The gate of one call (a command or step body) for the fenced transport, or undefined when it is
+   * off. End it when the call settles.
+   */
+  gate(label: string): WireGate | undefined {
+    if (this.wireMarginMs === null) return undefined;
+    installFencedTransport(); // once per process
+    return new WireGate((what) => this.wireCheck(what), label);
+  }
+
+  /**
+   * The check where a request's bytes are handed to the socket: synchronous (it cannot renew), against
+   * the hard deadline minus the wire margin. A lease not known to hold stops the run as a lost lease
+   * does, and the request is aborted: it never left, so nothing is recorded as the call's outcome.
+   */
+  private wireCheck(what: string): Error | undefined {
+    if (this.control.stop?.kind === 'lease-lost') return this.control.error ?? undefined;
+    if (performance.now() < this.deadline - this.wireMarginMs!) return undefined;
+    return this.control.halt({ kind: 'lease-lost', error: new LeaseLostError(this.runId, this.epoch, what) });
   }
 
   /** A renewal of this lease was sent at `sentAt` (performance.now()) and succeeded. */

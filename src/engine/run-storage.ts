@@ -1,5 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { CommandContext, CommandMetadata, LookupResult } from '../interfaces/command.interface';
+import type {
+  CommandContext,
+  CommandMetadata,
+  LookupContext,
+  LookupResult,
+} from '../interfaces/command.interface';
 import type { StepMetadata } from '../interfaces/step-options.interface';
 import type { RunContext } from './run-context';
 
@@ -12,7 +17,7 @@ export interface StepHost {
     meta: CommandMetadata,
     args: unknown,
     call: (ctx: CommandContext) => unknown,
-    lookup?: (command: string, key: string) => Promise<LookupResult>,
+    lookup?: (command: string, key: string, context?: LookupContext) => Promise<LookupResult>,
   ): Promise<unknown>;
 }
 
@@ -26,6 +31,19 @@ export interface RunFrame {
    * taking a workflow position, and commands, waits and progress are refused.
    */
   step?: { index: number; name: string; derived: number; command?: boolean; attempt?: number };
+  /** Set while a command or step body runs with the fenced transport on: its requests check it. */
+  gate?: CallGate;
+}
+
+/**
+ * The fenced transport's gate of one live call (see `wire/wire-gate.ts`): a request made inside the
+ * call checks it synchronously where its bytes are handed to the socket. @internal
+ */
+export interface CallGate {
+  /** The call is still running. */
+  readonly live: boolean;
+  /** Undefined lets the request leave; an error aborts it (the run has stopped). */
+  check(target: string): Error | undefined;
 }
 
 /** @internal */

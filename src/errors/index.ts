@@ -29,3 +29,4 @@ export * from './schema-not-ready.error';
 export * from './no-worker-for-kind.error';
 export * from './schedule-not-found.error';
 export * from './child-run.error';
+export * from './stale-fence.error';

@@ -78,10 +78,23 @@ export interface CommandFence {
 /** What a target answers when asked about a key. */
 export type LookupResult = { found: true; result: unknown } | { found: false };
 
+/** Third argument of `CommandLookup.lookupCommand`: which claim asks. */
+export interface LookupContext {
+  /**
+   * The fencing token of the claim that looks the command up. A target that checks tokens
+   * (`FenceVerifier`) must check it on its lookup endpoint too: send it with `fenceHeaders(context.fence)`.
+   */
+  fence: CommandFence;
+}
+
 /** Implemented by a provider whose commands use `inDoubt: 'lookup'`. */
 export interface CommandLookup {
-  /** Did the target apply the command with this key? If so, with which result? */
-  lookupCommand(command: string, idempotencyKey: string): Promise<LookupResult>;
+  /**
+   * Did the target apply the command with this key? If so, with which result? The engine passes
+   * `context` (the asking claim's fencing token); it is optional so that implementations written
+   * before it, and direct calls, still compile.
+   */
+  lookupCommand(command: string, idempotencyKey: string, context?: LookupContext): Promise<LookupResult>;
 }
 
 /** How an operator settles a command (`RunRepository.resolveCommand`). */

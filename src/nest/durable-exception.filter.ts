@@ -12,6 +12,8 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_INVALID_RUN_STATE: HttpStatus.CONFLICT,
   DURABLE_INVALID_COMMAND_STATE: HttpStatus.CONFLICT,
   DURABLE_IDEMPOTENCY_CONFLICT: HttpStatus.CONFLICT,
+  // A target's FenceVerifier refused a superseded claim's request.
+  DURABLE_STALE_FENCE: HttpStatus.CONFLICT,
   DURABLE_INVALID_ARGUMENT: HttpStatus.BAD_REQUEST,
   DURABLE_UNKNOWN_RUN_KIND: HttpStatus.BAD_REQUEST,
   DURABLE_NOT_SERIALIZABLE: HttpStatus.BAD_REQUEST,
@@ -42,8 +44,9 @@ interface FastifyLike {
 
 /**
  * Maps the library's errors to HTTP answers `{ statusCode, code, message }`: run or command not found →
- * 404, invalid run or command state and idempotency conflict → 409, invalid argument, unknown kind,
- * unserializable input and invalid options → 400, payload too large → 413; for an endpoint that waits
+ * 404, invalid run or command state, idempotency conflict and a stale fencing token (`FenceVerifier`) →
+ * 409, invalid argument, unknown kind, unserializable input and invalid options → 400, payload too large
+ * → 413; for an endpoint that waits
  * on `RunRepository.result()`: the wait timed out → 202 (the run goes on), the run ended failed,
  * dead-lettered or cancelled → 422 (its status and error code, never its error message: run data). Any other `DurableExecutionError` is a
  * server fault: 500 with Nest's generic body (no message leaked), logged. Catches only

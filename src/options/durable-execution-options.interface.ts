@@ -69,6 +69,19 @@ export interface WorkerOptions {
   leaseTtlMs?: number;
   /** Lease renewal period; must be below `leaseTtlMs`. Default 10 s. */
   heartbeatMs?: number;
+  /**
+   * The fenced transport (default true): a request made inside a command or step body through
+   * `fetch`/undici or `node:http`/`https` (axios, got, node-fetch) leaves only while this claim's lease
+   * holds, checked synchronously where its bytes are handed to the socket. A request refused there
+   * never left: the run stops as on a lost lease and the command stays in doubt for the next claim.
+   * Off: only the check before the body runs. See README, "What leaves under a lease".
+   */
+  fencedTransport?: boolean;
+  /**
+   * How long before the lease's local deadline a request may no longer leave (the fenced transport).
+   * Default `leaseTtlMs / 10`; must be below `leaseTtlMs / 3` (where a call renews the lease first).
+   */
+  wireMarginMs?: number;
   /** How long shutdown waits for in-flight steps before releasing their leases. Default 10 s. */
   drainTimeoutMs?: number;
   /** Worker identity in the record. Default `host:pid:random`. */

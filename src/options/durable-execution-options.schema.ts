@@ -42,6 +42,8 @@ export class WorkerOptionsSchema {
   @IsOptional() @IsInt() @Min(10) pollIntervalMs?: number;
   @IsOptional() @IsInt() @Min(100) leaseTtlMs?: number;
   @IsOptional() @IsInt() @Min(10) heartbeatMs?: number;
+  @IsOptional() @IsBoolean() fencedTransport?: boolean;
+  @IsOptional() @IsInt() @Min(0) wireMarginMs?: number;
   @IsOptional() @IsInt() @Min(0) drainTimeoutMs?: number;
   @IsOptional() @IsString() @MinLength(1) workerId?: string;
   @IsOptional() @IsInt() @Min(100) presenceIntervalMs?: number;

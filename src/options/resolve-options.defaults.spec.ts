@@ -21,6 +21,8 @@ describe('resolveOptions', () => {
           drainTimeoutMs: 10_000,
           workerId: expect.any(String),
           presenceIntervalMs: 10_000,
+          fencedTransport: true,
+          wireMarginMs: 3000, // a tenth of the lease
         },
         reconciler: {
           enabled: true,
@@ -75,6 +77,8 @@ describe('resolveOptions', () => {
         drainTimeoutMs: 10_000,
         workerId: 'pod-a',
         presenceIntervalMs: 10_000,
+        fencedTransport: true,
+        wireMarginMs: 3000,
       });
       expect(resolved.reconciler).toMatchObject({ enabled: false, intervalMs: 5000, batchSize: 100 });
       expect(resolved.limits).toEqual({ maxInputBytes: 1024 * 1024, maxOutputBytes: 500 });

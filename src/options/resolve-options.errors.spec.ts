@@ -35,6 +35,18 @@ describe('resolveOptions', () => {
       ]);
     });
 
+    it('refuses a wire margin of a third of the lease or more (every request would be refused)', () => {
+      expect(
+        failure({
+          database: { url: URL },
+          worker: { leaseTtlMs: 3000, heartbeatMs: 1000, wireMarginMs: 1000 },
+        }).problems,
+      ).toEqual(['worker.wireMarginMs: must be below a third of worker.leaseTtlMs (3000); got 1000']);
+      expect(failure({ database: { url: URL }, worker: { wireMarginMs: -1 } }).problems).toEqual([
+        'worker.wireMarginMs: wireMarginMs must not be less than 0',
+      ]);
+    });
+
     it('says so when it is the default heartbeat that a short lease TTL conflicts with', () => {
       expect(failure({ database: { url: URL }, worker: { leaseTtlMs: 3000 } }).problems).toEqual([
         'worker.heartbeatMs: must be below worker.leaseTtlMs (3000), ideally a third of it; got 10000 (the default: set worker.heartbeatMs as well)',

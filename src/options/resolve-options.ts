@@ -109,8 +109,14 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     drainTimeoutMs: 10_000,
     workerId: defaultWorkerId(),
     presenceIntervalMs: 10_000,
+    fencedTransport: true,
     ...stripUnset(raw.worker),
-  };
+  } as Omit<ResolvedDurableOptions['worker'], 'wireMarginMs'> & { wireMarginMs?: number };
+  const wireMarginMs = worker.wireMarginMs ?? Math.round(worker.leaseTtlMs / 10);
+  if (Number.isFinite(worker.leaseTtlMs) && !(wireMarginMs < worker.leaseTtlMs / 3))
+    problems.push(
+      `worker.wireMarginMs: must be below a third of worker.leaseTtlMs (${worker.leaseTtlMs}); got ${wireMarginMs}`,
+    );
   if (
     Number.isFinite(worker.heartbeatMs) &&
     Number.isFinite(worker.leaseTtlMs) &&
@@ -162,7 +168,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
       ...stripUnset(database),
       dataSource: dataSource ?? undefined,
     },
-    worker,
+    worker: { ...worker, wireMarginMs },
     reconciler,
     limits: { maxInputBytes: 1 << 20, maxOutputBytes: 2 << 20, ...stripUnset(raw.limits) },
     defaultMaxAttempts: raw.defaultMaxAttempts ?? 5,

@@ -18,6 +18,7 @@ import {
   RunNotFoundError,
   RunRepository,
   SerializationError,
+  StaleFenceError,
 } from '../../src';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
@@ -30,6 +31,7 @@ const ERRORS: Record<string, () => DurableExecutionError> = {
   'invalid-run-state': () => new InvalidRunStateError(ID, 'succeeded', 'cancel'),
   'invalid-command-state': () => new InvalidCommandStateError('key-1', 'succeeded', 'approve'),
   'idempotency-conflict': () => new IdempotencyConflictError('key-1', ID, 'a', 'b'),
+  'stale-fence': () => new StaleFenceError(ID, 1, 3),
   'invalid-argument': () => new InvalidArgumentError('limit', 'must be 1..500'),
   serialization: () => new SerializationError('input of run kind "x"', '$.n', 'a BigInt'),
   'invalid-options': () => new InvalidOptionsError(['worker.concurrency must be positive']),
@@ -108,6 +110,7 @@ describe('DurableExceptionFilter', () => {
     ['invalid-run-state', 409, 'DURABLE_INVALID_RUN_STATE'],
     ['invalid-command-state', 409, 'DURABLE_INVALID_COMMAND_STATE'],
     ['idempotency-conflict', 409, 'DURABLE_IDEMPOTENCY_CONFLICT'],
+    ['stale-fence', 409, 'DURABLE_STALE_FENCE'],
     ['invalid-argument', 400, 'DURABLE_INVALID_ARGUMENT'],
     ['serialization', 400, 'DURABLE_NOT_SERIALIZABLE'],
     ['invalid-options', 400, 'DURABLE_INVALID_OPTIONS'],

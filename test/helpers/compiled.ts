@@ -9,6 +9,7 @@ const ROOT = path.join(__dirname, '..', '..');
 const ENTRIES = [
   'test/fixtures/worker-app.ts',
   'test/fixtures/approval-worker-app.ts',
+  'test/fixtures/zombie-sender-app.ts',
   'test/chaos/chaos-worker.ts',
   'examples/rolling-deploy/pod.ts',
 ];

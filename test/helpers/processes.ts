@@ -11,8 +11,8 @@ export interface WorkerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const child = fork(compiledEntry(FIXTURE), [], {
+export function spawnWorker(env: Record<string, string>, fixture = FIXTURE): WorkerProcess {
+  const child = fork(compiledEntry(fixture), [], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -20,7 +20,7 @@ export function spawnWorker(env: Record<string, string>): WorkerProcess {
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   const ready = new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
+    child.once('message', () => resolve()); // the first message is 'ready'
     void exited.then((e) => reject(new Error(`worker exited before ready: ${JSON.stringify(e)}`)));
   });
   ready.catch(() => undefined);

@@ -1,11 +1,11 @@
-import type { CommandMetadata, LookupResult } from '../../interfaces/command.interface';
+import type { CommandMetadata, LookupContext, LookupResult } from '../../interfaces/command.interface';
 import { isNonRetryable } from '../retry';
 import { CommandFailedError } from '../../errors/command-failed.error';
 import { Cmd, commandFailure, commandResultJson, recordOutcome } from './command-outcome';
 import type { StepEnv } from './step-env';
 
-/** How a provider answers `lookupCommand(command, key)`. */
-export type Lookup = (command: string, key: string) => Promise<LookupResult>;
+/** How a provider answers `lookupCommand(command, key, { fence })`. */
+export type Lookup = (command: string, key: string, context: LookupContext) => Promise<LookupResult>;
 
 /**
  * Settles a command in doubt by its policy: park for an operator (`manual`), send again with the key
@@ -43,7 +43,11 @@ async function lookupAndRecord(
 ): Promise<{ result: unknown } | null> {
   await env.pause('before-call', `lookup:${meta.name}`);
   await env.lease.ensure(`lookup of ${cmd.key}`);
-  const found = await lookup(meta.name, cmd.key);
+  // The asking claim's token, as a dispatch passes it: a target that checks tokens raises its fence on
+  // the lookup, so a superseded claim's request arriving after it is refused.
+  const { runId, epoch, timeline = 1 } = env.fence;
+  const fence = { runId, epoch, timeline, leaseExpiresAt: env.lease.expiresAt() };
+  const found = await lookup(meta.name, cmd.key, { fence });
   if (!found.found) {
     if (!failure) return null;
     await recordOutcome(env, meta, cmd, {

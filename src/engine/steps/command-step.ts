@@ -16,7 +16,7 @@ import {
   replayOutcome,
   toolCallOf,
 } from './command-outcome';
-import { runStorage } from '../run-storage';
+import { gated } from '../wire/wire-gate';
 import { isDefinite, Lookup, parkCommand, resolveInDoubt, settleUncertain } from './command-doubt';
 import { cursorAt, goLive, StepEnv } from './step-env';
 import { misuse } from './wait-step';
@@ -170,10 +170,10 @@ async function dispatch(
       // The body runs in a frame of its own: what it draws from the context is derived from the key's
       // index (the same on every send of this key), and it takes no workflow position.
       const frame = env.frame({ index: cmd.index, name: `command:${meta.name}`, derived: 0, command: true });
+      // The fenced transport: its requests leave only while the lease holds (checked at the socket).
+      frame.gate = env.lease.gate(`command ${cmd.key}`);
       env.control.unsent.delete(cmd.key);
-      return runStorage.run(frame, () =>
-        call({ idempotencyKey: cmd.key, signal: env.control.signal, fence }),
-      );
+      return gated(frame, () => call({ idempotencyKey: cmd.key, signal: env.control.signal, fence }));
     });
   } catch (err) {
     // The run stopped (lease lost, cancel, drain): the row stays pending, in doubt for the next claim.

@@ -6,7 +6,7 @@ import { withRetry, withTimeout } from '../retry';
 import { serializeError } from '../serialize-error';
 import { eventPayload } from '../../store/event-payload';
 import { errorFromStored, markStepFailure } from '../stored-error';
-import { runStorage } from '../run-storage';
+import { gated } from '../wire/wire-gate';
 import { cursorAt, goLive, StepEnv } from './step-env';
 import { admit, BudgetWait, parkForBudget } from './budget';
 import { usedTokens } from '../../store/run-state/budget-charge';
@@ -139,8 +139,9 @@ async function runStep(
     if (renewing) await renewing;
     // The body is tracked on its own: one that outlives its timeout still counts as live (no retry
     // starts beside it, no park or handover while it runs).
+    frame.gate = env.lease.gate(`step ${meta.name}`); // the fenced transport, as for commands
     const body = env.control.track(
-      runStorage.run(frame, () => Promise.resolve().then(call)),
+      gated(frame, () => Promise.resolve().then(call)),
       false,
     );
     previous = body;
