@@ -131,6 +131,9 @@ describe('fenced transport: a zombie command body sends nothing after a takeover
       `select count(*)::int as n from ai_events where event_type = 'run.claimed' and epoch = 2`,
     );
     expect(taken[0].n).toBe(n); // every run was taken over (the premise)
+    console.log(
+      `${JSON.stringify(c)} transport ${fenced ? 'on' : 'off'}: ${keys} keys, ${twice} charged twice`,
+    );
     return { twice, keys };
   }
 
