@@ -6,16 +6,16 @@ import { log, type BenchMode } from './cli';
 import { ensurePeersInstalled } from './peers';
 
 /**
- * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale,limits] [-- --out FILE]`
+ * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale,limits,transport] [-- --out FILE]`
  * The whole bench in one run: the engine against the raw node-postgres limit (bench/run.ts), the peer
  * libraries (bench/peers.ts), workers as OS processes with pickup latency and memory
  * (bench/workers.ts), claim cost as history grows (bench/scale.ts) and with concurrency limits
  * (bench/limits.ts), one after the other on the
- * same server. Each part is its own process and its own throw-away database(s); this file then puts
+ * same server; and the fenced transport's cost per HTTP request (bench/transport.ts, no database). Each part is its own process and its own throw-away database(s); this file then puts
  * the headline figures side by side, as ratios against their targets, and writes bench/results.json.
  */
 
-const PARTS = ['core', 'peers', 'workers', 'scale', 'limits'] as const;
+const PARTS = ['core', 'peers', 'workers', 'scale', 'limits', 'transport'] as const;
 type Part = (typeof PARTS)[number];
 
 const SCRIPT: Record<Part, string> = {
@@ -24,15 +24,17 @@ const SCRIPT: Record<Part, string> = {
   workers: 'workers.ts',
   scale: 'scale.ts',
   limits: 'limits.ts',
+  transport: 'transport.ts',
 };
 
-const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale,limits] [--out FILE]
+const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale,limits,transport] [--out FILE]
   --smoke      every part with tiny workloads (~3 minutes; .ci/run does this so that no part rots)
   --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~14 minutes)
   --parts      run only these parts (their figures only; the headline shows '-' for the rest)
   --out FILE   the combined JSON results (default bench/results.json; Markdown tables beside it, .md)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)
-Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale | bench:limits`;
+Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale | bench:limits,
+  node -r ts-node/register/transpile-only bench/transport.ts`;
 
 function parseArgs(argv: string[]): { mode: BenchMode; parts: Part[]; out: string } {
   let mode: BenchMode = 'full';
@@ -94,7 +96,7 @@ function fig(part: any, key: string): number {
   return part?.figures?.find((f: any) => f.key === key)?.median ?? NaN;
 }
 
-/** Median of a per-repeat ratio of the core summary. */
+/** Median of a per-repeat ratio of the core / transport summary. */
 function ratio(part: any, key: string): number {
   return part?.ratios?.find((r: any) => r.key === key)?.median ?? NaN;
 }
@@ -137,8 +139,53 @@ function peerRows(peers: any, engineK1: number, engineJobK1: number): Headline[]
   return rows;
 }
 
+/**
+ * The fenced transport's rows, per client: ratios of the transport part, each computed per repeat from
+ * neighbouring blocks of a plain client process (nothing installed) and the installed one.
+ */
+function transportRows(transport: any): Headline[] {
+  const how = (what: string) => `transport: ${what}, loopback keep-alive, per repeat, then the median`;
+  return (['fetch', 'http'] as const).flatMap((c, i): Headline[] => {
+    const name = c === 'fetch' ? 'fetch' : 'node:http';
+    return [
+      {
+        label: `${i ? '  ' : 'fenced transport: '}${name} req/s, gated call / plain`,
+        value: ratio(transport, `${c}.seq.gatedOverPlain`),
+        unit: 'x',
+        target: { op: '>=', value: 0.95 },
+        how: how(`${name}, sequential, a fresh WireGate per request / nothing installed`),
+      },
+      {
+        label: `  ${name} req/s @16, gated call / plain`,
+        value: ratio(transport, `${c}.c16.gatedOverPlain`),
+        unit: 'x',
+        target: { op: '>=', value: 0.95 },
+        how: how(`${name}, 16 in flight`),
+      },
+      {
+        label: `  ${name} p50, gated call - plain`,
+        value: fig(transport, `${c}.seq.p50DeltaUs`),
+        unit: 'µs',
+        how: how(`${name}, sequential, p50 of each block`),
+      },
+      {
+        label: `  ${name} p50, gated - ungated call, alternating`,
+        value: fig(transport, `${c}.paired.deltaUs`),
+        unit: 'µs',
+        how: 'transport: the gate alone, sequential requests alternating one by one in the installed process',
+      },
+      {
+        label: `  ${name} req/s @16, installed, outside a call / plain`,
+        value: ratio(transport, `${c}.c16.outsideOverPlain`),
+        unit: 'x',
+        how: how(`${name}, 16 in flight, the hooks' cost for requests outside runs`),
+      },
+    ];
+  });
+}
+
 export function headline(r: Results): Headline[] {
-  const { core, peers, workers, scale, limits } = r;
+  const { core, peers, workers, scale, limits, transport } = r;
   const engineK1 = fig(workers, 'engine.k1');
   const pickup = fig(workers, 'pickup.proc.db.p50');
   const rows: Headline[] = [
@@ -204,6 +251,7 @@ export function headline(r: Results): Headline[] {
       unit: 'MiB',
       how: 'workers: one worker process, concurrency 100, after a full GC',
     },
+    ...transportRows(transport),
   ];
   for (const h of rows) {
     if (!h.target) continue;
@@ -223,7 +271,9 @@ function printHeadline(rows: Headline[], meta: Record<string, unknown>): void {
         ? v.toFixed(3)
         : unit === 'MiB'
           ? v.toFixed(0)
-          : v.toFixed(2);
+          : unit === 'µs'
+            ? v.toFixed(1)
+            : v.toFixed(2);
   console.log(
     `\n=== Headline: ${meta.date}, ${meta.cpus} x ${meta.cpuModel}, node ${meta.node}, ${meta.mode} ===\n` +
       `Medians of the parts above; a ratio of two medians where the figures come from different parts.`,
@@ -252,7 +302,7 @@ function markdown(rows: Headline[], r: Results, meta: Record<string, unknown>): 
     '|---|---|---|---|',
     ...rows.map(
       (h) =>
-        `| ${h.label.trim()} | ${num(h.value, h.unit === 'count' ? 3 : h.unit === 'MiB' ? 0 : 2)} ${h.unit === 'x' ? '×' : h.unit} | ` +
+        `| ${h.label.trim()} | ${num(h.value, h.unit === 'count' ? 3 : h.unit === 'MiB' ? 0 : h.unit === 'µs' ? 1 : 2)} ${h.unit === 'x' ? '×' : h.unit} | ` +
         `${h.target ? `${h.target.op} ${h.target.value}` : ''} | ${h.verdict ?? ''} |`,
     ),
   ];
@@ -288,6 +338,29 @@ function markdown(rows: Headline[], r: Results, meta: Record<string, unknown>): 
     for (const z of r.scale.sizes) {
       out.push(
         `| ${z.terminalRuns.toLocaleString('en')} | ${spreadOf(z.due.p50, 3)} | ${spreadOf(z.empty.p50, 3)} | ${z.buffersDue} / ${z.buffersEmpty} |`,
+      );
+    }
+  }
+  if (r.transport) {
+    const t = r.transport;
+    const f = (key: string) => t.figures.find((x: any) => x.key === key);
+    const q = (key: string) => t.ratios.find((x: any) => x.key === key);
+    out.push(
+      '',
+      '| transport workload | req/s plain / off / outside / gated | gated / plain | gated / off | outside / plain | gate alone, µs |',
+      '|---|---|---|---|---|---|',
+    );
+    for (const [key, label] of [
+      ['fetch.seq', 'fetch, sequential'],
+      ['fetch.c16', 'fetch, 16 in flight'],
+      ['http.seq', 'node:http, sequential'],
+      ['http.c16', 'node:http, 16 in flight'],
+    ]) {
+      const rps = ['plain', 'off', 'outside', 'gated'].map((v) => num(f(`${key}.${v}.perSecond`)?.median, 0));
+      const alone = key.endsWith('.seq') ? spreadOf(f(`${key.split('.')[0]}.paired.deltaUs`), 1) : '';
+      out.push(
+        `| ${label} | ${rps.join(' / ')} | ${spreadOf(q(`${key}.gatedOverPlain`), 3)} | ` +
+          `${spreadOf(q(`${key}.gatedOverOff`), 3)} | ${spreadOf(q(`${key}.outsideOverPlain`), 3)} | ${alone} |`,
       );
     }
   }
