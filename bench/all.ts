@@ -163,6 +163,12 @@ function transportRows(transport: any): Headline[] {
         how: how(`${name}, 16 in flight`),
       },
       {
+        label: `  ${name} req/s @16, gated call / call, no transport`,
+        value: ratio(transport, `${c}.c16.gatedOverOff`),
+        unit: 'x',
+        how: how(`${name}, 16 in flight, / a call frame without a gate in a process with nothing installed`),
+      },
+      {
         label: `  ${name} p50, gated call - plain`,
         value: fig(transport, `${c}.seq.p50DeltaUs`),
         unit: 'µs',

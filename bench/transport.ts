@@ -73,7 +73,7 @@ const SMOKE: TransportConfig = { repeat: 2, generations: 1, seq: 50, c16: 100, w
 
 const USAGE = `usage: node -r ts-node/register/transpile-only bench/transport.ts [--quick | --smoke] [--repeat N] [--out FILE]
   --smoke      seconds: tiny blocks (CI checks that the part still runs)
-  --quick      12 repeats in 2 generations of client processes (~30 s; default: 40 in 4, ~1.5 minutes)
+  --quick      12 repeats in 2 generations of client processes (~30 s; default: 40 in 4, ~2 minutes)
   --repeat N   repeats in all (N >= 2)
   --out FILE   where to write the JSON results (default bench/transport-results.json)
 No database. Also: npm run bench -- --parts transport`;
