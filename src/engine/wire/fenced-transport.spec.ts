@@ -1,3 +1,4 @@
+import diagnostics from 'node:diagnostics_channel';
 import http from 'node:http';
 import { AddressInfo, connect, Socket } from 'node:net';
 import axios from 'axios';
@@ -129,6 +130,57 @@ describe('fenced transport', () => {
       });
     });
   }
+
+  // The engine's refusal halts the run, which aborts ctx.signal synchronously, inside the client's own
+  // write path: a body that passed the signal to its client sees both at once.
+  it.each([
+    [
+      'fetch',
+      (path: string, signal: AbortSignal) => fetch(`${url}${path}`, { method: 'POST', body: 'x', signal }),
+    ],
+    [
+      'http',
+      (path: string, signal: AbortSignal) =>
+        new Promise((resolve, reject) => {
+          const req = http.request(`${url}${path}`, { method: 'POST', signal }, (res) =>
+            res.resume().on('end', resolve),
+          );
+          req.on('error', reject);
+          req.end('x');
+        }),
+    ],
+    [
+      'axios',
+      (path: string, signal: AbortSignal) => axios.post(`${url}${path}`, 'x', { signal, proxy: false }),
+    ],
+  ])('%s: a refusal that also aborts the signal passed to the client sends nothing', async (_name, send) => {
+    const run = new AbortController();
+    const gate = new WireGate(() => {
+      const refused = new Error('lease lost (test)');
+      run.abort(refused); // as RunControl.halt does
+      return refused;
+    }, 'test call');
+    await expect(
+      gated({ gate } as unknown as RunFrame, () => send('/aborted', run.signal)),
+    ).rejects.toBeTruthy();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(received).toEqual([]);
+  });
+
+  it("a request without onConnect (another undici major) is refused at 'sendHeaders': its socket is destroyed", async () => {
+    const request = { method: 'POST', origin: 'http://target.test' };
+    const socket = { destroy: jest.fn() };
+    const gate = new WireGate(() => new Error('lease lost (test)'), 'test call');
+    let written!: () => void;
+    const call = gated({ gate } as unknown as RunFrame, () => {
+      diagnostics.channel('undici:request:create').publish({ request });
+      return new Promise<void>((r) => (written = r)); // the call is live until its request was written
+    });
+    diagnostics.channel('undici:client:sendHeaders').publish({ request, socket, headers: '' });
+    written();
+    await call;
+    expect(socket.destroy).toHaveBeenCalledWith(new Error('lease lost (test)'));
+  });
 
   it('a request left behind by a call that ended is not gated by it', async () => {
     const g = lease();
