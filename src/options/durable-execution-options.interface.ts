@@ -71,7 +71,7 @@ export interface WorkerOptions {
   heartbeatMs?: number;
   /**
    * The fenced transport (default true): a request made inside a command or step body through
-   * `fetch`/undici or `node:http`/`https` (axios, got, node-fetch) leaves only while this claim's lease
+   * `fetch`/undici or `node:http`/`https` (axios and other clients built on it) leaves only while this claim's lease
    * holds, checked synchronously where its bytes are handed to the socket. A request refused there
    * never left: the run stops as on a lost lease and the command stays in doubt for the next claim.
    * Off: only the check before the body runs. See README, "What leaves under a lease".

@@ -5,7 +5,7 @@ import { currentGate } from './wire-gate';
 
 /**
  * The fenced transport for `node:http` and `node:https` (and what is built on them: axios's http
- * adapter, follow-redirects, got, node-fetch), whatever agent a request uses:
+ * adapter and follow-redirects; got and node-fetch go the same way, untested), whatever agent a request uses:
  *
  * - the live call is captured where the request is made: `Agent.prototype.addRequest` (called
  *   synchronously by the `ClientRequest` constructor), or `onSocket` for a request without an agent;

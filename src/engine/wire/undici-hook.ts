@@ -10,9 +10,9 @@ import { currentGate } from './wire-gate';
  * - `undici:request:create` fires synchronously inside `dispatch()`, in the caller's async context:
  *   the request is tied there to the live call that made it.
  * - undici calls the request's `onConnect(abort)` synchronously right before it writes the request
- *   to its socket (`writeH1`/`writeH2`), and again on every re-send after a keep-alive reset. The
- *   request's own `onConnect` is wrapped: the gate is checked there, and a failed check calls `abort`
- *   (undici then returns without writing a byte).
+ *   to its socket (`writeH1`/`writeH2`), and, by undici 6's source, again when it re-sends a queued
+ *   request (not tested). The request's own `onConnect` is wrapped: the gate is checked there, and a
+ *   failed check calls `abort` (undici then returns without writing a byte).
  * - Where a request has no `onConnect` (another undici major), `undici:client:sendHeaders` (published
  *   right before the write) destroys the socket instead, which a write after it cannot pass.
  * @internal
