@@ -22,7 +22,7 @@ const POWER_TRIALS = 5;
 type Client = 'fetch' | 'http' | 'axios';
 interface Case {
   client: Client;
-  shape: 'pre-send' | 'in-client';
+  shape: 'pre-send' | 'in-client' | 'reset';
   /** How the zombie is made: frozen by SIGSTOP, or cut off from PostgreSQL only (a TCP switch held). */
   fault: 'sigstop' | 'db-cut';
   signal?: boolean;
@@ -78,6 +78,11 @@ describe('fenced transport: a zombie command body sends nothing after a takeover
 
   /** Runs `n` zombie trials of one case; returns how many keys the target charged more than once. */
   async function trial(c: Case, fenced: boolean, n: number): Promise<{ twice: number; keys: number }> {
+    if (c.shape === 'reset') {
+      // The target holds each key's first charge (no effect) until the test resets its socket.
+      await target.close();
+      target = await startFakeTarget({ honoursKeys: false, holdFirst: true });
+    }
     const env: Record<string, string> = {
       DB_URL: db.url,
       TARGET_URL: target.url,
@@ -108,10 +113,15 @@ describe('fenced transport: a zombie command body sends nothing after a takeover
       `insert into ai_runs (kind, input) select 'zsend', $1::jsonb from generate_series(1, $2)`,
       [JSON.stringify(input), n],
     );
-    // Every body is past the engine's lease check, before its request left.
-    await waitFor(async () => inBody >= n, 20_000, `${n} command bodies of worker A to start`);
+    // Every body is past the engine's lease check, before its request left (or, shape reset, its
+    // first request is held at the target, unanswered and without effect).
+    if (c.shape === 'reset')
+      await waitFor(async () => target.held() >= n, 20_000, `${n} first charges of worker A to arrive`);
+    else await waitFor(async () => inBody >= n, 20_000, `${n} command bodies of worker A to start`);
     if (c.fault === 'sigstop') a.child.kill('SIGSTOP');
     else dbSwitch!.pause();
+    // The held sockets are reset while A is frozen: its re-sends run first thing on wake.
+    if (c.shape === 'reset') target.resetHeld();
     const b = spawnWorker({ ...env, DB_URL: db.url, PRE_SEND_MS: '300' }, FIXTURE);
     workers.push(b);
     await b.ready;
@@ -144,15 +154,21 @@ describe('fenced transport: a zombie command body sends nothing after a takeover
     { client: 'fetch', shape: 'in-client', fault: 'sigstop' },
     { client: 'http', shape: 'in-client', fault: 'sigstop' },
     { client: 'axios', shape: 'in-client', fault: 'sigstop' },
+    { client: 'fetch', shape: 'reset', fault: 'sigstop' },
+    { client: 'http', shape: 'reset', fault: 'sigstop' },
+    { client: 'axios', shape: 'reset', fault: 'sigstop' },
     { client: 'fetch', shape: 'pre-send', fault: 'sigstop', proxy: true },
     { client: 'fetch', shape: 'pre-send', fault: 'db-cut' },
     { client: 'http', shape: 'pre-send', fault: 'db-cut' },
     { client: 'axios', shape: 'pre-send', fault: 'db-cut' },
   ];
+  const shapes = {
+    'pre-send': 'an await in the body before the request',
+    'in-client': 'a slow connect inside the client',
+    reset: 'its socket reset mid-request and the request re-sent',
+  };
   const name = (c: Case) =>
-    `${c.client}${c.proxy ? ' through an app-installed ProxyAgent' : ''}, ${
-      c.shape === 'pre-send' ? 'an await in the body before the request' : 'a slow connect inside the client'
-    }, ${c.fault === 'sigstop' ? 'worker frozen' : 'worker cut off from PostgreSQL only'}`;
+    `${c.client}${c.proxy ? ' through an app-installed ProxyAgent' : ''}, ${shapes[c.shape]}, ${c.fault === 'sigstop' ? 'worker frozen' : 'worker cut off from PostgreSQL only'}`;
 
   for (const c of cases) {
     it(`${name(c)}: ${TRIALS} keys, each charged once`, async () => {

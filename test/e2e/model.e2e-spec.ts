@@ -1,4 +1,7 @@
 import 'reflect-metadata';
+import { createTestDatabase } from '../helpers/database';
+import { runCase } from '../model/harness';
+import type { Case } from '../model/program';
 import { coverageTable, describeCase, runModel } from '../model/property';
 
 /**
@@ -33,4 +36,36 @@ describe('model-based property (fast-check)', () => {
     expect(lost.get('fault: lost-suffix')?.ran).toBeGreaterThan(0);
     expect(lost.get('fault: lost-suffix (events the new primary lacked)')?.ran).toBeGreaterThan(0);
   }, 130_000);
+
+  it('a zombie woken inside a command body, before its request, charges nothing (and does without the fenced transport)', async () => {
+    // Three runs, each one command at a target that does not deduplicate keys (plain_lookup). Each run's
+    // first claim freezes inside the command body, past the engine's last lease check; another worker
+    // takes the run over, looks the key up (not found) and sends; the zombie wakes once all settled.
+    const one = { cmd: 'plain_lookup', approval: false, decision: 'approve', resolution: 'retry' } as const;
+    const c: Case = {
+      programs: [0, 1, 2].map(() => ({ ops: [{ t: 'cmd', id: 'o0', ...one }] })),
+      actions: [],
+      faults: [0, 1, 2].map(() => ({
+        where: 'in-body:command:',
+        nth: 0,
+        kind: 'zombie',
+        holdMs: 10,
+        release: 'settled',
+      })),
+    };
+    const host = await createTestDatabase('model_in_body');
+    try {
+      const on = await runCase(c, host);
+      const off = await runCase({ ...c, fencedTransport: false }, host);
+      console.log(
+        `in-body zombies: transport on ${on.violations.length} violation(s), off ${off.violations.length}:\n${off.violations.join('\n')}`,
+      );
+      expect(on.violations).toEqual([]);
+      expect(on.runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+      // The test's power: with the transport off the woken zombies charge their keys again.
+      expect(off.violations.join('\n')).toMatch(/plain target applied run#\d op o0 .* 2 times/);
+    } finally {
+      await host.drop();
+    }
+  }, 120_000);
 });

@@ -11,11 +11,19 @@ export interface FakeTarget {
   effects(): Record<string, number>;
   /** Requests received per key (including deduplicated ones). */
   requests(): Record<string, number>;
+  /** With `holdFirst`: how many first charges are held unanswered (no effect made). */
+  held(): number;
+  /** With `holdFirst`: resets the connections of the held charges (a keep-alive socket reset). */
+  resetHeld(): void;
   close(): Promise<void>;
 }
 
-export async function startFakeTarget(opts: { honoursKeys?: boolean } = {}): Promise<FakeTarget> {
+export async function startFakeTarget(
+  opts: { honoursKeys?: boolean; holdFirst?: boolean } = {},
+): Promise<FakeTarget> {
   const honours = opts.honoursKeys ?? true;
+  const firstSeen = new Set<string>();
+  const held: http.ServerResponse[] = [];
   const results = new Map<string, unknown>();
   const effects: Record<string, number> = {};
   const requests: Record<string, number> = {};
@@ -31,6 +39,12 @@ export async function startFakeTarget(opts: { honoursKeys?: boolean } = {}): Pro
       if (req.method === 'POST' && req.url === '/charge') {
         const { key, amount } = JSON.parse(body) as { key: string; amount: number };
         requests[key] = (requests[key] ?? 0) + 1;
+        if (opts.holdFirst && !firstSeen.has(key)) {
+          // The first charge of a key gets no answer and no effect; the test resets its socket.
+          firstSeen.add(key);
+          held.push(res);
+          return;
+        }
         if (honours && results.has(key)) return send(200, results.get(key));
         effects[key] = (effects[key] ?? 0) + 1;
         const result = { chargeId: `ch_${++n}`, amount };
@@ -53,6 +67,10 @@ export async function startFakeTarget(opts: { honoursKeys?: boolean } = {}): Pro
     url: `http://127.0.0.1:${port}`,
     effects: () => ({ ...effects }),
     requests: () => ({ ...requests }),
+    held: () => held.length,
+    resetHeld: () => {
+      for (const res of held.splice(0)) res.socket?.resetAndDestroy();
+    },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }

@@ -30,6 +30,12 @@ interface Frozen {
 
 const NEVER = new Promise<void>(() => undefined);
 
+/**
+ * A pause point as the model sees it: the engine's, and `in-body`, which the model's own command
+ * bodies reach before their request leaves (FaultPlan.inBody), past every check of the engine's.
+ */
+export type ModelPointInfo = Omit<PausePointInfo, 'point'> & { point: PausePointInfo['point'] | 'in-body' };
+
 export class FaultPlan {
   readonly workers = new Map<string, ModelWorker>();
   /** Claims (claimTag) a fault touched: their unfinished work may legitimately run again. */
@@ -62,7 +68,19 @@ export class FaultPlan {
     this.hits = faults.map(() => 0);
   }
 
-  hook = (info: PausePointInfo): void | Promise<void> => {
+  /** The `in-body` point of a command body: the claim's worker is the one that made that claim. */
+  inBody = (
+    fence: { runId: string; epoch: number; timeline: number },
+    detail: string,
+  ): void | Promise<void> => {
+    const tag = claimTag(fence.runId, fence);
+    const w = [...this.workers.values()].find((x) => x.claims.has(tag));
+    if (!w) return;
+    const { runId, epoch, timeline } = fence;
+    return this.hook({ point: 'in-body', runId, epoch, timeline, workerId: w.id, detail });
+  };
+
+  hook = (info: ModelPointInfo): void | Promise<void> => {
     // A schedule's firing (`$schedule:<name>`) is faulted like a run's call; it is no run of the trail.
     const firing = info.runId.startsWith('$schedule:');
     if (!firing && !this.runIds().includes(info.runId)) return;
@@ -140,7 +158,7 @@ export class FaultPlan {
   }
 }
 
-function matches(f: Fault, info: PausePointInfo): boolean {
+function matches(f: Fault, info: ModelPointInfo): boolean {
   const at = f.where.indexOf(':');
   const point = at < 0 ? f.where : f.where.slice(0, at);
   if (point !== info.point) return false;

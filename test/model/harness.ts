@@ -79,12 +79,20 @@ let bootCount = 0;
 const kindOf = (c: Case) => (c.limited ? (c.hold ? MODEL_HOLD_KIND : MODEL_LIMITED_KIND) : MODEL_KIND);
 
 /** A worker; `limited`: it also runs the kind with concurrency limits (its claims take slots). */
-async function bootWorker(db: TestSchema, limited = false): Promise<Booted> {
+async function bootWorker(db: TestSchema, c: Case): Promise<Booted> {
+  const limited = !!c.limited;
   const id = `model-w${++bootCount}`;
   const limitedKinds = [LimitedModelWorkflow, HoldingModelWorkflow];
   const app = await bootApp(db.url, limited ? [...MODEL_PROVIDERS, ...limitedKinds] : MODEL_PROVIDERS, {
     database: { url: db.url, schema: db.schema, poolSize: 4 },
-    worker: { concurrency: 4, leaseTtlMs: LEASE_TTL_MS, heartbeatMs: 100, drainTimeoutMs: 0, workerId: id },
+    worker: {
+      concurrency: 4,
+      leaseTtlMs: LEASE_TTL_MS,
+      heartbeatMs: 100,
+      drainTimeoutMs: 0,
+      workerId: id,
+      fencedTransport: c.fencedTransport !== false,
+    },
     reconciler: { backoffBaseMs: 5, backoffMaxMs: 40 },
     defaultRetry: { initialDelayMs: 5, maxDelayMs: 20 },
     budgets: { [MODEL_BUDGET]: MODEL_BUDGET_LIMITS },
@@ -119,7 +127,7 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
   const boot = async (): Promise<Booted> => {
     for (let tries = 1; ; tries++) {
       try {
-        return await bootWorker(db, c.limited);
+        return await bootWorker(db, c);
       } catch (err) {
         if (!rig || tries >= 20) throw err;
         await plan.outage;
@@ -181,6 +189,7 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
     timeline = await timelineNow();
     await Promise.all([addWorker(), addWorker()]);
     setPausePointHook(plan.hook);
+    world.inBody = plan.inBody;
     const runs = workers[0].app.get(RunRepository);
     const sched = c.scheduled ? new ScheduledStart(c, runIds, db, kindOf(c)) : null;
     if (sched) await sched.begin(workers[0].app, () => live().map((w) => w.app));
@@ -248,7 +257,8 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
     // Faults that fired, by kind (a drain counts only when the call it held was in flight).
     c.faults.forEach((f, i) => {
       if (!plan.fired[i]) return;
-      const key = `fault: ${f.kind}${f.kind === 'drain' ? ' with a call in flight' : ''}`;
+      const inBody = f.where.startsWith('in-body') ? ' inside a command body, before its request' : '';
+      const key = `fault: ${f.kind}${f.kind === 'drain' ? ' with a call in flight' : inBody}`;
       const x = coverage.get(key) ?? { ran: 0, replayed: 0 };
       coverage.set(key, { ran: x.ran + 1, replayed: x.replayed + 1 });
     });
@@ -276,16 +286,18 @@ export async function runCase(generated: Case, host: TestDatabase): Promise<Case
     }
     // The same programs again, with no fault and every signal at once: each run must end as it did.
     setPausePointHook(null);
+    world.inBody = null;
     plan.releaseAll();
     if (!stuck.length) {
       // On a worker of its own: the case's workers may still hold what its faults froze.
-      const fresh = await bootWorker(db, c.limited);
+      const fresh = await bootWorker(db, c);
       workers.push(fresh);
       violations.push(...(await againWithoutFaults(c, views, fresh, runIds)));
     }
     result = { violations, runs: views, ms: Date.now() - t0, coverage };
   } finally {
     setPausePointHook(null);
+    world.inBody = null;
     plan.releaseAll();
     await plan.outage?.catch(() => undefined);
     await Promise.all(workers.map((w) => Promise.race([w.app.close(), sleep(2000)]).catch(() => undefined)));

@@ -72,6 +72,9 @@ export const PAUSES = [
   'before-call:step:',
   'before-call:command:',
   'before-call:lookup:',
+  // Inside a command body, past the engine's last lease check, before its request leaves (a zombie
+  // woken here must be refused at the socket by the fenced transport).
+  'in-body:command:',
   'before-write:tool.command_reserved',
   'after-write:tool.command_reserved',
   'before-write:consume-signal',
@@ -126,6 +129,8 @@ export interface Case {
   deployAt?: number | null;
   /** Program #0 is started by a per-second durable schedule, a run per tick (test/model/schedule-case.ts). */
   scheduled?: { overlap: 'allow' | 'skip' | 'queue' };
+  /** false: the workers run with the fenced transport off (a hand-built case's power check). */
+  fencedTransport?: boolean;
 }
 
 const stepKind = fc.constantFrom<StepKind>('compute', 'model', 'tool');
@@ -234,6 +239,7 @@ const WHERE = [
   'after-write:tool.command_reserved',
   'before-call:command:',
   'before-call:step:',
+  'in-body:command:',
   'after-write:consume-signal',
   'before-write:park',
 ] as const;

@@ -4,6 +4,8 @@
  * of a step body, and what the pause hook observed. Reset by the harness before each case.
  */
 
+import { sendOverWire } from './wire-vendor';
+
 /** Fencing tokens as one number, ordered as (timeline, epoch) pairs are (epochs stay below TOKEN_BASE). */
 export const TOKEN_BASE = 1_000_000;
 /** A claim's token (a run context, a command's fence, a pause point) as one number. */
@@ -46,8 +48,19 @@ export class FakeVendor {
   /** Keys whose first call already failed (a 504 happens once per key). */
   private readonly failedOnce = new Set<string>();
 
-  async apply(
-    ctx: { idempotencyKey: string; fence: { epoch: number; timeline: number } },
+  /**
+   * A command body's charge: the body reaches the `in-body` point (a fault may freeze it there, past
+   * its lease), then its request leaves over a socket (test/model/wire-vendor.ts) and is received below.
+   */
+  async apply(...[ctx, args]: Parameters<FakeVendor['receive']>): Promise<unknown> {
+    await tinyDelay();
+    await world.inBody?.(ctx.fence, `command:${this.dedup ? 'dedup' : 'plain'}`);
+    return sendOverWire(this, ctx, args);
+  }
+
+  /** The vendor's side of a charge (what its server does with a request). */
+  async receive(
+    ctx: { idempotencyKey: string; fence: { runId: string; epoch: number; timeline: number } },
     args: {
       runId: string;
       op: string;
@@ -56,7 +69,6 @@ export class FakeVendor {
       drawn?: string;
     },
   ): Promise<unknown> {
-    await tinyDelay();
     const key = ctx.idempotencyKey;
     const { fail, drawn, ...rest } = args;
     const call = { ...rest, token: claimToken(ctx.fence) };
@@ -164,6 +176,10 @@ export class World {
    * primary's timeline. What claims of older timelines committed after the fork may be gone.
    */
   lostSuffix: { timeline: number } | null = null;
+  /** The case's `in-body` pause point (FaultPlan.inBody): a command body, before its request. */
+  inBody:
+    | ((fence: { runId: string; epoch: number; timeline: number }, detail: string) => Promise<void> | void)
+    | null = null;
   private seq = 0;
   private counter = 0;
 
