@@ -263,8 +263,9 @@ export class EngineBench {
         'finish',
         (original) =>
           async function (this: RunStateStore, ...args: Parameters<RunStateStore['finish']>) {
-            await original.apply(this, args);
+            const status = await original.apply(this, args);
             meter.finished();
+            return status;
           },
       ),
     ];

@@ -10,27 +10,15 @@ import { redactErrorMessage } from '../options/redact';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import type { FinishWrite } from '../store/run-state/finish-run';
 import { RunStateStore } from '../store/run-state/run-state.store';
-import { toStoredJson } from '../util/codec';
 import { ActiveRun } from './active-run';
 import type { RunStop } from './run-stop';
-import { errorWrite, failedWrite } from './run-settlement';
+import { errorWrite, failedWrite, OUTCOMES, runLabel, successWrite } from './run-settlement';
 import { stepFailuresIn } from './stored-error';
 import { ReplayChecker } from './replay-check';
 import { cleansUp, WorkflowInstance } from './cleanup-phase';
 import { driveCleanup } from './run-cleanup';
 import { drivePhase, PhaseEnd } from './drive-phase';
 import { checkAfterAttempt, replayCheckTarget } from './replay-check-report';
-
-const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
-  succeeded: 'succeeded',
-  failed: 'failed',
-  cancelled: 'cancelled',
-  dead_lettered: 'dead_lettered',
-  waiting: 'retry_scheduled',
-};
-
-/** How a log line names a run: id and kind, nothing of its data. */
-const runLabel = (run: ActiveRun): string => `run ${run.runId} (kind '${run.kind}')`;
 
 /**
  * Drives one claimed run to its next resting point: replays `run()` from the top (checkpoints read
@@ -86,12 +74,18 @@ export class Executor {
         ? await drivePhase(run, () => wf.instance.run(run.claim.input, run.context))
         : { error: new Error(`no version ${run.claim.version ?? 1} of '${run.kind}' on ${run.workerId}`) };
       if ('error' in end) run.endedWith = end.error;
+      // A cancel a step's commit (or a heartbeat) reported after run()'s last boundary still wins.
+      if (!run.control.stop && run.control.cancelRequested)
+        run.control.halt({ kind: 'cancelled', error: run.control.cancelled() });
       const stop = run.control.stop;
       if (stop?.kind === 'cancelled' && wf && cleansUp(wf.instance))
         return await this.cleanUp(run, wf.instance);
       if (stop) return await this.settleStop(run, stop);
       if ('error' in end) return await this.settleError(run, end.error);
-      return await this.succeed(run, end.output);
+      const outcome = await this.succeed(run, end.output, !!wf && cleansUp(wf.instance));
+      // The finish found a cancel request that came after the last commit: the cleanup runs now.
+      if (run.control.cleanUpNext && wf && cleansUp(wf.instance)) return await this.cleanUp(run, wf.instance);
+      return outcome;
     } finally {
       run.close();
     }
@@ -113,18 +107,18 @@ export class Executor {
     return this.finish(run, end.write);
   }
 
-  private async succeed(run: ActiveRun, output: unknown): Promise<RunAttemptOutcome> {
-    let outputJson: string;
+  private async succeed(
+    run: ActiveRun,
+    output: unknown,
+    cleansUpOnCancel: boolean,
+  ): Promise<RunAttemptOutcome> {
+    let write: FinishWrite;
     try {
-      outputJson = toStoredJson(
-        output === undefined ? null : output,
-        `output of run kind "${run.kind}"`,
-        this.options.limits.maxOutputBytes,
-      );
+      write = successWrite(run, output, this.options.limits.maxOutputBytes, cleansUpOnCancel);
     } catch (err) {
       return this.settleError(run, err);
     }
-    return this.finish(run, { status: 'succeeded', outputJson, event: 'run.succeeded', payload: {} });
+    return this.finish(run, write);
   }
 
   /** A run that stopped before its workflow returned, settled by why it stopped. */
@@ -222,12 +216,19 @@ export class Executor {
       const pending = run.log.takePending().filter((r) => !(r.failure && endedWith.has(r.index)));
       const unsent = [...run.control.unsent];
       const payload = unsent.length ? { ...w.payload, notSent: unsent } : w.payload;
-      await this.store.finish(run.fence, {
+      const written = await this.store.finish(run.fence, {
         ...w,
         payload,
         records: [...(w.records ?? []), ...pending],
         unsent,
       });
+      if (written === 'running') {
+        // Still this claim's, cancelled: the caller goes on to the cleanup.
+        run.control.cleanUpNext = true;
+        run.control.halt({ kind: 'cancelled', error: run.control.cancelled() });
+        return 'cancelled';
+      }
+      if (written === 'cancelled' && w.status !== 'cancelled') return 'cancelled';
       if (w.status === 'failed') this.logger.error(`${runLabel(run)} failed${this.detail(w.error)}`);
       else if (w.status === 'dead_lettered') {
         this.logger.error(

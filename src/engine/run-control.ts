@@ -49,6 +49,9 @@ export class RunControl {
     this.cancelFlag = cancelRequested;
   }
 
+  /** The finish found a cancel request that beat it and kept the run for `onCancel` (set by the executor). */
+  cleanUpNext = false;
+
   /** A cancel is requested; the run stops at its next step boundary (not in its cleanup phase). */
   get cancelRequested(): boolean {
     return this.cancelFlag;

@@ -1,10 +1,12 @@
 import { NonDeterminismError } from '../errors/non-determinism.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
+import type { RunAttemptOutcome } from '../interfaces/durable-observer.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import type { FinishWrite } from '../store/run-state/finish-run';
 import type { ActiveRun } from './active-run';
 import { isNonRetryable } from './retry';
 import { serializeError } from './serialize-error';
+import { toStoredJson } from '../util/codec';
 
 /** The run fails for good with `err`; `reason` goes into the `run.failed` event. @internal */
 export function failedWrite(err: unknown, reason: 'non_retryable' | 'usage'): FinishWrite {
@@ -75,4 +77,35 @@ export function errorWrite(
     event: 'run.retry_scheduled',
     payload: { attempts, delayMs, error: error.message },
   };
+}
+
+/** The attempt's outcome (for observers) of each status a finish writes. @internal */
+export const OUTCOMES: Record<FinishWrite['status'], RunAttemptOutcome> = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  dead_lettered: 'dead_lettered',
+  waiting: 'retry_scheduled',
+};
+
+/** How a log line names a run: id and kind, nothing of its data. @internal */
+export const runLabel = (run: ActiveRun): string => `run ${run.runId} (kind '${run.kind}')`;
+
+/**
+ * How a run whose workflow returned `output` leaves `running` (a cancel request the finish finds
+ * still wins, see FINISH_RUN_SQL). Throws when the output cannot be stored.
+ * @internal
+ */
+export function successWrite(
+  run: ActiveRun,
+  output: unknown,
+  maxOutputBytes: number,
+  cleansUp: boolean,
+): FinishWrite {
+  const outputJson = toStoredJson(
+    output === undefined ? null : output,
+    `output of run kind "${run.kind}"`,
+    maxOutputBytes,
+  );
+  return { status: 'succeeded', outputJson, event: 'run.succeeded', payload: {}, cleansUp };
 }

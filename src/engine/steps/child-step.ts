@@ -125,17 +125,17 @@ export async function waitForChildStep(
   if (!child || typeof child.runId !== 'string' || typeof child.kind !== 'string')
     misuse(env, 'ctx.waitForChild(child): child must be what ctx.startChild() returned');
   let ended: { status: Exclude<ChildRunEnd, 'timed_out'> | 'succeeded'; output: unknown; error: unknown };
+  const reason = `its parent run stopped waiting after ${options?.timeoutMs} ms`;
   try {
     const wait = { timeoutMs: options?.timeoutMs };
-    ended = (await waitForSignalStep(env, childSignal(child.runId), wait, true)) as typeof ended;
+    const cancel = { runId: child.runId, cancelReason: reason };
+    ended = (await waitForSignalStep(env, childSignal(child.runId), wait, true, cancel)) as typeof ended;
   } catch (err) {
     if (!(err instanceof SignalTimeoutError)) throw err;
-    // Recorded: the parent gave up. Asked again on every replay of it (a no-op once done), so a parent
-    // that stopped between recording the timeout and the cancel still cancels the child.
-    if (!env.replayOnly) {
-      const reason = `its parent run stopped waiting after ${options?.timeoutMs} ms`;
+    // Recorded: the parent gave up, after the child's cancel was requested. Asked again on every replay
+    // (a no-op once done) for a timeout recorded before the cancel came first (older records).
+    if (!env.replayOnly)
       await env.fenced(() => env.store.cancelChild(env.fence, child.runId, reason), 'cancel of a child run');
-    }
     throw new ChildRunError(child.runId, child.kind, 'timed_out', null);
   }
   if (ended.status === 'succeeded') return ended.output;

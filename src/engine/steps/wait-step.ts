@@ -81,6 +81,8 @@ export async function waitForSignalStep(
   name: string,
   options: WaitForSignalOptions,
   engineName = false,
+  /** A wait for a child's end: at its deadline the child's cancel is requested before the timeout. */
+  child?: { runId: string; cancelReason: string },
 ): Promise<unknown> {
   if (!engineName && typeof name === 'string' && name.startsWith('$'))
     misuse(
@@ -112,24 +114,39 @@ export async function waitForSignalStep(
   const records = env.log.takePending();
   const reason = `waiting for signal "${name}"`;
   let got;
+  let due = deadline ? recordedDeadline(deadline.output) : null;
+  let carried = records;
   try {
-    got = await env.fenced(
-      () =>
-        env.store.waitForSignal(env.fence, {
-          name,
-          deadlineIndex,
-          signalIndex,
-          deadline: deadline ? recordedDeadline(deadline.output) : null,
-          recordDeadline: !deadline,
-          timeoutMs: timeoutMs ?? null,
-          reason,
-          attemptsDelta: env.control.attemptsDelta('give-back'),
-          seq,
-          records,
-        }),
-      'wait-for-signal',
-      records,
-    );
+    for (let first = true; ; first = false) {
+      const write = carried;
+      got = await env.fenced(
+        () =>
+          env.store.waitForSignal(env.fence, {
+            name,
+            deadlineIndex,
+            signalIndex,
+            deadline: due,
+            recordDeadline: !deadline && first,
+            timeoutMs: timeoutMs ?? null,
+            reason,
+            attemptsDelta: env.control.attemptsDelta('give-back'),
+            seq,
+            records: write,
+            childId: child?.runId,
+          }),
+        'wait-for-signal',
+        write,
+      );
+      if (got.outcome !== 'cancel_first' || !child) break;
+      // The child's deadline passed: its cancel is requested first (it can no longer end succeeded),
+      // then the wait is asked again and records the timeout, or the child's end if it came first.
+      due = got.due;
+      carried = [];
+      await env.fenced(
+        () => env.store.cancelChild(env.fence, child.runId, child.cancelReason),
+        'cancel of a child run',
+      );
+    }
   } catch (err) {
     env.log.abandon(seq);
     throw err;

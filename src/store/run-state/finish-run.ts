@@ -14,6 +14,17 @@ import { closeUnsentCommands } from '../run-control.store';
 import { releaseSlots } from './slots';
 
 /**
+ * A success that a cancel request beat: decided on the row's newest version in the finish's own
+ * statement (a cancel committed between the last step's commit and the finish still wins), so a run
+ * whose cancel was requested never ends `succeeded`. It ends `cancelled`, or, when its workflow has
+ * `onCancel` ($15), stays `running` under this claim, which goes on to the cleanup.
+ */
+const CANCEL_WINS = `($4 = 'succeeded' and cancel_requested_at is not null)`;
+/** The error a cancel that beat the finish stores: RunCancelledError's, with the request's reason. */
+const CANCELLED_ERROR = `jsonb_build_object('name', 'RunCancelledError', 'code', 'DURABLE_RUN_CANCELLED',
+           'message', 'Run ' || id || ' was cancelled' || coalesce(': ' || cancel_reason, '') || '.')`;
+
+/**
  * Leave `running` for good or for a while, fenced: terminal (succeeded/failed/cancelled/dead_lettered)
  * or back to `waiting` with a due time. Owner and lease are cleared in the same UPDATE, values still
  * pending from ctx.now()/uuid() are flushed, and the event is written in the same statement.
@@ -21,42 +32,55 @@ import { releaseSlots } from './slots';
  * the lease being given up, for a run whose call may still act until then; -2: never, held), $8
  * attempts delta,
  * $9 recorded values, $10 event type, $11 event payload, $12 parked reason, $13 channel, $14 keys of
- * commands reserved but never sent
+ * commands reserved but never sent, $15 the workflow has `onCancel` (see CANCEL_WINS). Returns the
+ * status written.
  */
 export const FINISH_RUN_SQL: SqlText = (t) => `
 ${fencedRun(
   t,
-  `status = $4, output = coalesce($5::jsonb, output), error = $6::jsonb,
-         worker_id = null, lease_expires_at = null,
+  `status = case when ${CANCEL_WINS} then (case when $15 then 'running' else 'cancelled' end) else $4 end,
+         output = case when ${CANCEL_WINS} then output else coalesce($5::jsonb, output) end,
+         error = case when ${CANCEL_WINS} and $15 then error
+                      when ${CANCEL_WINS} then ${CANCELLED_ERROR}
+                      else $6::jsonb end,
+         worker_id = case when ${CANCEL_WINS} and $15 then worker_id end,
+         lease_expires_at = case when ${CANCEL_WINS} and $15 then lease_expires_at end,
          available_at = case when $4 <> 'waiting' then available_at
                              when $7 = -2 then 'infinity'
                              when $7 < 0 then greatest(now(), lease_expires_at)
                              else now() + $7 * interval '1 millisecond' end,
          attempts = greatest(attempts + $8, 0),
-         parked_reason = $12,
-         finished_at = case when $4 in ('succeeded', 'failed', 'cancelled', 'dead_lettered') then now() end,
+         parked_reason = case when ${CANCEL_WINS} and $15 then parked_reason else $12 end,
+         finished_at = case when ${CANCEL_WINS} and $15 then null
+                            when ${CANCEL_WINS} or $4 in ('succeeded', 'failed', 'cancelled', 'dead_lettered') then now() end,
          updated_at = now()`,
-  'id, epoch, kind, available_at, notify_on_finish, stream_seq',
-)}, ${releaseSlots(t, 'run')}, ${insertRecords(t, '$9')}, doubt as (
+  'id, epoch, kind, available_at, notify_on_finish, stream_seq, status, cancel_reason',
+)}, ${releaseSlots(t, "(select id, epoch from run where status <> 'running')")}, ${insertRecords(t, '$9')}, doubt as (
   -- A cancelled run may leave a reserved command with no outcome: list it as in doubt on the run.
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
-    from run where c.run_id = run.id and c.status = 'pending' and $4 = 'cancelled'
+    from run where c.run_id = run.id and c.status = 'pending' and run.status = 'cancelled'
      and c.idempotency_key <> all($14::text[])
-), ${closeUnsentCommands(t, "$4 = 'cancelled'", 'run')}, unsent as (
+), ${closeUnsentCommands(t, "run.status = 'cancelled'", 'run')}, unsent as (
   -- Reserved in this claim but never sent (the run stopped between its reserve and its call): no
   -- doubt about it, the reservation is withdrawn (a later claim reserves it again).
   delete from ${t.commands} c using run
    where c.run_id = run.id and c.status = 'pending' and c.idempotency_key = any($14::text[])
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
-  select run.id, $10, run.epoch, $11::jsonb from run
+  select run.id,
+         case when run.status = 'cancelled' and $4 <> 'cancelled' then 'run.cancelled' else $10 end,
+         run.epoch,
+         case when run.status = 'cancelled' and $4 <> 'cancelled'
+              then jsonb_build_object('by', 'worker', 'reason', run.cancel_reason) else $11::jsonb end
+    from run where run.status <> 'running'
 )
-select id, (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting' and $7 = 0) as woke,
+select id, status,
+       (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting' and $7 = 0) as woke,
        (select count(pg_notify('${t.doneChannel}', run.id::text)) from run
-         where run.notify_on_finish and $4 <> 'waiting') as announced,
+         where run.notify_on_finish and run.status not in ('waiting', 'running')) as announced,
        -- Watchers of its stream (RunRepository.watch) learn at once that it ended.
        (select count(pg_notify('${t.streamChannel}', run.id::text)) from run
-         where run.stream_seq > 0 and $4 <> 'waiting') as streamed
+         where run.stream_seq > 0 and run.status not in ('waiting', 'running')) as streamed
   from run`;
 
 /** A fenced transition out of `running`. */
@@ -76,11 +100,16 @@ export interface FinishWrite {
   parkedReason?: string | null;
   /** Keys of commands reserved in this claim whose call was never made. */
   unsent?: string[];
+  /** The workflow has `onCancel`: a success a cancel beat keeps the run `running` for its cleanup. */
+  cleansUp?: boolean;
 }
 
-/** Leaves `running` (terminal, or `waiting` with a due time), fenced, with its event. */
-export async function finishRun(s: StoreContext, fence: Fence, w: FinishWrite): Promise<void> {
-  await runFenced(
+/**
+ * Leaves `running` (terminal, or `waiting` with a due time), fenced, with its event. Returns the
+ * status written: `cancelled` for a success a cancel request beat, `running` when that run cleans up.
+ */
+export async function finishRun(s: StoreContext, fence: Fence, w: FinishWrite): Promise<RunStatus> {
+  const row = await runFenced<{ status: RunStatus }>(
     s,
     fence,
     w.event,
@@ -97,7 +126,9 @@ export async function finishRun(s: StoreContext, fence: Fence, w: FinishWrite): 
       w.parkedReason ?? null,
       s.db.names.wakeChannel,
       w.unsent ?? [],
+      w.cleansUp ?? false,
     ],
     'dx_finish',
   );
+  return row.status;
 }

@@ -23,7 +23,12 @@ import { heldWhileWaiting, releaseSlots } from './slots';
  * $1 id, $2 worker, $3 epoch, $4 ttl ms, $5 name, $6 signal index, $7 signal step name, $8 recorded
  * values, $9 recorded deadline (null: none or first time), $10 timeout ms (first time), $11 deadline
  * index (first time, else null), $12 deadline name, $13 parked reason, $14 park event payload,
- * $15 seq of the outcome, $16 attempts delta of a park
+ * $15 seq of the outcome, $16 attempts delta of a park, $17 the child run a `$child:` wait is for (null:
+ * none). A child's wait times out only once that child's cancel is requested (or it ended): else the
+ * outcome is `cancel_first`, nothing is recorded, and the engine requests the cancel and asks again.
+ * So a parent never records a timeout while its child can still end `succeeded` (the child's finish
+ * checks its cancel request in its own statement). Past the deadline, a child's `cancelled` end is
+ * consumed as the timeout (that cancel is the timeout's, or came too late to matter).
  */
 export const WAIT_FOR_SIGNAL_SQL: SqlText = (t) => `
 with snap as (
@@ -41,7 +46,14 @@ with snap as (
                   order by p.id limit 1 for update of p skip locked)
   returning s.payload
 ), d as (
-  select lock.*, case when exists (select 1 from sig) then 'consumed'
+  select lock.*, case when lock.due <= now() and $17::uuid is not null
+                           and (select payload->>'status' from sig) = 'cancelled' then 'timed_out'
+                      when exists (select 1 from sig) then 'consumed'
+                      when lock.due <= now() and $17::uuid is not null and not exists (
+                        select 1 from ${t.runs} c where c.id = $17::uuid
+                           and (c.cancel_requested_at is not null
+                                or c.status in ('succeeded', 'failed', 'cancelled', 'dead_lettered'))
+                      ) then 'cancel_first'
                       when lock.due <= now() then 'timed_out' else 'parked' end as outcome
     from lock
 ), run as (
@@ -68,7 +80,7 @@ with snap as (
   insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, seq)
   select run.id, $6, $7, case when run.outcome = 'consumed' then jsonb_build_object('payload', (select payload from sig))
                               else '{"timedOut":true}'::jsonb end, 0, run.epoch, $15
-    from run where run.outcome <> 'parked'
+    from run where run.outcome in ('consumed', 'timed_out')
 ), deadline as (
   insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch)
   select run.id, $11, $12, coalesce(to_jsonb(run.due), 'null'::jsonb), 0, run.epoch from run where $11::int is not null
@@ -80,9 +92,9 @@ with snap as (
          run.epoch,
          case run.outcome when 'parked' then $14::jsonb || jsonb_build_object('availableAt', run.available_at)
                           else jsonb_build_object('name', $5::text, 'step', $6::int) end
-    from run
+    from run where run.outcome <> 'cancel_first'
 )
-select outcome, available_at, cancel_requested, (select payload from sig) as payload from run`;
+select outcome, available_at, cancel_requested, to_jsonb(due) #>> '{}' as due, (select payload from sig) as payload from run`;
 
 /** A wait for a signal: where it is recorded and what to do when nothing is there yet. */
 export interface SignalWaitWrite {
@@ -98,14 +110,18 @@ export interface SignalWaitWrite {
   attemptsDelta: number;
   seq: number;
   records: CheckpointWrite[];
+  /** A wait for this child run: it times out only once the child's cancel is requested. */
+  childId?: string;
 }
 
-/** What the wait statement did. */
+/** What the wait statement did (`cancel_first`: a child wait's deadline passed; cancel the child first). */
 export interface SignalWaitOutcome {
-  outcome: 'consumed' | 'timed_out' | 'parked';
+  outcome: 'consumed' | 'timed_out' | 'parked' | 'cancel_first';
   payload: unknown;
   availableAt: Date | null;
   cancelRequested: boolean;
+  /** The wait's deadline (ISO, database clock), or null without one. */
+  due: string | null;
 }
 
 /**
@@ -122,6 +138,7 @@ export async function waitForSignal(
     payload: unknown;
     available_at: unknown;
     cancel_requested: boolean;
+    due: string | null;
   }>(
     s,
     f,
@@ -141,6 +158,7 @@ export async function waitForSignal(
       eventPayload(s.options, 'run.waiting_for_signal', { name: w.name, timeoutMs: w.timeoutMs }),
       w.seq,
       w.attemptsDelta,
+      w.childId ?? null,
     ],
     'dx_wait_signal',
   );
@@ -149,5 +167,6 @@ export async function waitForSignal(
     payload: r.payload,
     availableAt: finiteDate(r.available_at),
     cancelRequested: r.cancel_requested,
+    due: r.due === 'infinity' ? null : r.due,
   };
 }
