@@ -1,4 +1,7 @@
+import { ChildRunError } from '../errors/child-run.error';
+import { CommandFailedError } from '../errors/command-failed.error';
 import { NonDeterminismError } from '../errors/non-determinism.error';
+import { SignalTimeoutError } from '../errors/signal-timeout.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
 import type { RunAttemptOutcome } from '../interfaces/durable-observer.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
@@ -9,7 +12,7 @@ import { serializeError } from './serialize-error';
 import { toStoredJson } from '../util/codec';
 
 /** The run fails for good with `err`; `reason` goes into the `run.failed` event. @internal */
-export function failedWrite(err: unknown, reason: 'non_retryable' | 'usage'): FinishWrite {
+export function failedWrite(err: unknown, reason: 'non_retryable' | 'usage' | 'recorded'): FinishWrite {
   const error = serializeError(err);
   return {
     status: 'failed',
@@ -53,6 +56,8 @@ export function errorWrite(
     return { status: 'cancelled', error, event: 'run.cancelled', payload: { by: 'worker' } };
   if (err instanceof NonDeterminismError) return heldWrite(err);
   if (how !== 'transient' && isNonRetryable(err)) return failedWrite(err, 'non_retryable');
+  // An outcome read from the run's record: every retry replays it and throws the same again.
+  if (how !== 'transient' && isRecordedOutcome(err)) return failedWrite(err, 'recorded');
   // Transient: the claim already counted one attempt unless a step committed (which reset attempts).
   const attempts = run.control.progressed ? 1 : run.claim.attempts;
   const attemptsDelta = run.control.attemptsDelta('count');
@@ -108,4 +113,16 @@ export function successWrite(
     maxOutputBytes,
   );
   return { status: 'succeeded', outputJson, event: 'run.succeeded', payload: {}, cleansUp };
+}
+
+/**
+ * A signal wait's timeout, a command's recorded failure or rejection, a child run's recorded end: the
+ * engine threw it from what the run's record holds (or records in the same statement), so a retry of
+ * the run replays the same outcome and throws it again. Uncaught, the run fails once.
+ * @internal
+ */
+export function isRecordedOutcome(err: unknown): boolean {
+  return (
+    err instanceof SignalTimeoutError || err instanceof CommandFailedError || err instanceof ChildRunError
+  );
 }
