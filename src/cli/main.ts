@@ -31,7 +31,9 @@ Commands:
                  --app FILE[#Export] (your compiled app module, AppModule by default) and
                  --kind KIND [--limit N] | --run ID | --history FILE (each repeatable);
                  exit 1 when a run asks for other calls, leaves recorded ones unasked or
-                 returns another output (the check to run before deploying a changed workflow)
+                 returns another output (the check to run before deploying a changed workflow);
+                 a run held for non-determinism is replayed too: "held: replays now" (retry-held
+                 resumes it) or "held: still diverges" (exit 1)
 
 ${OPERATOR_USAGE}
 

@@ -45,10 +45,14 @@ export interface ReplayTargets {
   histories: string[];
 }
 
+/** How a line tells a run held for non-determinism. */
+const HELD = { replays: '  held: replays now', diverges: '  held: still diverges', no: '' } as const;
+
 /**
  * `replay --app MODULE[#Export] (--kind K | --run ID | --history FILE)…`: boots the app module (its
  * workers and reconciler stay off: DURABLE_EXECUTION_REPLAY_ONLY) and replays the runs against its
- * workflow code. Exit 1 when one did not replay.
+ * workflow code. Exit 1 when one did not replay (a run held for non-determinism that still diverges
+ * included; one that replays now is `ok`, marked `held: replays now`).
  */
 export async function replayWithApp(t: ReplayTargets, out: Out): Promise<number> {
   return withAppContext(requireAppModule(t.app), async (app) => {
@@ -68,10 +72,13 @@ export async function replayWithApp(t: ReplayTargets, out: Out): Promise<number>
       const verdict = r.problems.length ? 'FAIL' : r.ended === 'skipped' ? 'skip' : 'ok';
       if (r.problems.length) failed++;
       out(
-        `${verdict}  ${r.runId}  ${r.kind}  ${r.status}  ${r.ended}${r.problems.length ? `: ${r.problems.join('; ')}` : ''}`,
+        `${verdict}  ${r.runId}  ${r.kind}  ${r.status}  ${r.ended}${HELD[r.held ?? 'no']}${r.problems.length ? `: ${r.problems.join('; ')}` : ''}`,
       );
     }
-    out(`durable-execution: ${results.length - failed}/${results.length} run(s) replayed as recorded`);
+    const held = results.filter((r) => r.held === 'replays').length;
+    out(
+      `durable-execution: ${results.length - failed}/${results.length} run(s) replayed as recorded${held ? `; ${held} held run(s) replay now (retry-held resumes them)` : ''}`,
+    );
     return failed ? 1 : 0;
   });
 }

@@ -27,7 +27,8 @@ export async function checkAfterAttempt(
 ): Promise<void> {
   try {
     const result = await checker.check(runId);
-    if (!result.problems.length) return;
+    // A run the engine held for non-determinism diverges on the code that held it: that is its record.
+    if (!result.problems.length || result.held) return;
     logger.error(`replay check of run ${runId} (kind '${result.kind}'): ${result.problems.join('; ')}`);
     // The record replayed, for a post-mortem of a failure that does not come again.
     const history = await checker.exportHistory(runId).catch(() => undefined);

@@ -30,6 +30,12 @@ export interface ReplayCheckResult {
   ended: 'returned' | 'threw' | 'end-of-record' | 'skipped';
   /** Every way the replay differed from the record; empty when it replayed exactly. */
   problems: string[];
+  /**
+   * Set only for a run the engine stopped for non-determinism (held for a fixed deploy, or failed by a
+   * release before holds): `replays` when this code replays its record (a retry resumes it:
+   * `RunRepository.retryHeld` / `retry`), `diverges` when it still does not (`problems` say where).
+   */
+  held?: 'replays' | 'diverges';
 }
 
 /** Stops a checked replay at the end of its record. */
@@ -71,7 +77,10 @@ async function phaseProblems(run: ActiveRun): Promise<string[]> {
   if (stop?.kind === 'non-determinism') problems.push(stop.error.message);
   else if (stop && stop.kind !== 'suspended' && stop.kind !== 'usage')
     problems.push(`the replay stopped: ${stop.kind}`);
-  const unasked = run.log.unasked();
+  // A patch marker false never asked for: code without the `patched` call takes the old path it records.
+  const unasked = run.log
+    .unasked()
+    .filter((u) => !(u.name.startsWith('$patch:') && run.log.at(u.index)?.output === false));
   if (unasked.length && !problems.length)
     problems.push(
       `the replay never asked for ${unasked.map((u) => `${u.name} at #${u.index}`).join(', ')} of the record`,
@@ -118,18 +127,19 @@ export class ReplayChecker {
     const row = history.run;
     const base = { runId: row.id, kind: row.kind, status: row.status };
     const wf = this.registry.getWorkflow(row.kind, row.version ?? this.registry.versions(row.kind)[0]);
-    // Not checked: a run being driven right now, one whose workflow (version) this process does not register,
-    // and one the engine already failed for non-determinism (its replay diverges: that is its record).
-    const diverged =
-      ['failed', 'waiting'].includes(row.status) &&
-      (row.error as { code?: unknown })?.code === 'DURABLE_NON_DETERMINISM';
-    if (!wf || row.status === 'running' || row.status === 'pending' || diverged)
+    // Not checked: a run being driven right now, and one whose workflow (version) this process does not register.
+    if (!wf || row.status === 'running' || row.status === 'pending')
       return { ...base, ended: 'skipped', problems: [] };
     const record: ReplayRecord = {
       checkpoints: new Map(history.checkpoints.map(({ index, ...rec }) => [index, rec])),
       commands: new Map(history.commands.map(({ key, ...cmd }) => [key, cmd])),
     };
-    return { ...base, ...(await this.replay(history, record, wf.instance)) };
+    const result = { ...base, ...(await this.replay(history, record, wf.instance)) };
+    // A run held (or failed) for non-determinism: does this code replay it now (a fixed deploy)?
+    const held =
+      ['failed', 'waiting'].includes(row.status) &&
+      (row.error as { code?: unknown })?.code === 'DURABLE_NON_DETERMINISM';
+    return held ? { ...result, held: result.problems.length ? 'diverges' : 'replays' } : result;
   }
 
   /** A run's stored record as one JSON document (from one point in time), or null when there is none. */

@@ -79,10 +79,10 @@ export class ReplayLog {
     return this.nextIndex++;
   }
 
-  /** `ctx.patched`: a marker pending at `index`, else whether the record goes past the next call. */
-  patchState(index: number): 'marked' | 'passed' | 'new' {
-    if (this.pending.some((p) => p.index === index)) return 'marked';
-    return [...this.recorded.keys()].some((i) => i >= this.nextIndex) ? 'passed' : 'new';
+  /** `ctx.patched`: the record goes past the next call (`before`: what claims of lower epochs wrote does). */
+  passedNext(before = Infinity): boolean {
+    for (const [i, r] of this.recorded) if (i >= this.nextIndex && (r.epoch ?? 0) < before) return true;
+    return before === Infinity && [...this.reserved.keys()].some((i) => i >= this.nextIndex);
   }
 
   /** The entry recorded at `index`, if any. */

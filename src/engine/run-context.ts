@@ -170,9 +170,11 @@ export class RunContext<S extends SignalMap = AnySignals> {
 
   /**
    * Changes a workflow under runs in flight: `if (ctx.patched('fraud-check')) await this.fraud.check(o)`.
-   * True for a run that recorded this patch's marker or reaches this point first; false for one whose
-   * record passed here before the change (it replays the old path). The marker has a position of its
-   * own. Once `RunRepository.patchStatus(kind, id)` allows, use `deprecatePatch(id)` (docs/EVOLVE.md).
+   * True for a run that reaches this point first on the new code; false for one whose record passed
+   * here before the change (it replays the old path). The first answer stands for the whole run (every
+   * later call of `id`, in a loop too, returns the same) and is recorded as the patch's marker, at a
+   * position of its own. Once `RunRepository.patchStatus(kind, id)` allows, use `deprecatePatch(id)`
+   * (docs/EVOLVE.md).
    */
   patched(id: string): boolean {
     return this.host.patched(id);
@@ -180,7 +182,7 @@ export class RunContext<S extends SignalMap = AnySignals> {
 
   /**
    * Where `patched(id)` was, once no run can take the old path: the new path always, and a run that
-   * recorded the marker still replays cleanly. Remove it when no open run holds the marker.
+   * recorded the marker true still replays cleanly. Remove it when no open run holds the marker.
    */
   deprecatePatch(id: string): void {
     this.host.deprecatePatch(id);

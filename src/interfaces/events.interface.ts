@@ -155,11 +155,7 @@ export interface DurableEventPayloads {
   'run.retry_scheduled': { attempts: number; delayMs: number; error: string } & NotSent;
   /** `run()` returned; the output is stored on the run. */
   'run.succeeded': NotSent;
-  /**
-   * A non-retryable error ended the run, a misuse (`usage`), or an outcome read from the run's record
-   * that it did not catch (`recorded`: a signal wait's timeout, a command's failure, a child's end), which
-   * every retry would replay the same.
-   */
+  /** A non-retryable error, a misuse (`usage`), or an uncaught outcome of the record (`recorded`). */
   'run.failed': { reason: 'non_retryable' | 'usage' | 'recorded'; error: string } & NotSent;
   /**
    * The run's replay diverged from its record (non-determinism): held with no due time and its error

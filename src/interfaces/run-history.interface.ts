@@ -17,6 +17,11 @@ export interface HistoryCheckpoint {
   fingerprint: string | null;
   /** The step failed and the workflow went on past it: `output` is rethrown on replay. */
   failed?: boolean;
+  /**
+   * The epoch of the claim that wrote it (absent in histories exported before it was: then a patch
+   * marker answers as it did before issue 35, see `ctx.patched`).
+   */
+  epoch?: number;
 }
 
 /** A command row of an exported history. */

@@ -229,14 +229,15 @@ export interface CheckpointView {
 export interface PatchStatus {
   kind: string;
   patchId: string;
-  /** Open runs (pending, running, waiting) that recorded the patch's marker: they take the new path. */
+  /** Open runs (pending, running, waiting) that recorded the patch's marker true: they take the new path. */
   openWithPatch: number;
   /**
-   * Open runs without the marker, created before the first open run that has it (all open runs without
-   * it, when none has it): they may have passed the patch point on the old code. At 0, replace
-   * `patched(id)` with `deprecatePatch(id)` and delete the old path.
+   * Open runs that recorded the marker false (they passed the patch point on the old code and finish the
+   * old path), and those without the marker created before the first open run that has it true (all
+   * open runs without it, when none has it): they may have passed the patch point on the old code. At 0,
+   * replace `patched(id)` with `deprecatePatch(id)` and delete the old path.
    */
   openMayTakeOldPath: number;
-  /** When the first open run recorded the marker, or null. */
+  /** When the first open run recorded the marker true, or null. */
   firstMarkedAt: Date | null;
 }

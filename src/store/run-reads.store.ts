@@ -61,20 +61,24 @@ export const TRACEPARENT_SQL: SqlText = (t) =>
     where run_id = $1 and event_type = 'run.created' order by id limit 1`;
 
 /**
- * Of a kind's open runs (pending, running, waiting): how many recorded patch `$3` (marker at `$2`), and
- * how many did not and were created before the first of those markers (null: none has it), which may
- * still take the old path. $1 kind, $2 marker position, $3 marker name
+ * Of a kind's open runs (pending, running, waiting): how many recorded patch `$3` (marker at `$2`) true,
+ * and how many may still take the old path: those that recorded it false (they passed the patch point on
+ * the old code), and those without it created before the first true marker (null: none has it).
+ * $1 kind, $2 marker position, $3 marker name
  */
 export const PATCH_STATUS_SQL: SqlText = (t) => `
 with open as (
-  select r.created_at,
-         (select c.created_at from ${t.checkpoints} c where c.run_id = r.id and c.step_index = $2 and c.step_name = $3) as marked_at
-    from ${t.runs} r where r.kind = $1 and r.status in ('pending', 'running', 'waiting')
+  select r.created_at, m.output = 'true'::jsonb as new_path,
+         case when m.output = 'true'::jsonb then m.created_at end as marked_at
+    from ${t.runs} r
+    left join ${t.checkpoints} m on m.run_id = r.id and m.step_index = $2 and m.step_name = $3
+   where r.kind = $1 and r.status in ('pending', 'running', 'waiting')
 ), first as (
   select min(marked_at) as at from open
 )
-select (select count(*) from open where marked_at is not null)::int as with_patch,
-       (select count(*) from open, first where marked_at is null and (first.at is null or created_at < first.at))::int as old,
+select (select count(*) from open where new_path)::int as with_patch,
+       (select count(*) from open, first
+         where not new_path or new_path is null and (first.at is null or created_at < first.at))::int as old,
        (select at from first) as first_marked_at`;
 
 /** Where a run stands for someone waiting on its result. */

@@ -1,5 +1,5 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DurableStep, DurableWorkflow, RunContext, RunRepository } from '../../src';
@@ -180,11 +180,21 @@ describe('the replay check', () => {
     try {
       expect(await replay(['--kind', 'replay-order'])).toBe(0);
       expect(out.join('\n')).toMatch(/^ok {2}.* replay-order {2}succeeded {2}returned$/m);
+      // A run held for non-determinism (its row as a hold leaves it) is replayed too, and marked.
+      const doc = JSON.parse(readFileSync(file, 'utf8')) as RunHistory;
+      const heldFile = path.join(dir, 'held.json');
+      const error = { code: 'DURABLE_NON_DETERMINISM', message: 'held' };
+      writeFileSync(heldFile, JSON.stringify({ ...doc, run: { ...doc.run, status: 'waiting', error } }));
+      expect(await replay(['--history', heldFile])).toBe(0);
+      expect(out.join('\n')).toMatch(/^ok {2}.* replay-order {2}waiting {2}returned {2}held: replays now$/m);
+      expect(out.join('\n')).toMatch(/1\/1 run\(s\) replayed as recorded; 1 held run\(s\) replay now/);
       replayAppVersion.v = 2; // the deploy that inserts a step before `price`
       expect(await replay(['--history', file])).toBe(1);
       expect(out.join('\n')).toMatch(
         /^FAIL .*recorded step #1 as "price" but the workflow now calls "fraud_check"/m,
       );
+      expect(await replay(['--history', heldFile])).toBe(1);
+      expect(out.join('\n')).toMatch(/^FAIL .* {2}waiting {2}\S+ {2}held: still diverges: .*"price"/m);
       // The replay booted the app with its worker on, yet claimed nothing: no new epoch.
       const [{ epoch }] = await db.query(`select epoch from ai_runs where id = $1`, [started.run.id]);
       expect(Number(epoch)).toBe(1);

@@ -12,11 +12,11 @@ import { decodeStored } from '../../util/codec';
 export const LOAD_REPLAY_SQL: SqlText = (t) => `
 select 'checkpoint' as source, step_index, step_name as name, output, null::text as status,
        null::jsonb as error, null::text as resolution, seq, fingerprint, null::jsonb as payload,
-       null::text as command_name, coalesce((meta->>'failed')::boolean, false) as failed
+       null::text as command_name, coalesce((meta->>'failed')::boolean, false) as failed, epoch
   from ${t.checkpoints} where run_id = $1
 union all
 select 'command', step_index, idempotency_key, result, status, error, resolution, null, null, payload,
-       command_name, false
+       command_name, false, null
   from ${t.commands} where run_id = $1`;
 
 /** A checkpoint as loaded for replay (as in an exported history, without its index). */
@@ -52,6 +52,7 @@ export function replayRecordOf(rows: Record<string, any>[]): ReplayRecord {
         seq: r.seq,
         fingerprint: r.fingerprint,
         failed: r.failed,
+        epoch: Number(r.epoch),
       });
     else
       commands.set(r.name, {
