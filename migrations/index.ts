@@ -22,6 +22,7 @@ import { RunGenerations1766200000000 } from './1766200000000-run-generations';
 import { KindVersions1766300000000 } from './1766300000000-kind-versions';
 import { FencingTimelines1766400000000 } from './1766400000000-fencing-timelines';
 import { ScheduleTimelines1766500000000 } from './1766500000000-schedule-timelines';
+import { SleepDuePositions1766600000000 } from './1766600000000-sleep-due-positions';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -46,6 +47,7 @@ export {
   KindVersions1766300000000,
   FencingTimelines1766400000000,
   ScheduleTimelines1766500000000,
+  SleepDuePositions1766600000000,
 };
 
 /**
@@ -77,6 +79,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   KindVersions1766300000000,
   FencingTimelines1766400000000,
   ScheduleTimelines1766500000000,
+  SleepDuePositions1766600000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { NonDeterminismError } from '../errors/non-determinism.error';
 import type { CommandContext, CommandMetadata, LookupResult } from '../interfaces/command.interface';
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
@@ -24,6 +23,8 @@ import { executeStep } from './steps/compute-step';
 import type { ReplayOnly, StepEnv } from './steps/step-env';
 import * as values from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
+import { WaitBoard } from './wait-board';
+import { fencedWrite } from './fenced-write';
 import { startChildStep, waitForChildStep } from './steps/child-step';
 import { deprecatePatchStep, patchedStep } from './steps/patch-step';
 import type { ChildRun, StartChildOptions, WaitForChildOptions } from '../interfaces/child.interface';
@@ -41,6 +42,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   log: ReplayLog;
   readonly control: RunControl;
   readonly lease: LeaseClock;
+  /** The pending waits of `run()` (sleeps, signals, children). */
+  readonly board: WaitBoard = new WaitBoard(this);
   readonly fence: Fence;
   cursor: RunCursor;
   /** When this claim began, local clock: with `claim.dbNow` it gives the database clock. */
@@ -67,9 +70,11 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     this.loaded = { checkpoints: recorded, commands };
     // `run()` replays what it recorded below the cleanup's positions, never the cleanup's own.
     this.log = this.logOf(phaseOf(this.loaded, 'run'));
-    this.control = new RunControl(claim.id, claim.cancelRequested, claim.cancelReason, (error) =>
-      this.log.fail(error),
-    );
+    this.control = new RunControl(claim.id, claim.cancelRequested, claim.cancelReason, (error) => {
+      this.log.fail(error);
+      this.board.fail(error);
+    });
+    this.control.onIdle = this.control.calls.onIdle = () => this.board.poke();
     this.lease = new LeaseClock(
       claim.id,
       claim.epoch,
@@ -135,6 +140,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   /** The attempt is over: replay timers are cleared. */
   close(): void {
     this.lease.close();
+    this.board.close();
     this.log.fail(this.control.error ?? new RunSuspended({ kind: 'ended' }));
   }
 
@@ -142,25 +148,12 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     return new Date(this.claim.dbNow).getTime() + (Date.now() - this.claimedAt);
   }
 
-  async fenced<T extends object>(
+  fenced<T extends object>(
     write: () => Promise<T>,
     what: string,
     carried: CheckpointWrite[] = [],
   ): Promise<T> {
-    try {
-      const before = this.pause('before-write', what);
-      if (before) await before;
-      const sentAt = performance.now();
-      const out = await write();
-      this.lease.renewed(sentAt);
-      this.log.durable(carried);
-      const after = this.pause('after-write', what);
-      if (after) await after;
-      if ((out as { cancelRequested?: boolean }).cancelRequested) this.control.cancelRequested = true;
-      return out;
-    } catch (err) {
-      throw this.control.storeFailed(err, `the ${what} write`);
-    }
+    return fencedWrite(this, write, what, carried);
   }
 
   pause(point: PausePointName, detail?: string): Promise<void> | undefined {
@@ -192,7 +185,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   }
 
   executeStep(meta: StepMetadata, call: () => unknown, args: unknown[] = []): Promise<unknown> {
-    return executeStep(this, meta, call, args);
+    return this.control.calls.calling(executeStep(this, meta, call, args));
   }
 
   executeCommand(
@@ -204,9 +197,12 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     // The index is taken now, whatever an observer awaits before it calls on: an observer's timing
     // never moves a command's index (and key). A command recorded there is a replay: no span.
     const index = this.log.allocIndex();
-    if (!this.observers || this.log.at(index)) return executeCommand(this, meta, args, call, lookup, index);
+    if (!this.observers || this.log.at(index))
+      return this.control.calls.calling(executeCommand(this, meta, args, call, lookup, index));
     const info = this.stepInfo(index, meta.name, 'command');
-    return this.observers.step(info, () => executeCommand(this, meta, args, call, lookup, index));
+    return this.control.calls.calling(
+      this.observers.step(info, () => executeCommand(this, meta, args, call, lookup, index)),
+    );
   }
 
   sleep(ms: number): Promise<void> {
@@ -218,7 +214,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   }
 
   startChild(target: string | WorkflowClass, input: unknown, options: StartChildOptions): Promise<ChildRun> {
-    return startChildStep(this, target, input, options);
+    return this.control.calls.calling(startChildStep(this, target, input, options));
   }
   waitForChild(child: ChildRun, options: WaitForChildOptions): Promise<unknown> {
     return waitForChildStep(this, child, options);
@@ -233,7 +229,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     return values.setTagsStep(this, tags);
   }
   emit(topic: string, data: unknown): Promise<void> {
-    return values.emitStep(this, topic, data);
+    return this.control.calls.calling(values.emitStep(this, topic, data));
   }
   continueAsNew(input: unknown): Promise<never> {
     return values.continueAsNewStep(this, input);

@@ -1,4 +1,3 @@
-import { DanglingCallError } from '../errors/dangling-call.error';
 import type { ActiveRun } from './active-run';
 
 /** How a phase's code (`run()` or `onCancel()`) ended: its return value or what it threw. @internal */
@@ -18,8 +17,9 @@ export async function drivePhase(run: ActiveRun, body: () => unknown): Promise<P
   } catch (error) {
     end = { error };
   }
-  if ('output' in end && run.control.liveCalls > 0 && !run.control.stop)
-    run.control.halt({ kind: 'usage', error: new DanglingCallError(run.kind, run.control.liveCalls) });
+  // Waits still pending are dropped (a race's loser); calls still live finish and are recorded.
+  run.board.close();
+  await run.control.calls.settled();
   await run.control.settled();
   return end;
 }

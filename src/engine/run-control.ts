@@ -1,3 +1,4 @@
+import { CallTally } from './call-tally';
 import { DurableExecutionError } from '../errors/durable-execution.error';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
@@ -49,6 +50,10 @@ export class RunControl {
     this.cancelFlag = cancelRequested;
   }
 
+  /** The calls the workflow made and that have not settled (see CallTally). */
+  readonly calls = new CallTally();
+  /** Called when the last live call settles (the wait board looks whether the run is blocked). */
+  onIdle?: () => void;
   /** The finish found a cancel request that beat it and kept the run for `onCancel` (set by the executor). */
   cleanUpNext = false;
 
@@ -154,6 +159,14 @@ export class RunControl {
     }
   }
 
+  /** A park begins (the run's waits settle, blocked): calls that start now wait for its answer. */
+  beginPark(): void {
+    if (this.park) return;
+    let end!: () => void;
+    const done = new Promise<void>((r) => (end = r));
+    this.park = { done, end };
+  }
+
   /** The park under way did not park (a signal was already stored, the timeout had passed). */
   endPark(): void {
     this.park?.end();
@@ -211,7 +224,10 @@ export class RunControl {
       this.liveOps--;
       if (call) this.liveCallCount--;
       this.idleWaiters.splice(0).forEach((wake) => wake()); // each re-checks its own bound
-      if (this.liveOps === 0) this.settledWaiters.splice(0).forEach((wake) => wake());
+      if (this.liveOps === 0) {
+        this.settledWaiters.splice(0).forEach((wake) => wake());
+        this.onIdle?.(); // the run may be blocked on its waits now
+      }
     }
   }
 
@@ -224,11 +240,7 @@ export class RunControl {
     this.refuseParkInCleanup('waiting for an operator (an approval or a manual in-doubt command)');
     // One event-loop turn first: sibling branches called in the same tick reach their calls.
     await new Promise<void>((r) => setImmediate(r));
-    if (!this.park) {
-      let end!: () => void;
-      const done = new Promise<void>((r) => (end = r));
-      this.park = { done, end };
-    }
+    this.beginPark();
     // `own`: live calls that are this park's own caller (a command parking from inside its dispatch).
     while (this.liveOps > own && !this.stopped) await new Promise<void>((r) => this.idleWaiters.push(r));
   }

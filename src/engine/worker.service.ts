@@ -1,3 +1,4 @@
+import { hintWaits } from './wait-board';
 import {
   BeforeApplicationShutdown,
   Inject,
@@ -63,12 +64,10 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   get id(): string {
     return this.options.worker.workerId;
   }
-
   /** Runs currently driven by this process. */
   get inFlightCount(): number {
     return this.inFlight.size;
   }
-
   onApplicationBootstrap(): void {
     const w = this.options.worker;
     if (!w.enabled || replayOnly()) return;
@@ -76,7 +75,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     const poll = jobName(DURABLE_JOB_NAMES.workerPoll, this.options.database.schema);
     this.poll = this.jobs.start(poll, { everyMs: w.pollIntervalMs }, () => this.pollTick(), true);
     this.beatTimer = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
-    this.listener = this.store.wakeListener(() => this.nudge());
+    this.listener = this.store.wakeListener((p) => hintWaits(p, this.inFlight.values()) || this.nudge());
     this.listener.start();
     announceWorker(this.logger, this.store, this.id, w.concurrency, this.registry.kinds());
     this.hooksCheck = warnWithoutShutdownHooks(this.logger);
@@ -181,6 +180,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       // Rows come back only for the (id, epoch) pairs still owned: this claim's lease was renewed.
       const state = alive.get(claim.id);
       if (state && run) run.lease.renewed(sentAt);
+      if (state?.hasSignals) run?.board.hint(); // a signal or a child's end, maybe for a pending wait
       const reason = heartbeatStop(claim, state);
       if (!reason) continue;
       if (!run) this.stopBeforeStart.set(`${claim.id}:${claim.epoch}`, reason);

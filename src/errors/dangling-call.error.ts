@@ -1,9 +1,10 @@
 import { DurableExecutionError } from './durable-execution.error';
 
 /**
- * A workflow's `run()` returned while a step or command it called was still running: a call that is
- * not awaited (`void this.audit()`) has an outcome nobody records in order, and replay cannot place
- * it. The run fails with this error; await every call (or `Promise.all` them) before returning.
+ * A workflow's `run()` returned while a step or command it called was still running.
+ * @deprecated No longer thrown: as in JavaScript, a call still running when `run()` returns (a race's
+ * loser, `void this.audit()`) is let finish, and its outcome recorded, before the run ends. Kept so
+ * code that names it compiles.
  */
 export class DanglingCallError extends DurableExecutionError {
   declare readonly code: 'DURABLE_DANGLING_CALL';

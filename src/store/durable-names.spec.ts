@@ -15,7 +15,7 @@ import * as parkRun from './run-state/park-run';
 import * as recordCommand from './run-state/record-command';
 import * as reserveCommand from './run-state/reserve-command';
 import * as stepWrite from './run-state/step-write';
-import * as waitForSignal from './run-state/wait-for-signal';
+import * as waitForSignal from './run-state/settle-waits';
 import * as signal from './sql/signal.sql';
 import * as testControls from './test-controls';
 

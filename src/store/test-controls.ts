@@ -15,7 +15,7 @@ export const EXPIRE_CRASHED_LEASES_SQL: SqlText = (
 
 /**
  * The test clock's skip, in the database: `$1` ms pass for what timers compare. Waiting runs due at a
- * time become due that much sooner, and the due times runs recorded (a sleep's `$sleep`, a signal wait's
+ * time become due that much sooner, and the due times runs recorded (a sleep's `$due` and `$sleep`, a signal wait's
  * `$deadline:<name>`) move back by as much, so the replay finds them passed. Runs of one id (`$2`), or
  * all unfinished runs (`$2` null). Leases, and everything else, stay: a faked `now()` would expire
  * every lease. $1 ms, $2 run id or null
@@ -30,7 +30,7 @@ with due as (
      set output = to_jsonb((c.output #>> '{}')::timestamptz - $1 * interval '1 millisecond')
     from ${t.runs} r
    where r.id = c.run_id and r.status in ('pending', 'running', 'waiting') and ($2::uuid is null or r.id = $2)
-     and (c.step_name = '$sleep' or c.step_name like '$deadline:%')
+     and (c.step_name in ('$sleep', '$due') or c.step_name like '$deadline:%')
      and jsonb_typeof(c.output) = 'string' and c.output #>> '{}' <> 'infinity'
   returning c.run_id
 )

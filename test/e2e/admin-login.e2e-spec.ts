@@ -12,7 +12,7 @@ import {
 } from '../../src';
 import { tokenHash } from '../../src/admin/login/admin-session';
 import { bootHttpApp } from '../helpers/app';
-import { launchChromium } from '../helpers/browser';
+import { describeWithBrowser, launchChromium } from '../helpers/browser';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 /**
@@ -436,7 +436,7 @@ describe('admin sign-in page (login: true)', () => {
     jar = (await signIn(OPS_KEY)).headers.get('set-cookie')!.split(';')[0];
   });
 
-  describe('in a browser (headless Chromium)', () => {
+  describeWithBrowser('in a browser (headless Chromium)', () => {
     let browser: Browser;
     beforeAll(async () => {
       browser = await launchChromium();

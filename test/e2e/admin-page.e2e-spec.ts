@@ -11,7 +11,7 @@ import {
 } from '../../src';
 import { driveRun, releaseCrashedRuns, runWorkerUntilCrash } from '../../src/testing';
 import { bootHttpApp } from '../helpers/app';
-import { launchChromium } from '../helpers/browser';
+import { describeWithBrowser, launchChromium } from '../helpers/browser';
 import { compiledEntry } from '../helpers/compiled';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
@@ -24,7 +24,7 @@ import { createTestDatabase, TestDatabase } from '../helpers/database';
 const KEY = 'inspector-key-0123456789';
 const ARTIFACTS = path.join(__dirname, '..', 'artifacts');
 
-describe('run inspector page (headless Chromium)', () => {
+describeWithBrowser('run inspector page (headless Chromium)', () => {
   let db: TestDatabase;
   let app: INestApplication;
   let browser: Browser;

@@ -11,7 +11,7 @@ import {
   RunRepository,
 } from '../../src';
 import { bootApp, bootHttpApp } from '../helpers/app';
-import { launchChromium } from '../helpers/browser';
+import { describeWithBrowser, launchChromium } from '../helpers/browser';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { DurableWorker } from '../../src/engine/worker.service';
 
@@ -419,7 +419,7 @@ describe('admin API: a run with a long history', () => {
     expect(params('/durable/api/runs/{id}')).toEqual(['id', 'limit']);
   });
 
-  describe('the inspector live view (headless Chromium)', () => {
+  describeWithBrowser('the inspector live view (headless Chromium)', () => {
     let browser: Browser;
     beforeAll(async () => {
       browser = await launchChromium();

@@ -142,7 +142,7 @@ describe('commands across OS processes', () => {
     a.child.kill('SIGKILL');
     await a.exited;
     const [{ due }] = await db.query(
-      `select output #>> '{}' as due from ai_checkpoints where run_id = $1 and step_name = '$sleep'`,
+      `select output #>> '{}' as due from ai_checkpoints where run_id = $1 and step_name = '$due'`, // recorded when the sleep was called
       [id],
     );
     const b = spawn();

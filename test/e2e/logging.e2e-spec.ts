@@ -50,7 +50,7 @@ class DyingWorkflow {
 @DurableWorkflow('log-nap')
 class NapWorkflow {
   async run(_input: unknown, ctx: RunContext) {
-    await ctx.sleep(1);
+    await ctx.sleep(200); // long enough to park (a timer already due when the run blocks fires in place)
     return 'rested';
   }
 }
@@ -187,8 +187,8 @@ describe('log lines', () => {
       const worker = app.get(DurableWorker);
       const nap = (await runs.start('log-nap', {})).run.id;
       await worker.tick();
-      await worker.idle(); // parked for 1 ms
-      await db.query(`update ai_runs set available_at = now() where id = $1`, [nap]);
+      await worker.idle(); // parked for 200 ms
+      await new Promise((r) => setTimeout(r, 250));
       await worker.tick();
       await worker.idle();
       expect((await runs.get(nap))!.status).toBe('succeeded');

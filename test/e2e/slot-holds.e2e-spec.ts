@@ -23,7 +23,7 @@ class Holder {
   async run(input: { id: string; wait?: boolean }, ctx: RunContext) {
     await this.s.echo(input.id);
     if (input.wait) await ctx.waitForSignal('go');
-    await ctx.sleep(input.wait ? 1 : 0);
+    await ctx.sleep(input.wait ? 200 : 0); // 200 ms parks (a timer already due when the run blocks fires in place)
     return this.s.echo(`${input.id}-done`);
   }
 }
@@ -88,7 +88,7 @@ describe('holding a slot while waiting, and the key of scheduled runs', () => {
 
     await runs.signal(a, 'go', true);
     await drive(a, 'succeeded', 'a to finish');
-    // Claimed twice more (after the signal, after the 1 ms sleep): each claim names the slot it took back.
+    // Claimed twice more (after the signal, after the 200 ms sleep): each claim names the slot it took back.
     const claims = await db.query(
       `select epoch::int as epoch, payload->'slots' as slots from ai_events where run_id = $1 and event_type = 'run.claimed' order by id`,
       [a],

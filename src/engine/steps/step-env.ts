@@ -10,6 +10,7 @@ import type { PausePointName } from '../pause-points';
 import type { ReplayLog } from '../replay-log';
 import type { RunControl } from '../run-control';
 import type { RunFrame } from '../run-storage';
+import type { WaitOutcome, WaitSpec } from '../wait-types';
 
 /**
  * What a step (compute, command, wait) may use of the run it belongs to: the claim's identity, its
@@ -29,6 +30,8 @@ export interface StepEnv {
   readonly log: ReplayLog;
   readonly control: RunControl;
   readonly lease: LeaseClock;
+  /** The run's pending waits (sleeps, signals, children): JavaScript's timers and a mailbox. */
+  readonly board: { wait(spec: WaitSpec): Promise<WaitOutcome>; readonly size: number };
   readonly store: RunStateStore;
   /** The run's commands as loaded for replay (by idempotency key). */
   readonly commands: ReadonlyMap<string, CommandRow>;

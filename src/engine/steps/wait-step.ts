@@ -3,7 +3,7 @@ import { SignalTimeoutError } from '../../errors/signal-timeout.error';
 import type { WaitForSignalOptions } from '../../interfaces/command.interface';
 import { decodeStored } from '../../util/codec';
 import { runStorage } from '../run-storage';
-import { goLive, StepEnv } from './step-env';
+import type { StepEnv } from './step-env';
 
 /** A wait inside a step or command body, or with a bad argument: the run fails (usage), once. */
 export function misuse(env: StepEnv, message: string): never {
@@ -21,9 +21,12 @@ export function notInStep(env: StepEnv, what: string): void {
 }
 
 /**
- * `ctx.sleep(ms)`: the first time, park the run until now() + ms (database clock) and record that due
- * time as checkpoint `$sleep`; when the run is claimed again at or after it, continue. Holds no worker
- * and no connection while it sleeps.
+ * `ctx.sleep(ms)`: a timer, as `setTimeout` is. Called, it records its due time (`$due` at
+ * `sleepDueIndex`, the run's database clock + ms) and registers with the wait board; the run goes on
+ * with its other branches. Its firing (`$sleep` at its own position: the due time, delivered in order)
+ * is recorded when the time passed, whether or not anything awaits it. The run parks only when it is
+ * blocked on its waits (WaitBoard). A `$sleep` without `$due` is the record of a park of the code
+ * before this (written at the park, with the due time): it is over once that time passed.
  */
 export async function sleepStep(env: StepEnv, ms: number): Promise<void> {
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
@@ -32,38 +35,26 @@ export async function sleepStep(env: StepEnv, ms: number): Promise<void> {
   env.control.checkActive();
   const index = env.log.allocIndex();
   const rec = env.log.recordedAt(index, '$sleep');
+  const dueRec = env.log.recordedAt(sleepDueIndex(index), '$due');
   if (rec) {
     await env.log.replayed(index);
-    if (Date.parse(rec.output as string) <= env.dbNow()) return;
+    // Fired; or a park record of the code before the wait board whose time has passed.
+    if (dueRec || Date.parse(rec.output as string) <= env.dbNow()) return;
+    await env.board.wait({ index, record: '$sleep', signal: null, due: rec.output as string });
+    return;
   }
-  await goLive(env, index, '$sleep');
-  await env.control.quiesce();
-  const seq = rec ? null : env.log.takeSeq();
-  const records = env.log.takePending();
-  let until: Date | null;
-  try {
-    const parked = await env.fenced(
-      () =>
-        env.store.park(env.fence, {
-          at: rec ? (rec.output as string) : null,
-          delayMs: rec ? null : ms,
-          attemptsDelta: env.control.attemptsDelta('give-back'),
-          reason: 'sleeping',
-          event: 'run.sleeping',
-          payload: { step: index, ms },
-          dueRecord: seq === null ? undefined : { index, name: '$sleep', seq },
-          records,
-        }),
-      'park',
-      records,
-    );
-    until = parked.availableAt;
-  } catch (err) {
-    if (seq !== null) env.log.abandon(seq);
-    throw err;
-  }
-  throw env.control.halt({ kind: 'parked', reason: 'sleeping', until, forOperator: false });
+  const due = dueRec ? (dueRec.output as string) : new Date(env.dbNow() + ms).toISOString();
+  if (!dueRec)
+    env.log.addPending({ index: sleepDueIndex(index), name: '$due', outputJson: JSON.stringify(due) });
+  await env.board.wait({ index, record: '$sleep', signal: null, due });
 }
+
+/**
+ * Where a sleep at `index` records its due time: a negative position of its own, below the patch
+ * markers' (patchIndex), outside the sequence steps and commands take, so a sleep takes one position as
+ * it always did (command keys after it do not move).
+ */
+export const sleepDueIndex = (index: number): number => -(2 ** 30) - 1 - index;
 
 /** A recorded deadline as the database reads it: null when the wait has none. */
 function recordedDeadline(output: unknown): string | null {
@@ -71,10 +62,11 @@ function recordedDeadline(output: unknown): string | null {
 }
 
 /**
- * `ctx.waitForSignal(name, { timeoutMs })`: two indexes, `$deadline:<name>` (when the wait gives up,
- * database clock, recorded the first time) and `$signal:<name>` (the payload, or the timeout). One
- * fenced statement consumes a signal already stored, records the timeout, or parks the run until a
- * signal wakes it or the deadline passes; a signal sent while that statement runs is never lost.
+ * `ctx.waitForSignal(name, { timeoutMs })`: a read from the run's mailbox of signals `name`, two
+ * indexes: `$deadline:<name>` (when the wait gives up, recorded when it is called) and `$signal:<name>`
+ * (the payload, or the timeout, delivered in order). It registers with the wait board: the oldest
+ * stored signal of the name goes to the first pending wait for it; a signal sent while the run parks or
+ * runs is never lost (SETTLE_WAITS_SQL).
  */
 export async function waitForSignalStep(
   env: StepEnv,
@@ -108,56 +100,14 @@ export async function waitForSignalStep(
     if (o.timedOut) throw new SignalTimeoutError(name, timeoutMs ?? 0);
     return o.payload;
   }
-  await goLive(env, signalIndex, `$signal:${name}`);
-  await env.control.quiesce();
-  const seq = env.log.takeSeq();
-  const records = env.log.takePending();
-  const reason = `waiting for signal "${name}"`;
-  let got;
-  let due = deadline ? recordedDeadline(deadline.output) : null;
-  let carried = records;
-  try {
-    for (let first = true; ; first = false) {
-      const write = carried;
-      got = await env.fenced(
-        () =>
-          env.store.waitForSignal(env.fence, {
-            name,
-            deadlineIndex,
-            signalIndex,
-            deadline: due,
-            recordDeadline: !deadline && first,
-            timeoutMs: timeoutMs ?? null,
-            reason,
-            attemptsDelta: env.control.attemptsDelta('give-back'),
-            seq,
-            records: write,
-            childId: child?.runId,
-          }),
-        'wait-for-signal',
-        write,
-      );
-      if (got.outcome !== 'cancel_first' || !child) break;
-      // The child's deadline passed: its cancel is requested first (it can no longer end succeeded),
-      // then the wait is asked again and records the timeout, or the child's end if it came first.
-      due = got.due;
-      carried = [];
-      await env.fenced(
-        () => env.store.cancelChild(env.fence, child.runId, child.cancelReason),
-        'cancel of a child run',
-      );
-    }
-  } catch (err) {
-    env.log.abandon(seq);
-    throw err;
+  let due: string | null;
+  if (deadline) due = recordedDeadline(deadline.output);
+  else {
+    due = timeoutMs === undefined ? null : new Date(env.dbNow() + timeoutMs).toISOString();
+    env.log.addPending({ index: deadlineIndex, name: `$deadline:${name}`, outputJson: JSON.stringify(due) });
   }
-  if (got.outcome === 'parked') {
-    env.log.abandon(seq);
-    throw env.control.halt({ kind: 'parked', reason, until: got.availableAt, forOperator: false });
-  }
-  env.control.endPark(); // the signal (or the timeout) was there: calls waiting on the park go on
-  env.control.progressed = true;
-  await env.log.deliverLive(seq);
+  const record = `$signal:${name}`;
+  const got = await env.board.wait({ index: signalIndex, record, signal: name, due, child });
   if (got.outcome === 'timed_out') throw new SignalTimeoutError(name, timeoutMs ?? 0);
   return decodeStored(got.payload); // as the replay of this wait will read it
 }

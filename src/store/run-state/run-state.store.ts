@@ -15,7 +15,7 @@ import { CommandOutcomeWrite, recordCommand } from './record-command';
 import { CommandToReserve, reserveCommand } from './reserve-command';
 import { markCommandInDoubt } from './command-in-doubt';
 import { setTags, writeProgress, writeStep } from './step-write';
-import { SignalWaitWrite, waitForSignal } from './wait-for-signal';
+import { SettleWrite, settleWaits } from './settle-waits';
 import { cancelChild, ChildStart, startChild } from './child-start';
 import { emitEntry, StreamWrite } from './stream-emit';
 import { continueRun } from './continue-run';
@@ -150,8 +150,8 @@ export class RunStateStore implements StoreContext {
   }
 
   /** Consumes a stored signal, records a timeout, or parks: one statement. */
-  waitForSignal(fence: Fence, w: SignalWaitWrite) {
-    return waitForSignal(this, fence, w);
+  settleWaits(fence: Fence, w: SettleWrite) {
+    return settleWaits(this, fence, w);
   }
 
   /** Starts a child run once (keyed by parent and step) and records the start on the parent. */

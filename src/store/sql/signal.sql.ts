@@ -20,12 +20,14 @@ with cur as (
   update ${t.runs} r set available_at = case when cur.status = 'waiting' then now() else r.available_at end,
          updated_at = now()
     from cur where r.id = cur.id and cur.status in ('waiting', 'running') and exists (select 1 from ins)
-  returning r.kind, cur.status
+  returning r.id, r.kind, cur.status
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select cur.id, 'signal.sent', cur.epoch, jsonb_strip_nulls(jsonb_build_object('name', $2::text, 'by', $5::text))
     from cur, ins
 )
 select cur.status, cur.kind, (select count(*) from ins)::int as stored,
-       (select count(pg_notify($4, kind)) from wake where wake.status = 'waiting')::int as woke
+       (select count(pg_notify($4, kind)) from wake where wake.status = 'waiting')::int as woke,
+       -- A running run's worker learns at once (its pending waits settle: WaitBoard).
+       (select count(pg_notify($4, '$signal:' || wake.id)) from wake where wake.status = 'running')::int as told
   from cur`;
