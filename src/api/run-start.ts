@@ -48,11 +48,14 @@ export class RunStarter {
       typeof kindOrWorkflow === 'function' ? versionOf(workflowMeta(kindOrWorkflow)!) : undefined;
     const wf = this.registry.getWorkflow(kind);
     if (!wf && this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
+    // What the run is started with: the class's own declaration when a class is passed (a producer
+    // process that does not register it starts it exactly as a worker would), else the registry's.
+    const meta = (typeof kindOrWorkflow === 'function' ? workflowMeta(kindOrWorkflow) : undefined) ?? wf?.meta;
     // A process without a worker serves nothing itself, registered or not: is a live worker serving it?
     if (!this.options.worker.enabled) await this.checkServed(kind, !wf);
     const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);
     const maxAttempts = requireInt4(
-      opts.maxAttempts ?? wf?.meta.maxAttempts ?? this.options.defaultMaxAttempts,
+      opts.maxAttempts ?? meta?.maxAttempts ?? this.options.defaultMaxAttempts,
       'maxAttempts',
       1,
     );
@@ -69,12 +72,12 @@ export class RunStarter {
       idempotencyKey: key ?? null,
       ...(traceparent ? { traceparent } : {}),
     });
-    const concurrencyKey = concurrencyKeyOf(wf?.meta, input, opts.concurrencyKey);
+    const concurrencyKey = concurrencyKeyOf(meta, input, opts.concurrencyKey);
     const tags = requireTags(opts.tags, 'tags');
     const kindVersion =
       opts.version !== undefined
         ? requireInt4(opts.version, 'version', 1)
-        : (classVersion ?? (wf ? versionOf(wf.meta) : null));
+        : (classVersion ?? (meta ? versionOf(meta) : null));
     const run = {
       kind,
       inputJson,
@@ -88,7 +91,7 @@ export class RunStarter {
       kindVersion,
     };
 
-    if (wf?.meta.debounce) return this.store.startDebounced(run, debounced(wf.meta, input, key, opts.runAt));
+    if (meta?.debounce) return this.store.startDebounced(run, debounced(meta, input, key, opts.runAt));
     // A key taken by a run that retention deletes right then: the second insert gets it.
     for (let attempt = 0; ; attempt++) {
       const created = await this.store.insert(run);
