@@ -85,8 +85,8 @@ export class RunContext<S extends SignalMap = AnySignals> {
   now(): Date {
     const iso = this.host.record(
       '$now',
-      () => new Date(clockNow()).toISOString(),
-      () => new Date(clockNow()).toISOString(),
+      () => new Date(clockNow(this.host.runId)).toISOString(),
+      () => new Date(clockNow(this.host.runId)).toISOString(),
     );
     return new Date(iso);
   }

@@ -10,12 +10,21 @@ export function testClockOffsetMs(): number {
   return offsetMs;
 }
 
+/** Time `driveRun` skipped for one run only (its sleeps and timeouts): that run's `ctx.now()` sees it. */
+const runOffsets = new Map<string, number>();
+
 /** Moves this process's test clock `ms` ahead (`0` and a reset: back to the wall clock). @internal */
 export function moveTestClock(ms: number | 'reset'): void {
   offsetMs = ms === 'reset' ? 0 : offsetMs + ms;
+  if (ms === 'reset') runOffsets.clear();
 }
 
-/** The wall clock as the test clock says (`Date.now()` plus its offset). @internal */
-export function clockNow(): number {
-  return Date.now() + offsetMs;
+/** Moves the test clock of run `runId` alone `ms` ahead (what `driveRun` skipped for it). @internal */
+export function moveRunClock(runId: string, ms: number): void {
+  runOffsets.set(runId, (runOffsets.get(runId) ?? 0) + ms);
+}
+
+/** The wall clock as the test clock says (`Date.now()` plus its offset, and run `runId`'s own). @internal */
+export function clockNow(runId?: string): number {
+  return Date.now() + offsetMs + (runId === undefined ? 0 : (runOffsets.get(runId) ?? 0));
 }

@@ -7,7 +7,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { fork } from 'node:child_process';
 import type { RunView } from '../interfaces/run.interface';
 import { advanceDurableClock, expireCrashedLeases, waitLeftOf } from '../store/test-controls';
-import { moveTestClock } from '../engine/test-clock';
+import { moveRunClock, moveTestClock } from '../engine/test-clock';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { CrashPointName } from '../engine/crash-points';
 import { Reconciler } from '../maintenance/reconciler.service';
@@ -99,7 +99,9 @@ export async function releaseCrashedRuns(
  * Drives one run in this process (worker `tick()`s) until it reaches one of `statuses`. A run parked
  * until a time (a sleep, a signal wait with a timeout, a retry's backoff) has that time skipped for it
  * (as `advanceTestClock` does, for this run only), so a `ctx.sleep(24h)` takes one more tick, not a
- * day. A run waiting for a signal with no timeout, or for an operator, waits for them. Use with
+ * day, and that run's `ctx.now()` reads that much later from then on (in this process). A run already in
+ * one of `statuses` is returned at once. A run waiting for a signal with no timeout, or for an operator,
+ * waits for them. Use with
  * `worker: { enabled: false }` in the test's module options.
  */
 export async function driveRun(
@@ -110,9 +112,14 @@ export async function driveRun(
 ): Promise<RunView> {
   const worker = app.get(DurableWorker, { strict: false });
   const runs = app.get(RunRepository, { strict: false });
+  const already = await runs.get(runId);
+  if (already && statuses.includes(already.status)) return already; // nothing is driven, no timer fires
   for (let i = 0; i < maxTicks; i++) {
     const left = await waitLeftOf(app, runId);
-    if (left > 0) await advanceDurableClock(app, left, runId);
+    if (left > 0) {
+      await advanceDurableClock(app, left, runId);
+      moveRunClock(runId, left); // what is skipped for the run, its ctx.now() sees
+    }
     await worker.tick();
     await worker.idle();
     const run = await runs.get(runId);

@@ -125,4 +125,37 @@ describe('the test clock', () => {
     );
     await expect(advanceTestClock(app, 1.5)).rejects.toThrow(/ms must be/);
   });
+
+  it('driveRun on a run already in a wanted status returns it at once and fires no timer (issue 36)', async () => {
+    const { run } = await runs.start(TrialWorkflow, {});
+    const waiting = await driveRun(app, run.id, ['waiting']); // parked on its 24 h sleep
+    expect(waiting.status).toBe('waiting');
+    const before = await status(run.id);
+    const again = await driveRun(app, run.id, ['waiting']);
+    expect(again.status).toBe('waiting');
+    // Nothing was driven: the sleep's due time did not move, no claim was made.
+    expect(await status(run.id)).toEqual(before);
+    const claims = await db.query(
+      `select count(*)::int as n from ai_events where run_id = $1 and event_type = 'run.claimed'`,
+      [run.id],
+    );
+    expect(claims[0].n).toBe(1);
+  });
+
+  it("what driveRun skips for a run, that run's ctx.now() sees (issue 36)", async () => {
+    const { run } = await runs.start(TrialWorkflow, {});
+    await driveRun(app, run.id, ['waiting']); // asleep
+    await driveRun(app, run.id, ['waiting']); // no-op: already waiting
+    const woke = async () => (await db.query(`select status from ai_runs where id = $1`, [run.id]))[0];
+    expect((await woke()).status).toBe('waiting');
+    // The sleep (24 h) and then the approval's timeout (3 days) are skipped for this run.
+    const out = (await driveRun(app, run.id)).output as {
+      sleptMs: number;
+      approval: unknown;
+      decidedAt: number;
+    };
+    expect(out.approval).toBe('timed out');
+    expect(out.sleptMs).toBeGreaterThanOrEqual(DAY);
+    expect(out.decidedAt).toBeGreaterThanOrEqual(4 * DAY);
+  });
 });
