@@ -16,8 +16,9 @@ export class NonDeterminismError extends DurableExecutionError {
       (detail
         ? `Run ${runId} recorded step #${stepIndex} "${recordedName}", but on replay it ${detail}. `
         : `Run ${runId} recorded step #${stepIndex} as "${recordedName}" but the workflow now calls "${requestedName}" there. `) +
-        'The run was failed before any external call rather than re-executed. Keep the workflow deterministic ' +
-        '(same calls, same arguments, values from ctx; see docs/ARCHITECTURE.md "Replay rules"), or version the workflow kind.',
+        'The run is held (status waiting, no due time) before any external call rather than re-executed: deploy ' +
+        'code that replays it and retry it (RunRepository.retry). Keep the workflow deterministic (same calls, same ' +
+        'arguments, values from ctx; see docs/ARCHITECTURE.md "Replay rules"), or version the workflow kind.',
     );
   }
 }
