@@ -36,6 +36,16 @@ with due as (
 )
 select (select count(*) from due)::int as due`;
 
+/** Whether run $1 is due now (pending or waiting, and its time has come). $1 run id */
+export const DUE_NOW_SQL: SqlText = (t) => `
+select exists (select 1 from ${t.runs} where id = $1 and status in ('pending', 'waiting') and available_at <= now()) as due`;
+
+/** Whether run `runId` is due now: a worker's next tick would claim it. @internal */
+export async function isDueNow(app: INestApplicationContext, runId: string): Promise<boolean> {
+  const { rows } = await databaseOf(app).query<{ due: boolean }>(DUE_NOW_SQL, [runId]);
+  return rows[0].due;
+}
+
 /** How long run $1 still waits for its due time (0 when not waiting until a time). $1 run id */
 export const WAIT_LEFT_SQL: SqlText = (t) => `
 select coalesce((select greatest(extract(epoch from (available_at - now())) * 1000, 0)::float8

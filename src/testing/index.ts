@@ -6,7 +6,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { fork } from 'node:child_process';
 import type { RunView } from '../interfaces/run.interface';
-import { advanceDurableClock, expireCrashedLeases, waitLeftOf } from '../store/test-controls';
+import { advanceDurableClock, expireCrashedLeases, isDueNow, waitLeftOf } from '../store/test-controls';
 import { moveRunClock, moveTestClock } from '../engine/test-clock';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { CrashPointName } from '../engine/crash-points';
@@ -100,7 +100,8 @@ export async function releaseCrashedRuns(
  * until a time (a sleep, a signal wait with a timeout, a retry's backoff) has that time skipped for it
  * (as `advanceTestClock` does, for this run only), so a `ctx.sleep(24h)` takes one more tick, not a
  * day, and that run's `ctx.now()` reads that much later from then on (in this process). A run already in
- * one of `statuses` is returned at once. A run waiting for a signal with no timeout, or for an operator,
+ * one of `statuses` and not due is returned at once (one the caller made due, e.g. by `advanceTestClock`,
+ * is driven on). A run waiting for a signal with no timeout, or for an operator,
  * waits for them. Use with
  * `worker: { enabled: false }` in the test's module options.
  */
@@ -112,8 +113,10 @@ export async function driveRun(
 ): Promise<RunView> {
   const worker = app.get(DurableWorker, { strict: false });
   const runs = app.get(RunRepository, { strict: false });
+  // Already where it should be and not due (a time the caller advanced on purpose): nothing is driven,
+  // no timer fires.
   const already = await runs.get(runId);
-  if (already && statuses.includes(already.status)) return already; // nothing is driven, no timer fires
+  if (already && statuses.includes(already.status) && !(await isDueNow(app, runId))) return already;
   for (let i = 0; i < maxTicks; i++) {
     const left = await waitLeftOf(app, runId);
     if (left > 0) {
