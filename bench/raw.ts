@@ -61,6 +61,7 @@ export async function rawFinish(
       null,
       WAKE_CHANNEL,
       [], // $14: commands reserved but never sent (none)
+      false, // $15: the workflow has no onCancel
     ],
   });
   if (fin.rowCount !== 1) throw new Error(`raw finish lost the fence of run ${run.id}`);
