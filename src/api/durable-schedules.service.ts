@@ -5,7 +5,7 @@ import { requireText } from '../util/arguments';
 import { nextTick, scheduleOf, scheduleProblem } from '../util/cron-ticks';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { DurableRegistry } from '../engine/durable.registry';
-import { scheduleKeyOf } from '../util/run-keys';
+import { requireShortText, scheduleKeyOf } from '../util/run-keys';
 import type { DurableCronOptions } from '../interfaces/step-options.interface';
 
 /** A `@DurableCron` schedule, as `DurableSchedules.list()` returns it. */
@@ -71,7 +71,9 @@ export class DurableSchedules {
   /**
    * Creates a schedule at run time (or replaces one created so): runs of `kind` on every tick of `cron`,
    * as `@DurableCron` does (same options; `name` is required here), from its first tick after now. A
-   * name a `@DurableCron` holds is refused. InvalidArgumentError naming the field for a bad option.
+   * name a `@DurableCron` holds is refused. InvalidArgumentError naming the field for a bad option,
+   * before anything is written: `name`, `kind` and `cron` are identifiers (at most 200 characters, no
+   * control, line separator or bidi control character), and a cron that never fires is refused.
    */
   async create(
     name: string,
@@ -79,10 +81,11 @@ export class DurableSchedules {
     cron: string,
     options: Omit<DurableCronOptions, 'name'> = {},
   ): Promise<ScheduleView> {
-    const meta = scheduleOf(cron, { ...options, name: requireText(name, 'name') });
+    requireShortText(name, 'name');
+    requireShortText(kind, 'kind');
+    const meta = scheduleOf(cron, { ...options, name });
     const problem = scheduleProblem(meta);
     if (problem) throw new InvalidArgumentError(problem.field, problem.reason);
-    requireText(kind, 'kind');
     const nextAt = nextTick(meta.cron, meta.timezone, await this.store.now());
     const concurrencyKey = scheduleKeyOf(this.registry.getWorkflow(kind)?.meta, name, meta);
     const row = await this.store.create({ ...meta, name, kind, nextAt, concurrencyKey });

@@ -50,7 +50,8 @@ export class RunStarter {
     if (!wf && this.options.worker.enabled) throw new UnknownRunKindError(kind, this.registry.kinds());
     // What the run is started with: the class's own declaration when a class is passed (a producer
     // process that does not register it starts it exactly as a worker would), else the registry's.
-    const meta = (typeof kindOrWorkflow === 'function' ? workflowMeta(kindOrWorkflow) : undefined) ?? wf?.meta;
+    const meta =
+      (typeof kindOrWorkflow === 'function' ? workflowMeta(kindOrWorkflow) : undefined) ?? wf?.meta;
     // A process without a worker serves nothing itself, registered or not: is a live worker serving it?
     if (!this.options.worker.enabled) await this.checkServed(kind, !wf);
     const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);

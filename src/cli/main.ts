@@ -18,6 +18,7 @@ import { durableNames } from '../store/durable-names';
 import { Args, parseArgs, UsageError, wholeNumber } from './args';
 import { operatorCommand } from './operator';
 import { OPERATOR_COMMANDS, OPERATOR_USAGE } from './operator-commands';
+import { printable } from './printable';
 import { exportRun, replayWithApp, ReplayTargets } from './replay';
 
 export const USAGE = `Usage: nestjs-durable-execution <command> [--url postgres://...] [--schema NAME]
@@ -105,11 +106,14 @@ function parse(argv: string[], env: NodeJS.ProcessEnv): Parsed {
   return { command: command as Command, args, url, schema, replay };
 }
 
-/** The message of `err` on one line; pg's connection failures can be an AggregateError with none. */
+/**
+ * The message of `err` on one line, `printable` (it may quote a stored value); pg's connection failures
+ * can be an AggregateError with none.
+ */
 function oneLine(err: unknown): string {
   const e = err as { message?: string; code?: string; errors?: { message?: string }[] };
   const message = e?.message || e?.errors?.map((x) => x.message).find(Boolean) || e?.code || String(err);
-  return message.replace(/\s*\n\s*/g, ' ');
+  return printable(message.replace(/\s*\n\s*/g, ' '));
 }
 
 type Out = (line: string) => void;
@@ -126,7 +130,7 @@ export async function cli(
     parsed = parse(argv, env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    err(`nestjs-durable-execution: ${e.message}\n\n${USAGE}`);
+    err(`nestjs-durable-execution: ${printable(e.message)}\n\n${USAGE}`);
     return 2;
   }
   if (parsed.command === 'help') {
@@ -134,7 +138,7 @@ export async function cli(
     return 0;
   }
   try {
-    if (parsed.command === 'replay') return await replayWithApp(parsed.replay, out);
+    if (parsed.command === 'replay') return await replayWithApp(parsed.replay, (l) => out(printable(l)));
     const url = parsed.url ?? env.DATABASE_URL;
     if (parsed.command === 'operator') {
       const target = {
@@ -183,7 +187,7 @@ export async function cli(
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {
-      err(`nestjs-durable-execution: ${e.message}\n\n${USAGE}`);
+      err(`nestjs-durable-execution: ${printable(e.message)}\n\n${USAGE}`);
       return 2;
     }
     const name = parsed.command === 'operator' ? parsed.args.positional[0] : parsed.command;

@@ -4,7 +4,9 @@ import type { WorkerReleaseResult } from '../interfaces/lease.interface';
 import type { KindVersionView, RunView } from '../interfaces/run.interface';
 import type { WorkerRow } from '../store/worker-presence.store';
 import type { ScheduleView } from '../api/durable-schedules.service';
+import { printable } from './printable';
 
+/** Prints one line; operatorCommand's passes every line through `printable`. */
 type Out = (line: string) => void;
 
 /** A time as ISO text (UTC); `-` for none, `never` for PostgreSQL's infinity (a wait with no timeout). */
@@ -21,8 +23,9 @@ function brief(v: unknown): string {
   return line.length > 200 ? `${line.slice(0, 197)}...` : line;
 }
 
-/** Rows as columns padded to their widest cell. */
-function table(out: Out, head: string[], rows: string[][]): void {
+/** Rows as columns padded to their widest cell, each cell `printable` first (so the columns line up). */
+function table(out: Out, head: string[], cells: string[][]): void {
+  const rows = cells.map((r) => r.map(printable));
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   for (const r of [head, ...rows])
     out(

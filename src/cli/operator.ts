@@ -4,6 +4,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { CommandResolution } from '../interfaces/command.interface';
 import { RUN_STATUSES, RunStatus } from '../interfaces/run.interface';
 import { Args, jsonValue, UsageError, wholeNumber } from './args';
+import { checkOperatorInputs } from './operator-checks';
 import { OPERATOR_COMMANDS } from './operator-commands';
 import { Operator, OperatorTarget, withOperator } from './operator-context';
 import {
@@ -16,6 +17,7 @@ import {
   printVersions,
   printWorkers,
 } from './operator-print';
+import { printable, printableJson } from './printable';
 
 type Out = (line: string) => void;
 
@@ -32,6 +34,7 @@ function check(command: string, args: Args): string[] {
     );
   if (args.values.has('app') && args.bools.has('show-data'))
     throw new UsageError('--show-data applies without --app: with --app your redact hook decides');
+  checkOperatorInputs(spec.words, words, args);
   return words;
 }
 
@@ -81,18 +84,20 @@ async function requireGone(op: Operator, workerId: string, force: boolean): Prom
 
 /**
  * Runs an operator command (`args.positional[0]` is its name, one of OPERATOR_COMMANDS); resolves to
- * the exit code. A usage problem throws UsageError before anything connects.
+ * the exit code. A usage problem throws UsageError before anything connects. Every line it prints
+ * passes `printable` (control, line separator and bidi control characters as `\uXXXX`).
  */
 export async function operatorCommand(
   args: Args,
   target: OperatorTarget,
   url: string | undefined,
-  out: Out,
+  write: Out,
 ): Promise<number> {
   const command = args.positional[0];
   const words = check(command, args);
   const json = args.bools.has('json');
-  const print = (value: unknown, human: () => void) => (json ? out(JSON.stringify(value, null, 2)) : human());
+  const out: Out = (line) => write(printable(line));
+  const print = (value: unknown, human: () => void) => (json ? write(printableJson(value)) : human());
   const by = operatorName(args);
   // Flags are read before connecting: a bad one costs no boot.
   const limit = wholeNumber(args, 'limit', 1);

@@ -5,6 +5,7 @@ import { HISTORY_FORMAT, RunHistory } from '../interfaces/run-history.interface'
 import { readRunHistory } from '../store/replay-history.store';
 import { durableNames } from '../store/durable-names';
 import { requireAppModule, withAppContext } from './operator-context';
+import { printableJsonText } from './printable';
 
 type Out = (line: string) => void;
 
@@ -29,7 +30,7 @@ export async function exportRun(
     if (outFile) {
       writeFileSync(outFile, `${text}\n`);
       out(`durable-execution: exported ${histories.length} run(s) to ${outFile}`);
-    } else out(text);
+    } else out(printableJsonText(text));
     return 0;
   } finally {
     await pool.end();

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { unstorableText } from './json';
+import { unsafeTextProblem } from './safe-text';
 
 /**
  * Longest idempotency key `start` accepts, in UTF-8 bytes. Keys live in a unique btree index, whose
@@ -74,11 +75,21 @@ export function requireTimestamp(value: unknown, field: string): Date {
 }
 
 /**
- * A signal name `RunRepository.signal` may send: text of at most MAX_SIGNAL_NAME_BYTES, not starting
- * with `$` (those are the engine's own: a child run's end is `$child:<id>`).
+ * `text` when it passes the identifier rule (no control, line separator or bidi control character:
+ * util/safe-text); otherwise InvalidArgumentError naming `field`.
+ */
+export function requireSafeText(text: string, field: string): string {
+  const why = unsafeTextProblem(text);
+  if (why) throw new InvalidArgumentError(field, why);
+  return text;
+}
+
+/**
+ * A signal name `RunRepository.signal` may send: text of at most MAX_SIGNAL_NAME_BYTES that passes the
+ * identifier rule, not starting with `$` (those are the engine's own: a child run's end is `$child:<id>`).
  */
 export function requireSignalName(value: unknown, field: string): string {
-  const name = requireText(value, field, { maxBytes: MAX_SIGNAL_NAME_BYTES });
+  const name = requireSafeText(requireText(value, field, { maxBytes: MAX_SIGNAL_NAME_BYTES }), field);
   if (name.startsWith('$'))
     throw new InvalidArgumentError(field, "must not start with '$': those names are the engine's own");
   return name;

@@ -1,5 +1,6 @@
 import type { CronMetadata, DurableCronOptions } from '../interfaces/step-options.interface';
 import { cronPackage, cronProblem } from './cron';
+import { escapeUnsafeText, unsafeTextProblem } from './safe-text';
 
 /** How far past its tick a `catchUp: 'skip'` schedule still fires it. */
 export const SKIP_GRACE_MS = 60_000;
@@ -56,8 +57,18 @@ export function scheduleOf(cron: string, o: DurableCronOptions = {}): CronMetada
   };
 }
 
+/** Why an optional name or key is not an identifier (at most 200 characters, the rule of util/safe-text). */
+function identifierProblem(v: unknown): string | null {
+  if (v === undefined) return null;
+  if (typeof v !== 'string' || !v || v.length > 200)
+    return `must be a non-empty string of at most 200 characters, got ${typeof v === 'string' ? `${v.length} characters` : typeof v}`;
+  return unsafeTextProblem(v);
+}
+
 /** What is wrong with a schedule, naming the field; undefined when nothing. @internal */
 export function scheduleProblem(m: CronMetadata): { field: string; reason: string } | undefined {
+  if (typeof m.cron === 'string' && m.cron.length > 200)
+    return { field: 'cron', reason: `must be at most 200 characters, got ${m.cron.length}` };
   const cron = cronProblem(m.cron);
   if (cron) return { field: 'cron', reason: cron };
   try {
@@ -65,14 +76,11 @@ export function scheduleProblem(m: CronMetadata): { field: string; reason: strin
   } catch {
     return {
       field: 'timezone',
-      reason: `must be an IANA time zone such as 'Europe/Berlin', got ${JSON.stringify(m.timezone)}`,
+      reason: `must be an IANA time zone such as 'Europe/Berlin', got ${escapeUnsafeText(JSON.stringify(m.timezone) ?? typeof m.timezone)}`,
     };
   }
-  if (m.name !== undefined && (typeof m.name !== 'string' || !m.name || m.name.length > 200))
-    return {
-      field: 'name',
-      reason: `must be a non-empty string of at most 200 characters, got ${JSON.stringify(m.name)}`,
-    };
+  const name = identifierProblem(m.name);
+  if (name) return { field: 'name', reason: name };
   if (!['latest', 'all', 'skip'].includes(m.catchUp))
     return {
       field: 'catchUp',
@@ -83,14 +91,8 @@ export function scheduleProblem(m: CronMetadata): { field: string; reason: strin
       field: 'overlap',
       reason: `must be 'allow', 'skip' or 'queue', got ${JSON.stringify(m.overlap)}`,
     };
-  if (
-    m.concurrencyKey !== undefined &&
-    (typeof m.concurrencyKey !== 'string' || !m.concurrencyKey || m.concurrencyKey.length > 200)
-  )
-    return {
-      field: 'concurrencyKey',
-      reason: `must be a non-empty string of at most 200 characters, got ${JSON.stringify(m.concurrencyKey)}`,
-    };
+  const key = identifierProblem(m.concurrencyKey);
+  if (key) return { field: 'concurrencyKey', reason: key };
   if (typeof m.input !== 'object' || m.input === null || Array.isArray(m.input))
     return { field: 'input', reason: 'must be a JSON object (the run also gets schedule and scheduledAt)' };
   return undefined;

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { WorkflowMetadata } from '../interfaces/step-options.interface';
-import { requireText } from './arguments';
+import { requireSafeText, requireText } from './arguments';
 
 /** The longest kind or concurrency key the runs table takes (`check (length(…) between 1 and 200)`). */
 export const MAX_KIND_LENGTH = 200;
@@ -58,7 +58,11 @@ export function keyFrom(
   return requireShortText(key, `${field} (from @DurableWorkflow('${kind}')'s ${field}(input))`);
 }
 
-/** A non-empty string of at most MAX_KIND_LENGTH characters with no control character. */
+/**
+ * An identifier (a kind, a key, a topic, a tag, a schedule's name): a non-empty string of at most
+ * MAX_KIND_LENGTH characters that passes the identifier rule (no control, line separator or bidi
+ * control character: util/safe-text).
+ */
 export function requireShortText(value: unknown, field: string): string {
   const text = requireText(value, field);
   if (text.length > MAX_KIND_LENGTH)
@@ -66,10 +70,7 @@ export function requireShortText(value: unknown, field: string): string {
       field,
       `must be at most ${MAX_KIND_LENGTH} characters, got ${text.length}`,
     );
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(text))
-    throw new InvalidArgumentError(field, 'must not contain control characters (newlines, tabs, NUL)');
-  return text;
+  return requireSafeText(text, field);
 }
 
 /** At most this many tags per run. */
@@ -78,7 +79,7 @@ const TAG_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$/;
 
 /**
  * Tags as a run stores them: an object of at most MAX_TAGS entries, each key 1-64 letters, digits and
- * `_ . : -`, each value a string of at most 200 characters with no control character. Returns them as
+ * `_ . : -`, each value an identifier (`requireShortText`: at most 200 characters). Returns them as
  * JSON text (null for none), or throws InvalidArgumentError naming `field` (and the key).
  */
 export function requireTags(value: unknown, field: string, optional = true): string | null {

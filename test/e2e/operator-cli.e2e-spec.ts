@@ -393,8 +393,8 @@ describe('operator CLI', () => {
     const missing = await op('show', '00000000-0000-4000-8000-000000000000');
     expect(missing.status).toBe(1);
     expect(missing.stderr).toMatch(/^durable-execution show failed: .*00000000-0000-4000-8000-000000000000/);
-    const notUuid = await op('cancel', 'not-a-run');
-    expect(notUuid).toMatchObject({ status: 1, stdout: '' });
-    expect(notUuid.stderr).toContain('must be a UUID');
+    const notUuid = await op('cancel', 'not-a-run'); // a bad RUN word is a usage error (issue 36, part 5)
+    expect(notUuid).toMatchObject({ status: 2, stdout: '' });
+    expect(notUuid.stderr).toContain('RUN must be a run id (a UUID');
   });
 });

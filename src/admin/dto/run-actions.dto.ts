@@ -14,6 +14,7 @@ import {
 import { unstorableText } from '../../util/json';
 import { RawJson } from '../admin-validation.pipe';
 import { ApiProperty, ApiPropertyOptional } from '../../nest/openapi';
+import { OPERATOR_TEXT_LIMITS as LIMITS } from '../admin.constants';
 
 /** A string PostgreSQL can store (no NUL, no lone surrogate); other types are left to @IsString. */
 export const StorableText = () =>
@@ -27,11 +28,11 @@ export const StorableText = () =>
 
 /** Body of `POST .../cancel`. */
 export class CancelRunDto {
-  @ApiPropertyOptional({ maxLength: 500 })
+  @ApiPropertyOptional({ maxLength: LIMITS.reason })
   @IsOptional()
   @IsString()
   @StorableText()
-  @MaxLength(500)
+  @MaxLength(LIMITS.reason)
   reason?: string;
 }
 
@@ -82,11 +83,11 @@ export class CommandDecisionDto {
   @MaxLength(1000)
   key!: string;
 
-  @ApiPropertyOptional({ maxLength: 1000 })
+  @ApiPropertyOptional({ maxLength: LIMITS.note })
   @IsOptional()
   @IsString()
   @StorableText()
-  @MaxLength(1000)
+  @MaxLength(LIMITS.note)
   note?: string;
 }
 
@@ -114,7 +115,7 @@ export class ResolveCommandDto {
   @IsString()
   @StorableText()
   @IsNotEmpty({ message: 'error must say why the command failed' })
-  @MaxLength(2000)
+  @MaxLength(LIMITS.error)
   error?: string;
 }
 
