@@ -41,6 +41,9 @@ export class WaitBoard {
     return new Promise<WaitOutcome>((resolve, reject) => {
       const dueMs = spec.due === null ? null : Date.parse(spec.due);
       this.pending.push({ ...spec, order: this.order++, dueMs, resolve, reject });
+      // Settled once soon, also while calls run: a signal already stored is taken at once, and the
+      // due time (a pending value) is written with that statement, so a takeover keeps it.
+      this.hinted = true;
       this.poke();
     });
   }

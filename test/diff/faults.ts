@@ -1,0 +1,122 @@
+/**
+ * The fault profile: worker processes (worker.ts) that the test kills with SIGKILL while they hold a
+ * run; another one takes the run over once its lease expired (the reconciler hands it on).
+ *
+ * Where a kill lands (the oracle stays the plain run, unchanged): two units into a step or command that
+ * lasts past a takeover, with nothing else scheduled from its call until a takeover's length after the
+ * kill. The body run again by the new owner ends at the same virtual time (workflow.ts), and what came
+ * due meanwhile is delivered in the order it happened, so the plain run's order must hold.
+ */
+import { ChildProcess, fork } from 'node:child_process';
+import path from 'node:path';
+import type { Fault } from './harness';
+import type { Rig } from './setup';
+import type { PlainResult } from './plain';
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+/** A kill lands this many units into its step; a takeover takes less than TAKEOVER_UNITS. */
+export const KILL_AFTER_UNITS = 2;
+export const TAKEOVER_UNITS = 8;
+
+export interface WorkerPool {
+  /** Starts workers until `n` are live, each ready. */
+  fill(n: number): Promise<void>;
+  /** SIGKILLs the worker with this id; false when it is not one of the pool's. */
+  kill(workerId: string): boolean;
+  close(): Promise<void>;
+}
+
+export function workerPool(env: { dbUrl: string; worldUrl: string; leaseTtlMs: number }): WorkerPool {
+  const live = new Map<string, ChildProcess>();
+  let n = 0;
+  const spawn = (): Promise<void> => {
+    const id = `diff-w${++n}`;
+    const child = fork(path.join(__dirname, 'worker.ts'), [], {
+      execArgv: ['-r', 'ts-node/register/transpile-only'],
+      env: {
+        ...process.env,
+        DB_URL: env.dbUrl,
+        DIFF_WORLD_URL: env.worldUrl,
+        WORKER_ID: id,
+        LEASE_TTL_MS: String(env.leaseTtlMs),
+        HEARTBEAT_MS: String(Math.round(env.leaseTtlMs / 4)),
+      },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    live.set(id, child);
+    child.once('exit', () => live.delete(id));
+    return new Promise((resolve, reject) => {
+      child.once('message', () => resolve());
+      child.once('exit', (code, signal) =>
+        reject(new Error(`worker ${id} exited before ready: ${code ?? signal}`)),
+      );
+    });
+  };
+  return {
+    async fill(count) {
+      await Promise.all(Array.from({ length: Math.max(0, count - live.size) }, spawn));
+    },
+    kill(workerId) {
+      const child = live.get(workerId);
+      if (!child) return false;
+      live.delete(workerId);
+      child.kill('SIGKILL');
+      return true;
+    },
+    async close() {
+      const exits = [...live.values()].map((c) => new Promise((r) => c.once('exit', r)));
+      for (const c of live.values()) c.kill('SIGKILL');
+      await Promise.all(exits);
+    },
+  };
+}
+
+export interface Kill {
+  /** When (units), in which step or command. */
+  at: number;
+  label: string;
+  /** Timers and timeouts the killed claim registered that come due after the kill. */
+  timers: number;
+}
+
+/** The kill of a case, or null when no step or command fits. */
+export function killWindow(plain: PlainResult): Kill | null {
+  const occ = plain.occurrences;
+  for (const [label, call] of [...plain.calls].sort((x, y) => x[1].from - y[1].from)) {
+    const at = call.from + KILL_AFTER_UNITS;
+    const quietUntil = at + TAKEOVER_UNITS;
+    if (call.to <= quietUntil) continue;
+    const busy = occ.some((o) => !o.what.startsWith('mailbox') && o.time > call.from && o.time <= quietUntil);
+    if (busy) continue;
+    const timers = occ.filter(
+      (o) => /^(sleep|timeout) /.test(o.what) && o.parent !== null && occ[o.parent].time < at && o.time > at,
+    ).length;
+    return { at, label, timers };
+  }
+  return null;
+}
+
+/** Kills the worker holding the run at `at`; once the run ended, says whether another took over. */
+export function killFault(rig: Rig, kill: Kill): Fault {
+  const { runs, world, unitMs } = rig.env;
+  return async (runId, t0, ended) => {
+    await pause(t0 + kill.at * unitMs - Date.now());
+    const before = (await runs.get(runId))!;
+    const killedAt = Date.now();
+    if (before.status !== 'running' || !before.workerId || !rig.pool!.kill(before.workerId))
+      return [`kill-skipped (run ${before.status}, worker ${before.workerId ?? 'none'})`];
+    while (!ended()) await pause(50);
+    const after = (await runs.get(runId))!;
+    await rig.pool!.fill(2);
+    const notes = [`killed ${before.workerId} at ${kill.at} units, in ${kill.label}`];
+    if (kill.timers) notes.push(`timers-pending-across-the-kill: ${kill.timers}`);
+    // The body the kill cut off, called again by the new owner: how long the takeover took.
+    const again = world.run(runId).executions.find((x) => x.label === kill.label && x.at > killedAt);
+    if (after.epoch > before.epoch)
+      notes.push(
+        `takeover (epoch ${before.epoch} → ${after.epoch})${again ? `, ${kill.label} called again ${again.at - killedAt} ms after the kill` : ''}`,
+      );
+    return notes;
+  };
+}

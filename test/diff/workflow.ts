@@ -1,0 +1,130 @@
+/**
+ * The durable run of a differential program: one @DurableWorkflow whose run() interprets the program
+ * (its input) with the same interpreter as the plain run, over the engine's primitives: a @DurableStep,
+ * an @IdempotentCommand at the world's target (lookup policy), ctx.sleep and ctx.waitForSignal.
+ *
+ * Time: the first step (`diff_begin`) takes the run's time 0 from the world (the test sends the
+ * signals from it). A step or command called at virtual time t with duration d ends its body at
+ * t0 + (t + d) · unitMs on the real clock, not d · unitMs after it was called: lateness (a commit, a
+ * claim, a park) never adds up along a sequence, and a body run again after a takeover ends when the
+ * first one would have. A timer is ctx.sleep(n · unitMs) as written.
+ */
+import { Injectable } from '@nestjs/common';
+import {
+  CommandContext,
+  CommandLookup,
+  currentRun,
+  DurableStep,
+  DurableWorkflow,
+  IdempotentCommand,
+  RunContext,
+  SignalTimeoutError,
+} from '../../src';
+import { interpret, OpFailure, type Out, type Outcome, type Prims } from './interpret';
+import type { DiffInput } from './program';
+
+export const DIFF_KIND = 'diff-program';
+
+interface LeafArgs {
+  label: string;
+  /** Virtual end (units): the body returns at t0 + end · unitMs. */
+  end: number;
+  d: number;
+  t0: number;
+  unitMs: number;
+}
+
+const world = () => process.env.DIFF_WORLD_URL!;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function post<T>(path: string, body: unknown): Promise<T> {
+  const res = await fetch(`${world()}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`world ${path}: HTTP ${res.status}`);
+  return (await res.json()) as T;
+}
+
+/** A body: says when it was called, then lasts until its virtual end. */
+async function body(kind: 'step' | 'cmd', a: LeafArgs): Promise<string> {
+  const runId = currentRun()!.runId;
+  const due = a.t0 + (a.end - a.d) * a.unitMs;
+  await post('/exec', { runId, label: a.label, kind, due, pid: process.pid });
+  const left = a.t0 + a.end * a.unitMs - Date.now();
+  if (left > 0) await pause(left);
+  return runId;
+}
+
+@Injectable()
+export class DiffCalls implements CommandLookup {
+  /** The run's time 0 (ms), as the world first saw it. */
+  @DurableStep({ name: 'diff_begin' })
+  async begin(): Promise<number> {
+    return (await post<{ t0: number }>('/begin', { runId: currentRun()!.runId })).t0;
+  }
+
+  @DurableStep({ name: 'diff_step' })
+  async step(a: LeafArgs): Promise<Out> {
+    await body('step', a);
+    return { v: `s:${a.label}`, t: a.end };
+  }
+
+  /** Keyed by its label ('/' is not a key character: a loop's item is `_<x>`). */
+  @IdempotentCommand({
+    name: 'diff_cmd',
+    inDoubt: 'lookup',
+    key: (a: LeafArgs) => a.label.replace(/\//g, '_'),
+  })
+  async cmd(a: LeafArgs, ctx?: CommandContext): Promise<Out> {
+    const runId = await body('cmd', a);
+    const result: Out = { v: `c:${a.label}`, t: a.end };
+    return post<Out>('/effect', { runId, label: a.label, key: ctx!.idempotencyKey, result });
+  }
+
+  async lookupCommand(_command: string, key: string) {
+    const res = await fetch(`${world()}/effect?key=${encodeURIComponent(key)}`);
+    return (await res.json()) as { found: true; result: unknown } | { found: false };
+  }
+}
+
+/** A signal's payload: its value and when (units) it was sent. */
+export interface SignalPayload {
+  v: string;
+  at: number;
+}
+
+@DurableWorkflow(DIFF_KIND, { maxAttempts: 20 })
+export class DiffWorkflow {
+  constructor(private readonly calls: DiffCalls) {}
+
+  async run(input: DiffInput, ctx: RunContext): Promise<Outcome> {
+    const t0 = await this.calls.begin();
+    const leaf = (label: string, d: number, at: number): LeafArgs => ({
+      label,
+      end: at + d,
+      d,
+      t0,
+      unitMs: input.unitMs,
+    });
+    const prims: Prims = {
+      step: (label, d, at) => this.calls.step(leaf(label, d, at)),
+      cmd: (label, d, at) => this.calls.cmd(leaf(label, d, at)),
+      sleep: (_label, n, at) => ctx.sleep(n * input.unitMs).then(() => ({ v: 'slept', t: at + n })),
+      wait: (_label, name, timeout, at) =>
+        ctx
+          .waitForSignal<SignalPayload>(name, timeout === null ? {} : { timeoutMs: timeout * input.unitMs })
+          .then(
+            (p) => ({ v: p.v, t: Math.max(at, p.at) }),
+            (e: unknown) => {
+              if (e instanceof SignalTimeoutError) throw new OpFailure('timeout', at + timeout!);
+              throw e;
+            },
+          ),
+    };
+    return interpret(input.ops, prims, input.mutation);
+  }
+}
+
+export const DIFF_PROVIDERS = [DiffCalls, DiffWorkflow];
