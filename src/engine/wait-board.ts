@@ -127,6 +127,9 @@ export class WaitBoard {
       }
       this.hinted = false;
       if (!(await this.settle(blocked))) return this.arm();
+      // One outcome per statement: another stored signal may already be there for a wait still pending
+      // (it must not wait for the calls to end), so look again until a statement finds nothing ready.
+      if (this.pending.some((w) => w.signal !== null)) this.hinted = true;
     }
   }
 
