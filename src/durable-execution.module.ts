@@ -7,6 +7,7 @@ import { DurableRegistry } from './engine/durable.registry';
 import { resolveOptions } from './options/resolve-options';
 import { DurableObservers } from './engine/durable-observers';
 import { DurableDatabase } from './store/durable-database';
+import { DurableBootState } from './util/boot-state';
 import { Executor } from './engine/executor.service';
 import { ReplayChecker } from './engine/replay-check';
 import { ReplayHistoryStore } from './store/replay-history.store';
@@ -53,6 +54,7 @@ import { RunStatsReader } from './store/run-stats.reader';
   imports: [DiscoveryModule],
   providers: [
     { provide: DURABLE_EXECUTION_OPTIONS, useFactory: resolveOptions, inject: [RAW_OPTIONS_TOKEN] },
+    DurableBootState,
     DurableDatabase,
     DurableRegistry,
     DurableExplorer,

@@ -12,6 +12,7 @@ import type { CommandMetadata } from '../interfaces/command.interface';
 import type { StepMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
 import { DurableRegistry, RegisteredWorkflow } from '../engine/durable.registry';
 import { DurableUsageError } from '../errors/durable-usage.error';
+import { DurableBootState } from '../util/boot-state';
 
 /**
  * Scans every provider once at module init for `@DurableWorkflow` classes and `@DurableStep` /
@@ -28,10 +29,16 @@ export class DurableExplorer implements OnModuleInit {
     private readonly scanner: MetadataScanner,
     private readonly registry: DurableRegistry,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+    private readonly boot: DurableBootState,
   ) {}
 
   onModuleInit(): void {
-    for (const wrapper of this.discovery.getProviders()) this.explore(wrapper);
+    try {
+      for (const wrapper of this.discovery.getProviders()) this.explore(wrapper);
+    } catch (err) {
+      this.boot.failed = err;
+      throw err;
+    }
   }
 
   private explore(wrapper: InstanceWrapper): void {

@@ -11,6 +11,7 @@ import type {
 import { durableSchemaIsCurrent, runDurableMigrations } from './run-migrations';
 import { missingDurableSchema } from './schema-check';
 import { SchemaNotReadyError } from '../errors/schema-not-ready.error';
+import { DurableBootState } from '../util/boot-state';
 
 /** PostgreSQL's answers to a connection that no retry can change (SQLSTATE → what it means). */
 const NEVER_CONNECTS: Record<string, string> = {
@@ -72,6 +73,7 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly moduleRef: ModuleRef,
+    private readonly boot: DurableBootState,
   ) {
     this.names = durableNames(options.database.schema);
   }
@@ -83,6 +85,9 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
    */
   async onModuleInit(): Promise<void> {
     const db = this.options.database;
+    // The module's other init hooks started with this one: a registration error fails the boot first.
+    await new Promise((r) => setImmediate(r));
+    if (this.boot.failed) return;
     try {
       if (db.url) {
         this.owned = true;

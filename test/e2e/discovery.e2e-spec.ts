@@ -58,6 +58,24 @@ describe('discovery at bootstrap', () => {
     );
   });
 
+  it('a failed registration leaves no pool connecting behind it (the process could not exit)', async () => {
+    const own = await createTestDatabase('discovery_pool');
+    try {
+      await expect(bootApp(own.url, [FirstWorkflow, SecondWorkflow])).rejects.toBeInstanceOf(
+        DuplicateRegistrationError,
+      );
+      // A pool started beside the failing hook connects (and runs migrations) within this time.
+      await new Promise((r) => setTimeout(r, 1500));
+      const rows = await own.query<{ n: number; what: string | null }>(
+        `select count(*)::int as n, string_agg(coalesce(application_name,$$?$$) || $$:$$ || coalesce(state,$$?$$) || $$:$$ || left(coalesce(query,$$$$),60), $$ | $$) as what from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()`,
+        [own.name],
+      );
+      expect(rows[0]).toEqual({ n: 0, what: null });
+    } finally {
+      await own.drop();
+    }
+  });
+
   it('two steps with one name fail bootstrap naming both methods', async () => {
     await expect(bootApp(db.url, [StepsA, StepsB])).rejects.toThrow(
       /Step name "shared.step" is declared twice: at StepsA.a and at StepsB.b/,
