@@ -139,6 +139,7 @@ export {
   InvalidOptionsError,
   InvalidRunStateError,
   LeaseLostError,
+  MissingConcurrencyKeyError,
   MissingDependencyError,
   MountMismatchError,
   NoWorkerForKindError,

@@ -3,6 +3,7 @@ import { WORKFLOW_METADATA } from '../durable-execution.constants';
 import { DurableRegistry, versionOf } from '../engine/durable.registry';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
+import { MissingConcurrencyKeyError } from '../errors/missing-concurrency-key.error';
 import { NoWorkerForKindError } from '../errors/no-worker-for-kind.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { UnknownRunKindError } from '../errors/unknown-run-kind.error';
@@ -27,6 +28,10 @@ export class RunStarter {
   private readonly startedKinds = new Set<string>();
   /** `unservedKinds: 'refuse'`: when a live worker was last seen serving each kind (ms, this clock). */
   private readonly servedAt = new Map<string, number>();
+  /** Whether a worker declares a per-key limit for each kind started by name (`checkKeyed`), and when read. */
+  private readonly keyedAt = new Map<string, { keyed: boolean; at: number }>();
+  /** Kinds already warned about under `unkeyedStarts: 'warn'`. */
+  private readonly warnedKeyless = new Set<string>();
 
   constructor(
     private readonly registry: DurableRegistry,
@@ -54,6 +59,8 @@ export class RunStarter {
       (typeof kindOrWorkflow === 'function' ? workflowMeta(kindOrWorkflow) : undefined) ?? wf?.meta;
     // A process without a worker serves nothing itself, registered or not: is a live worker serving it?
     if (!this.options.worker.enabled) await this.checkServed(kind, !wf);
+    // Nothing here declares the kind's key function: a run of a keyed kind with no key escapes its limit.
+    if (!meta && opts.concurrencyKey === undefined) await this.checkKeyed(kind);
     const inputJson = toStoredJson(input, `input of run kind "${kind}"`, this.options.limits.maxInputBytes);
     const maxAttempts = requireInt4(
       opts.maxAttempts ?? meta?.maxAttempts ?? this.options.defaultMaxAttempts,
@@ -108,6 +115,30 @@ export class RunStarter {
   }
 
   /**
+   * A kind started by name, with no concurrency key, in a process that does not register it: does a
+   * worker declare a per-key limit for it (`ai_limits`)? Then the run would escape that limit (no key, no
+   * key scope). `unkeyedStarts: 'warn'` logs it once per kind; `'refuse'` throws
+   * MissingConcurrencyKeyError and writes nothing. A read that fails is no answer under 'warn'.
+   */
+  private async checkKeyed(kind: string): Promise<void> {
+    const known = this.keyedAt.get(kind);
+    let keyed: boolean;
+    if (known && Date.now() - known.at < KEYED_CACHE_MS) keyed = known.keyed;
+    else {
+      const read = this.presence.keyed(kind);
+      keyed = this.options.unkeyedStarts === 'refuse' ? await read : await read.catch(() => false);
+      this.keyedAt.set(kind, { keyed, at: Date.now() });
+    }
+    if (!keyed) return;
+    if (this.options.unkeyedStarts === 'refuse') throw new MissingConcurrencyKeyError(kind);
+    if (this.warnedKeyless.has(kind)) return;
+    this.warnedKeyless.add(kind);
+    this.logger.warn(
+      `starting runs of kind '${kind}' by name with no concurrencyKey, in a process that does not register it: a worker declares a per-key limit for this kind, which these runs escape. Pass the class (runs.start(TheWorkflow, input)), or { concurrencyKey }; unkeyedStarts: 'refuse' makes such a start() throw`,
+    );
+  }
+
+  /**
    * A kind started in a producer-only process (which runs no worker): is a live worker serving it
    * (`ai_workers`)? `'warn'`: asked at the first start of each kind, one warning if not. `'refuse'`: asked
    * at every start (a yes is kept SERVED_CACHE_MS), NoWorkerForKindError if not.
@@ -135,6 +166,9 @@ export class RunStarter {
     }
   }
 }
+
+/** How long a kind's answer to `checkKeyed` is kept (a worker may declare or drop its limit). */
+const KEYED_CACHE_MS = 5000;
 
 /** How long a live worker seen serving a kind spares `unservedKinds: 'refuse'` another look. */
 const SERVED_CACHE_MS = 5000;

@@ -1,3 +1,4 @@
+import type { WorkflowMetadata } from '../interfaces/step-options.interface';
 import { NonDeterminismError } from '../errors/non-determinism.error';
 import type { CommandContext, CommandMetadata, LookupResult } from '../interfaces/command.interface';
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
@@ -56,6 +57,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   endedWith: unknown = null;
   /** Set by the executor only when an observer is registered: otherwise steps are not timed at all. */
   observers?: DurableObservers;
+  /** A kind's declaration where this worker registers it (a child started by name). */
+  kindMeta?: (kind: string) => WorkflowMetadata | undefined;
 
   constructor(
     readonly claim: ClaimedRun,

@@ -48,6 +48,7 @@ export class Executor {
         : await this.store.loadForReplay(claim.id);
     const run = new ActiveRun(claim, workerId, checkpoints, commands, this.store, this.options);
     if (this.observers.active) run.observers = this.observers;
+    run.kindMeta = (kind) => this.registry.getWorkflow(kind)?.meta;
     return run;
   }
 

@@ -18,6 +18,7 @@ export * from './command-not-found.error';
 export * from './invalid-command-state.error';
 export * from './signal-timeout.error';
 export * from './missing-dependency.error';
+export * from './missing-concurrency-key.error';
 export * from './command-in-step.error';
 export * from './schema-conflict.error';
 export * from './durable-usage.error';

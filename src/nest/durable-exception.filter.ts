@@ -18,6 +18,8 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_UNKNOWN_RUN_KIND: HttpStatus.BAD_REQUEST,
   DURABLE_NOT_SERIALIZABLE: HttpStatus.BAD_REQUEST,
   DURABLE_INVALID_OPTIONS: HttpStatus.BAD_REQUEST,
+  // A keyed kind started by name with no key (unkeyedStarts: 'refuse'): pass the class or a key.
+  DURABLE_MISSING_CONCURRENCY_KEY: HttpStatus.BAD_REQUEST,
   DURABLE_PAYLOAD_TOO_LARGE: HttpStatus.PAYLOAD_TOO_LARGE,
   // No live worker serves the kind (unservedKinds: 'refuse'): try again when one runs.
   DURABLE_NO_WORKER_FOR_KIND: HttpStatus.SERVICE_UNAVAILABLE,

@@ -159,6 +159,14 @@ export interface DurableExecutionModuleOptions {
    */
   unservedKinds?: 'warn' | 'refuse';
   /**
+   * What `start()` does with a kind started by name with no `concurrencyKey`, in a process that does not
+   * register it, when a worker declares a per-key limit for that kind (`perKeyConcurrency` or
+   * `rateLimit.perKey`): such a run has no key and escapes the limit. `'warn'` logs one warning per kind
+   * and starts it; `'refuse'` throws MissingConcurrencyKeyError and writes nothing. Passing the class
+   * (`start(TheWorkflow, input)`) applies its key function and needs neither. Default `'warn'`.
+   */
+  unkeyedStarts?: 'warn' | 'refuse';
+  /**
    * Budgets of model calls for the whole fleet, by name: `{ openai: { requests: 500, tokens: 200_000 } }`
    * (per minute by default). A step draws on one with `@DurableStep({ kind: 'model', budget: 'openai' })`;
    * a call over budget parks its run until the window allows it. Every process that runs such steps
@@ -179,5 +187,6 @@ export interface ResolvedDurableOptions {
   redact?: DurableExecutionModuleOptions['redact'];
   logRunData: boolean;
   unservedKinds: 'warn' | 'refuse';
+  unkeyedStarts: 'warn' | 'refuse';
   budgets: Record<string, ResolvedModelBudget>;
 }

@@ -77,4 +77,5 @@ export class DurableExecutionOptionsSchema {
   @IsOptional() @IsFunctionValue() redact?: unknown;
   @IsOptional() @IsBoolean() logRunData?: boolean;
   @IsOptional() @IsIn(['warn', 'refuse']) unservedKinds?: 'warn' | 'refuse';
+  @IsOptional() @IsIn(['warn', 'refuse']) unkeyedStarts?: 'warn' | 'refuse';
 }

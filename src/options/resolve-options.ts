@@ -176,6 +176,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     redact: raw.redact ?? undefined,
     logRunData: raw.logRunData ?? false,
     unservedKinds: raw.unservedKinds ?? 'warn',
+    unkeyedStarts: raw.unkeyedStarts ?? 'warn',
     budgets,
   };
 }

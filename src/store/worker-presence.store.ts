@@ -28,6 +28,10 @@ export const KIND_SERVED_SQL: SqlText = (t) =>
  * Every worker an operator may ask about: each presence row, and each worker id holding a running run
  * without one (a worker draining, or one whose row was forgotten), with the runs it holds now.
  */
+/** Whether a worker declared a per-key limit for a kind (`perKeyConcurrency` or `rateLimit.perKey`). */
+export const KIND_KEYED_SQL: SqlText = (t) =>
+  `select exists (select 1 from ${t.limits} where kind = $1 and (key_cap is not null or rate_per_key)) as keyed`;
+
 export const WORKERS_SQL: SqlText = (t) => `
 with held as (
   select worker_id, count(*)::int as running from ${t.runs}
@@ -93,6 +97,12 @@ export class WorkerPresenceStore {
       live: r.live,
       running: r.running,
     }));
+  }
+
+  /** Whether some worker declared a per-key limit (a concurrency or rate limit by key) for `kind`. */
+  async keyed(kind: string): Promise<boolean> {
+    const { rows } = await this.db.query<{ keyed: boolean }>(KIND_KEYED_SQL, [kind]);
+    return rows[0].keyed;
   }
 
   async served(kind: string): Promise<boolean> {

@@ -79,6 +79,26 @@ class Leaver {
   }
 }
 
+@DurableWorkflow('child-tenant-job', {
+  maxAttempts: 7,
+  concurrencyKey: (i: { tenant: string }) => i.tenant,
+  perKeyConcurrency: 2,
+})
+class TenantJob {
+  async run(input: { tenant: string }) {
+    return input.tenant;
+  }
+}
+
+/** Starts its child by kind name, as a parent in another codebase would. */
+@DurableWorkflow('child-by-name')
+class ByName {
+  async run(_input: unknown, ctx: RunContext) {
+    const c = await ctx.startChild('child-tenant-job', { tenant: 'acme' });
+    return { child: c.runId, out: await ctx.waitForChild(c) };
+  }
+}
+
 /** Child runs: started once, awaited durably, failures typed, ends propagated by policy. */
 describe('child runs', () => {
   let db: TestDatabase;
@@ -88,7 +108,17 @@ describe('child runs', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('child_runs');
-    app = await bootApp(db.url, [Square, Forever, FanOut, Catcher, Impatient, Leaver, Tally]);
+    app = await bootApp(db.url, [
+      Square,
+      Forever,
+      FanOut,
+      Catcher,
+      Impatient,
+      Leaver,
+      Tally,
+      TenantJob,
+      ByName,
+    ]);
     runs = app.get(RunRepository);
     worker = app.get(DurableWorker);
   });
@@ -139,6 +169,14 @@ describe('child runs', () => {
     expect(events.filter((e) => e === 'child.ended')).toHaveLength(3);
     // The children were all started before the parent first parked: the fan-out is concurrent.
     expect(events.indexOf('run.waiting_for_signal')).toBeGreaterThan(events.lastIndexOf('child.started'));
+  });
+
+  it('a child started by kind name gets what the kind declares here: its key function and attempts', async () => {
+    const { run } = await runs.start(ByName, {});
+    const done = await until(run.id);
+    expect(done.status).toBe('succeeded');
+    const child = (await runs.get((done.output as { child: string }).child))!;
+    expect({ key: child.concurrencyKey, attempts: child.maxAttempts }).toEqual({ key: 'acme', attempts: 7 });
   });
 
   it('a failed child reaches the parent as a ChildRunError it can catch', async () => {

@@ -29,14 +29,16 @@ interface ChildPlan {
 /** Checks a child's kind, input and options; a bad one stops the parent with a usage error. */
 function plan(env: StepEnv, target: unknown, input: unknown, o: StartChildOptions): ChildPlan {
   try {
-    const meta =
+    const classMeta =
       typeof target === 'function'
         ? (Reflect.getMetadata(WORKFLOW_METADATA, target) as WorkflowMetadata | undefined)
         : undefined;
-    if (typeof target === 'function' && !meta?.kind)
+    if (typeof target === 'function' && !classMeta?.kind)
       throw new Error(`${target.name || 'the class'} has no @DurableWorkflow(kind) decorator`);
-    const kind = meta?.kind ?? requireShortText(target, 'kind');
-    if (meta?.debounce) throw new Error(`kind "${kind}" is debounced: its runs cannot be children`);
+    const kind = classMeta?.kind ?? requireShortText(target, 'kind');
+    if (classMeta?.debounce) throw new Error(`kind "${kind}" is debounced: its runs cannot be children`);
+    // By name: the kind as this worker registers it (its key function and attempts), as a class would give.
+    const meta = classMeta ?? env.kindMeta?.(kind);
     if (o.parentClose !== undefined && o.parentClose !== 'cancel' && o.parentClose !== 'abandon')
       throw new Error(`parentClose must be 'cancel' or 'abandon', got ${String(o.parentClose)}`);
     return {

@@ -1,3 +1,4 @@
+import type { WorkflowMetadata } from '../../interfaces/step-options.interface';
 import type { RunCursor } from '../../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
 import type { StepInfo } from '../../interfaces/durable-observer.interface';
@@ -39,6 +40,8 @@ export interface StepEnv {
   readonly replayOnly?: ReplayOnly;
   /** Registered observers, or undefined (then steps are not timed at all). */
   readonly observers?: DurableObservers;
+  /** A kind's `@DurableWorkflow` declaration where this worker registers it. */
+  readonly kindMeta?: (kind: string) => WorkflowMetadata | undefined;
   /** The cursor the run was claimed with (moved by ctx.progress). */
   cursor: RunCursor;
 
