@@ -1,6 +1,8 @@
 /**
  * `npm run chaos:model -- --cases N --seed S [--time-limit-s T] [--no-shrink] [--only REGEX] [--path P]
  *   [--lost-suffix]`
+ * `npm run chaos:model -- --differential [chaos:diff's options]`: the differential test against plain
+ * JavaScript, long (test/diff/README.md).
  * Runs the model-based property (PostgreSQL: DATABASE_URL or 127.0.0.1:5432), prints every case, and
  * on a violation the shrunk counterexample with its seed; exits 1 then. `DURABLE_MODEL_LIMITED=1`: every
  * case runs the kind with concurrency limits. `--lost-suffix`: every case on a primary and a standby of
@@ -70,7 +72,13 @@ async function main(): Promise<void> {
   process.exit(1);
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+if (process.argv.includes('--differential')) {
+  // The differential test's long profile (test/diff/README.md): the same as `npm run chaos:diff`.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require('../diff/cli');
+} else {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
