@@ -46,6 +46,13 @@ module.exports = {
       to: { path: '^node_modules/(pg|typeorm)/|^src/store/durable-database[.]ts$', dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'ai-sdk-public-api-only',
+      severity: 'error',
+      comment: 'src/ai-sdk (the nestjs-durable-execution/ai-sdk subpath) builds on the public API only: src/index.ts.',
+      from: { path: '^src/ai-sdk/' },
+      to: { path: '^src/(?!ai-sdk/|index[.]ts$)' },
+    },
+    {
       name: 'not-to-test',
       severity: 'error',
       comment: 'The library never imports test code.',

@@ -20,7 +20,7 @@ ln -s "$root/node_modules" node_modules.peers
 # @nestjs/config: docs/EXISTING-APP.md configures the module from ConfigService (not a dev dependency).
 npm install --no-audit --no-fund --no-save --offline "$work/$tarball" @nestjs/config >/dev/null 2>&1 ||
   npm install --no-audit --no-fund --no-save "$work/$tarball" @nestjs/config >/dev/null
-for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule @nestjs/typeorm @nestjs/testing reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript; do
+for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule @nestjs/typeorm @nestjs/testing reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript ai; do
   [ -e "node_modules/$dep" ] || { mkdir -p "node_modules/$(dirname "$dep")"; ln -s "$root/node_modules/$dep" "node_modules/$dep"; }
 done
 # The README snippet, verbatim, is the app.
@@ -51,10 +51,12 @@ node "$root/node_modules/typescript/bin/tsc" -p tsconfig.json
 mkdir -p node16
 printf '%s\n' "import { runWorkerUntilCrash } from 'nestjs-durable-execution/testing';" \
   "import type { DurableEventType } from 'nestjs-durable-execution';" \
-  "export const kit: [typeof runWorkerUntilCrash, DurableEventType] = [runWorkerUntilCrash, 'run.claimed'];" > node16/index.ts
+  "import { durableModel, durableTools } from 'nestjs-durable-execution/ai-sdk';" \
+  "export const kit: [typeof runWorkerUntilCrash, DurableEventType] = [runWorkerUntilCrash, 'run.claimed'];" \
+  "export const aiSdk: [typeof durableModel, typeof durableTools] = [durableModel, durableTools];" > node16/index.ts
 node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
   --noEmit --types node node16/index.ts
-node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS) || typeof t.runWorkerUntilCrash !== 'function') process.exit(1)"
+node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS) || typeof t.runWorkerUntilCrash !== 'function') process.exit(1); const a = require('nestjs-durable-execution/ai-sdk'); if (typeof a.durableModel !== 'function' || typeof a.durableTools !== 'function') process.exit(1)"
 # The bin is linked by npm and runs: --help exits 0, an unknown command exits 2.
 ./node_modules/.bin/nestjs-durable-execution --help | grep -q 'Usage: nestjs-durable-execution'
 set +e; ./node_modules/.bin/nestjs-durable-execution bogus 2>/dev/null; code=$?; set -e
