@@ -17,7 +17,7 @@ export interface Prepared {
 const MAX_ROUNDS = 80;
 
 export async function prepare(raw: DiffCase, p: Profile): Promise<Prepared | { invalid: string }> {
-  let c: DiffCase = { ops: raw.ops, signals: raw.signals.map((s) => ({ ...s })) };
+  let c: DiffCase = { ...raw, signals: raw.signals.map((s) => ({ ...s })) };
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const plain = await runPlain(c, undefined, p.maxUnits);
     if (plain.invalid) return { invalid: plain.invalid };
@@ -35,13 +35,16 @@ export async function prepare(raw: DiffCase, p: Profile): Promise<Prepared | { i
 
 /** The case with occurrence `o` a unit later, or null when it cannot move. */
 function later(c: DiffCase, o: Occurrence, p: Profile): DiffCase | null {
+  if (o.what === 'cancel' && c.cancel !== undefined)
+    return c.cancel + 1 > p.maxUnits ? { ...c, cancel: undefined } : { ...c, cancel: c.cancel + 1 };
+  if (o.what === 'deploy') return null;
   if (o.signal !== undefined) {
     const signals = c.signals.map((s, j) => (j === o.signal ? { ...s, at: s.at + 1 } : s));
     if (signals[o.signal].at > p.maxUnits) signals.splice(o.signal, 1);
     return { ...c, signals };
   }
   const [kind, label] = o.what.split(' ');
-  if (!['step', 'cmd', 'sleep', 'timeout'].includes(kind)) return null;
+  if (!['step', 'cmd', 'sleep', 'timeout', 'child'].includes(kind)) return null;
   const ops = lengthen(c.ops, label.split(/(?=[./])/), kind);
   return ops ? { ...c, ops } : null;
 }
@@ -61,9 +64,17 @@ function grow(op: Op, rest: string[], kind: string): Op | null {
   if (!rest.length) {
     if ((op.t === 'step' || op.t === 'cmd') && kind === op.t) return { ...op, d: op.d + 1 };
     if (op.t === 'sleep' && kind === 'sleep') return { ...op, n: op.n + 1 };
-    if (op.t === 'wait' && kind === 'timeout' && op.timeout !== null)
+    if ((op.t === 'wait' || op.t === 'child') && kind === 'timeout' && op.timeout !== null)
       return { ...op, timeout: op.timeout + 1 };
+    if (op.t === 'child' && kind === 'child') return { ...op, d: op.d + 1 };
     return null;
+  }
+  if (op.t === 'patch') {
+    // An item's path `/x` then `.0` (the new path, a) or `.1` (the old one, b).
+    if (!rest[0].startsWith('/') || !rest[1]) return null;
+    const which = rest[1] === '.0' ? 'a' : 'b';
+    const grown = grow(op[which], rest.slice(2), kind);
+    return grown ? { ...op, [which]: grown } : null;
   }
   if (op.t === 'loop') {
     if (!rest[0].startsWith('/')) return null;

@@ -86,7 +86,7 @@ export function killWindow(plain: PlainResult): Kill | null {
   for (const [label, call] of [...plain.calls].sort((x, y) => x[1].from - y[1].from)) {
     const at = call.from + KILL_AFTER_UNITS;
     const quietUntil = at + TAKEOVER_UNITS;
-    if (call.to <= quietUntil) continue;
+    if (call.kind === 'child' || call.to <= quietUntil) continue; // a child runs in a run of its own
     const busy = occ.some((o) => !o.what.startsWith('mailbox') && o.time > call.from && o.time <= quietUntil);
     if (busy) continue;
     const timers = occ.filter(

@@ -66,6 +66,7 @@ export async function runDurable(
     }
   })();
   const faults = o.fault ? o.fault(run.id, t0, () => ended) : Promise.resolve([]);
+  const cancel = c.cancel === undefined ? null : cancelAt(env, run.id, t0, c.cancel, () => ended);
   const deadline = t0 + plain.end * env.unitMs + (o.slackMs ?? 8_000);
   let view = (await env.runs.get(run.id))!;
   while (!TERMINAL.includes(view.status) && Date.now() < deadline) {
@@ -77,6 +78,7 @@ export async function runDurable(
     await env.runs.cancel(run.id, 'differential: did not end').catch(() => {});
   const notes = await faults;
   await sender;
+  if (cancel) notes.push(...(await cancel));
   const w = env.world.run(run.id);
   // First executions only: a body run again after a takeover is late by the takeover, as it should be.
   const seen = new Set<string>();
@@ -101,6 +103,18 @@ export async function runDurable(
   };
 }
 
+/** Cancels the run at `at` units (the run may have ended: then it says so). */
+async function cancelAt(env: DurableEnv, runId: string, t0: number, at: number, ended: () => boolean) {
+  await pause(t0 + at * env.unitMs - Date.now());
+  if (ended()) return ['cancel-skipped (the run ended)'];
+  const late = Date.now() - (t0 + at * env.unitMs);
+  const view = await env.runs.cancel(runId, 'differential').catch((e: Error) => ({ status: e.name }));
+  return [`cancel ${late} ms late, the run ${view.status}`];
+}
+
+/** The labels of the steps, commands and children called (the plain run's, the durable one's). */
+export const calledLabels = (labels: Iterable<string>) => [...new Set(labels)].sort().join(' ');
+
 /** JSON with object keys sorted (jsonb gives them back in its own order). */
 export function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) =>
@@ -113,9 +127,11 @@ export function canonical(v: unknown): string {
 /** Where the durable run differs from the plain one: empty when they agree. */
 export function compare(plain: PlainResult, d: DurableResult): string[] {
   const out: string[] = [];
-  if (d.status !== 'succeeded')
-    out.push(`run ended ${d.status}${d.error ? ` (${d.error})` : ''}, expected succeeded`);
-  if (d.outcome) {
+  if (d.status !== plain.status)
+    out.push(`run ended ${d.status}${d.error ? ` (${d.error})` : ''}, expected ${plain.status}`);
+  const [pc, dc] = [calledLabels(plain.calls.keys()), calledLabels(d.executions.map((x) => x.label))];
+  if (pc !== dc) out.push(`calls: expected [${pc}], got [${dc}]`);
+  if (d.outcome && plain.status === 'succeeded') {
     const [e, a] = [plain.outcome.trace, d.outcome.trace];
     const i = e.findIndex((x, j) => a[j] !== x);
     if (i >= 0 || a.length !== e.length) {

@@ -1,6 +1,7 @@
 /**
  * The one interpreter of a differential program, in plain JavaScript: `Promise.race`, `any`, `all`,
- * `allSettled`, sequences, loops and try/catch over four primitives (step, command, sleep, signal wait).
+ * `allSettled`, sequences, loops and try/catch over the primitives (step, command, sleep, signal wait,
+ * child run, `ctx.patched` in a loop).
  * Both runs use it: the plain run with primitives on a virtual clock (plain.ts), the durable run inside a
  * @DurableWorkflow with the engine's (workflow.ts). Every op, when it settles, appends a line to the
  * trace (`<label>=<value>` or `<label>!<why>`); the outcome is the trace as run() returns plus the
@@ -37,6 +38,10 @@ export interface Prims {
   sleep(label: string, n: number, at: number): Promise<Out>;
   /** Rejects with OpFailure('timeout', at + timeout) when the timeout passes first. */
   wait(label: string, name: SignalName, timeout: number | null, at: number): Promise<Out>;
+  /** A child run of `d` units, waited for; rejects with OpFailure('timeout', at + timeout). */
+  child(label: string, d: number, timeout: number | null, at: number): Promise<Out>;
+  /** ctx.patched(id) of the patch op `label` (the old code answers false without asking; `old`: its path). */
+  patched(label: string, old: Op): boolean;
 }
 
 /** What the durable run returns and the plain run computes. */
@@ -57,6 +62,7 @@ export function why(e: unknown): string {
   return `error:${err?.name ?? 'unknown'}:${err?.message ?? String(e)}`;
 }
 
+const LEAVES = ['step', 'cmd', 'sleep', 'wait', 'child'];
 const tOf = (e: unknown, at: number) => (e instanceof OpFailure ? e.t : at);
 const latest = (ts: number[], at: number) => Math.max(at, ...ts);
 
@@ -72,12 +78,12 @@ export async function interpret(
     const p = exec(op, label, at).then(
       (o) => {
         trace.push(`${label}=${JSON.stringify(o.v)}`);
-        if (!['step', 'cmd', 'sleep', 'wait'].includes(op.t)) hooks?.settled?.(op, label, false, o.v);
+        if (!LEAVES.includes(op.t)) hooks?.settled?.(op, label, false, o.v);
         return o;
       },
       (e: unknown) => {
         trace.push(`${label}!${why(e)}`);
-        if (!['step', 'cmd', 'sleep', 'wait'].includes(op.t)) hooks?.settled?.(op, label, true, why(e));
+        if (!LEAVES.includes(op.t)) hooks?.settled?.(op, label, true, why(e));
         throw e;
       },
     );
@@ -97,6 +103,22 @@ export async function interpret(
         return prims.sleep(label, op.n, at);
       case 'wait':
         return prims.wait(label, op.name, op.timeout, at);
+      case 'child':
+        return prims.child(label, op.d, op.timeout, at);
+      case 'patch': {
+        // for (const x of items) ctx.patched(id) ? await a : await b; a at `<item>.0`, b at `<item>.1`.
+        const vs: Json[] = [];
+        let t = at;
+        for (let x = 0; x < op.items; x++) {
+          const item = itemLabel(label, x);
+          const o = prims.patched(label, op.b)
+            ? await run(op.a, childLabel(item, 0), t)
+            : await run(op.b, childLabel(item, 1), t);
+          vs.push(o.v);
+          t = o.t;
+        }
+        return { v: vs, t };
+      }
       case 'seq': {
         let last: Out = { v: null, t: at };
         for (let i = 0; i < op.ops.length; i++) last = await run(op.ops[i], childLabel(label, i), last.t);

@@ -7,62 +7,36 @@
  * - `sleep(n)` is a timer registered when called, due at t + n, fired whether or not anything awaits it;
  * - `wait(name)` reads the mailbox of `name`: the oldest signal not yet taken, else it joins the line of
  *   that name (FIFO) and takes the next arrival; with a timeout it rejects at t + timeout if still in line;
+ * - `child(d)` starts a run of its own that lasts d units, and waits for its end like a step; with a
+ *   timeout it rejects at t + timeout if the child has not ended (the child is cancelled then). Its end
+ *   is a wait's outcome: dropped once run() returned. A running parent hears of a child's end at once
+ *   (the child's end notifies it, as a signal does), also while a step or command of its parent runs;
+ * - `patched(id)` (a patch op in a loop): true on new code. The fault profile's deploy at X: before X
+ *   the old code takes the old path without asking; from X on the first answer is false when the old
+ *   code got past the op's first position already (its step settled, its command or sleep called), else
+ *   true, and it stands for every later iteration (docs/EVOLVE.md);
  * - outcomes ready at the same moment are delivered one at a time in the order they happened (a signal
  *   taken from the mailbox by when it was sent, the test sending them one after the other; a timer by
  *   its due time; ties in call order);
  * - once run() returned, pending timers and waits are dropped; steps and commands still running finish.
+ *   The run finishes when run() returned and no step or command runs.
+ * - a cancel at C is an AbortSignal the run observes at its next durable occurrence: unless the run
+ *   finished before C, it ends `cancelled`; what was called before C happened (a command's effect, a
+ *   step's body, a child's start; steps and commands running at C finish), nothing is called from C on,
+ *   and pending timers and waits are dropped. A cancelled run has no output: its effects, the calls
+ *   made and its status are compared, not its trace.
  *
  * Alongside the outcome it lists every occurrence (an event at a virtual time, with the event in whose
  * continuation it was called): cases.ts checks that two not causally ordered are GAP_UNITS apart.
  */
-import { signalScript, type DiffCase, type Mutation, type Op, type SignalName } from './program';
+import type { DiffCase, Mutation, Op } from './program';
 import { interpret, OpFailure, type Hooks, type Json, type Out, type Outcome, type Prims } from './interpret';
+import { plainSignals } from './plain-signals';
+import type { Occurrence, PlainResult, Queued } from './plain-types';
 
-export interface Occurrence {
-  id: number;
-  time: number;
-  /** The occurrence in whose continuation this was called; null: from outside (a signal, the start). */
-  parent: number | null;
-  what: string;
-  /** A signal's arrival: its index in `DiffCase.signals`. */
-  signal?: number;
-}
-
-interface Queued {
-  id: number;
-  /** Order of delivery: when it happened (a signal from the mailbox: when it was sent), then call order. */
-  key: number;
-  seq: number;
-  time: number;
-  /** Timers and waits are dropped once run() returned; steps and commands finish. */
-  wait: boolean;
-  fire: () => void;
-}
-
-export interface PlainResult {
-  outcome: Outcome;
-  /** Commands called, by label (each makes one effect). */
-  effects: Record<string, number>;
-  /** When run() returned (units). */
-  end: number;
-  /** Why the durable run cannot be compared on this case (never returns, too long, ...), or null. */
-  invalid: string | null;
-  occurrences: Occurrence[];
-  /** Steps and commands: label → [called at, settles at] (units). */
-  calls: Map<string, { kind: 'step' | 'cmd'; from: number; to: number }>;
-  /** Coverage tags seen in this case. */
-  tags: Set<string>;
-}
+export type { CallKind, Occurrence, PlainResult } from './plain-types';
 
 const tick = () => new Promise<void>((r) => setImmediate(r));
-
-interface Waiter {
-  label: string;
-  at: number;
-  done: boolean;
-  resolve: (o: Out) => void;
-  reject: (e: unknown) => void;
-}
 
 export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infinity): Promise<PlainResult> {
   let now = 0;
@@ -70,15 +44,16 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
   let current = 0;
   let ended = false;
   let invalid: string | null = null;
+  /** Steps and commands running; when run() returned and none runs, the run finished (at `finished`). */
+  let live = 0;
+  let finished: number | null = null;
+  let cancelled: number | null = null;
   const occurrences: Occurrence[] = [{ id: 0, time: 0, parent: null, what: 'start' }];
   const queue: Queued[] = [];
   const effects: Record<string, number> = {};
   const calls: PlainResult['calls'] = new Map();
   const tags = new Set<string>();
   const settledRaces = new Set<string>();
-  /** Signals not taken yet; `key`: when each was sent (its time, then the sender's order). */
-  const mailbox: Record<SignalName, { v: string; key: number }[]> = { a: [], b: [] };
-  const line: Record<SignalName, Waiter[]> = { a: [], b: [] };
 
   const schedule = (
     time: number,
@@ -92,20 +67,26 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     occurrences.push({ id, time, parent, what });
     queue.push({ id, key, seq: seq++, time, wait, fire });
   };
+  /** A call at `at`: false when the run was cancelled (nothing is called from then on). */
   const called = (label: string, at: number) => {
+    if (cancelled !== null) return false;
     if (ended) invalid ??= `${label} called after run() returned`;
     if (at !== now && !mutation) throw new Error(`interpreter: ${label} called at ${at}, clock at ${now}`);
+    return true;
   };
+  const never = new Promise<Out>(() => undefined);
   /** A loser: an op under a race or any that already settled. */
   const loser = (label: string) => [...settledRaces].some((r) => label.startsWith(`${r}.`));
 
   const leaf = (kind: 'step' | 'cmd') => (label: string, d: number, at: number) => {
-    called(label, at);
+    if (!called(label, at)) return never;
     if (kind === 'cmd') effects[label] = (effects[label] ?? 0) + 1;
     calls.set(label, { kind, from: now, to: now + d });
     const to = now + d;
+    live++;
     return new Promise<Out>((resolve) =>
       schedule(to, `${kind} ${label}`, false, () => {
+        live--;
         if (loser(label)) tags.add(`loser ${kind} finished after its race`);
         if (ended) tags.add(`${kind} let finish after run() returned`);
         resolve({ v: `${kind === 'step' ? 's' : 'c'}:${label}`, t: to });
@@ -113,11 +94,16 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     );
   };
 
+  /** Per patch op: the old code got past its first position; the answer once the new code asked. */
+  const oldPassed = new Set<string>();
+  const answers = new Map<string, boolean>();
+  const onOld = () => c.deploy !== undefined && now < c.deploy;
+
   const prims: Prims = {
     step: leaf('step'),
     cmd: leaf('cmd'),
     sleep(label, n, at) {
-      called(label, at);
+      if (!called(label, at)) return never;
       const due = now + n;
       return new Promise((resolve) =>
         schedule(due, `sleep ${label}`, true, () => {
@@ -126,65 +112,64 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
         }),
       );
     },
-    wait(label, name, timeout, at) {
-      called(label, at);
-      const kind = timeout === null ? 'signal wait without timeout' : 'signal wait with timeout';
+    wait: plainSignals({ now: () => now, occurrences, schedule, called, loser, tags }, c),
+    child(label, d, timeout, at) {
+      if (!called(label, at)) return never;
+      calls.set(label, { kind: 'child', from: now, to: now + d });
+      const to = now + d;
+      let done = false;
       return new Promise((resolve, reject) => {
-        const taken = mailbox[name].shift();
-        if (taken) {
-          // Ready now; delivered in the order it happened (when it was sent) among what is ready now.
-          return schedule(
-            now,
-            `mailbox ${label}`,
-            true,
-            () => {
-              tags.add(`${kind}: got a signal`).add('signal before wait');
-              resolve({ v: taken.v, t: now });
-            },
-            taken.key,
-          );
-        }
-        const w: Waiter = { label, at: now, done: false, resolve, reject };
-        if (line[name].length) tags.add('two waits of one name pending (FIFO)');
-        line[name].push(w);
-        w.resolve = (o) => {
-          tags.add(`${kind}: got a signal`);
-          if (loser(label)) tags.add('loser signal wait took a later signal');
-          resolve(o);
-        };
         if (timeout !== null)
           schedule(now + timeout, `timeout ${label}`, true, () => {
-            if (w.done) return;
-            w.done = true;
-            line[name].splice(line[name].indexOf(w), 1);
-            tags.add('signal wait timed out');
+            if (done) return;
+            done = true;
+            tags.add('child wait timed out (child cancelled)');
             reject(new OpFailure('timeout', now));
           });
+        schedule(to, `child ${label}`, true, () => {
+          if (done) return;
+          done = true;
+          if (live > 0) tags.add('child ended while its parent ran a call');
+          tags.add(timeout === null ? 'child waited for' : 'child waited for with a timeout');
+          if (loser(label)) tags.add('loser child ended after its race');
+          resolve({ v: `k:${label}`, t: to });
+        });
       });
+    },
+    patched(label, old) {
+      if (onOld()) {
+        // The old code takes the old path without asking. It got past the op's first position once a
+        // command or sleep there is called (reserved, due time written), a step once it settled
+        // (committed) before the deploy.
+        if (old.t !== 'step' || now + old.d < c.deploy!) oldPassed.add(label);
+        return false;
+      }
+      if (!answers.has(label) && c.deploy !== undefined)
+        tags.add(
+          oldPassed.has(label) ? 'patch: old path after the deploy' : 'patch: new path after the deploy',
+        );
+      if (!answers.has(label)) answers.set(label, !oldPassed.has(label));
+      tags.add(answers.get(label) ? 'patched in a loop: new path' : 'patched in a loop: old path');
+      return answers.get(label)!;
     },
   };
 
-  // The test sends the signals one after the other: each is ordered after the one before.
-  let sender: number | null = null;
-  for (const [k, s] of signalScript(c).entries()) {
-    const id = occurrences.length;
-    const index = s.index;
-    const key = s.at + k / 1000;
+  if (c.cancel !== undefined) {
+    const at = c.cancel;
     schedule(
-      s.at,
-      `signal ${s.v}`,
-      true,
+      at,
+      'cancel',
+      false,
       () => {
-        const w = line[s.name].shift();
-        if (!w) return void mailbox[s.name].push({ v: s.v, key });
-        w.done = true;
-        w.resolve({ v: s.v, t: now });
+        if (finished !== null) return void tags.add('cancel lost to the finish');
+        cancelled = at;
+        if (ended) tags.add('cancel after run() returned, calls still live');
+        else if (live) tags.add('cancel while a step or command runs');
+        else tags.add('cancel while parked');
       },
-      key,
-      sender,
+      at,
+      null,
     );
-    occurrences[id].signal = index;
-    sender = id;
   }
 
   const hooks: Hooks = {
@@ -206,7 +191,8 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
   });
   /** run() returned in the continuation of the current occurrence: the end is one more. */
   const mark = () => {
-    if (!ended || marked) return;
+    if (ended && !live && finished === null && cancelled === null) finished = now;
+    if (!ended || marked || cancelled !== null) return;
     marked = true;
     end = now;
     occurrences.push({ id: occurrences.length, time: now, parent: current, what: 'end' });
@@ -216,20 +202,22 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
   while (queue.length) {
     queue.sort((x, y) => x.key - y.key || x.seq - y.seq);
     const e = queue.shift()!;
-    if (ended && e.wait) continue; // dropped: run() returned
+    if ((ended || cancelled !== null) && e.wait) continue; // dropped: run() returned, or cancelled
     now = Math.max(now, e.time);
     current = e.id;
     e.fire();
     await tick();
     mark();
   }
-  if (!outcome) return { ...result(), invalid: 'run() never returns (a wait nothing answers)' };
+  if (cancelled !== null) end = Math.max(end, now);
+  else if (!outcome) return { ...result(), invalid: 'run() never returns (a wait nothing answers)' };
   return result();
 
   function result(): PlainResult {
     if (end > maxUnits) invalid ??= `takes ${end} units (more than ${maxUnits})`;
     return {
       outcome: outcome ?? { trace: [], value: null },
+      status: cancelled === null ? 'succeeded' : 'cancelled',
       effects,
       end,
       invalid,

@@ -6,8 +6,8 @@
  * how many the differential check reports as divergent; `strict` counts only cases whose unmutated
  * durable run agreed (so the catch is the mutation's, not an engine defect's).
  */
-import { canonical, type DurableEnv } from './harness';
-import { runPlain } from './plain';
+import { calledLabels, canonical, type DurableEnv } from './harness';
+import { runPlain, type PlainResult } from './plain';
 import { comparableCases, runCase, type CaseRun } from './property';
 import { MUTATIONS, type Mutation, type Profile } from './program';
 
@@ -46,9 +46,7 @@ export async function mutationPower(
     const hangs: typeof cases = [];
     for (const x of cases) {
       const m = await runPlain(x.p.c, mutation, o.profile.maxUnits * 3);
-      const same =
-        canonical(m.outcome) === canonical(x.p.plain.outcome) &&
-        canonical(m.effects) === canonical(x.p.plain.effects);
+      const same = canonical(observed(m)) === canonical(observed(x.p.plain));
       if (same) continue;
       // A mutant that never returns costs a whole case timeout durably: those last.
       (m.invalid?.startsWith('run() never returns') ? hangs : seen).push(x);
@@ -83,6 +81,14 @@ export async function mutationPower(
   }
   return { cases: cases.length, mutations: out };
 }
+
+/** What the durable run is compared on (a cancelled run has no output). */
+const observed = (p: PlainResult) => ({
+  status: p.status,
+  outcome: p.status === 'succeeded' ? p.outcome : null,
+  effects: p.effects,
+  calls: calledLabels(p.calls.keys()),
+});
 
 async function pool<T>(n: number, items: T[], f: (x: T) => Promise<void>): Promise<void> {
   let next = 0;

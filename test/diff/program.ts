@@ -3,13 +3,14 @@
  * signal waits under race / any / all / allSettled / sequences / loops / try-catch, with a script of
  * signals arriving at given times. Times are in units (`unitMs` real milliseconds each).
  *
+ * Child runs and patches inside loops too. A case may carry a cancel (the test calls
+ * RunRepository.cancel) and, in the fault profile, a deploy (old code before it, new code after).
+ *
  * The oracle (docs in test/diff/README.md): competing events are kept farther apart than scheduling
  * jitter can shift them, in virtual time. Any two events that are not causally ordered (neither was
  * called in the continuation of the other) are at least `GAP_UNITS` units apart (a case where they are
  * not is never run), and a fault is placed only where nothing happens for longer than a takeover takes.
  */
-import fc from 'fast-check';
-
 export type SignalName = 'a' | 'b';
 
 export type Op =
@@ -25,7 +26,14 @@ export type Op =
   /** for (const x of items) await body (seq), or Promise.all(items.map(body)) (par). */
   | { t: 'loop'; items: number; par: boolean; body: Op }
   /** try { await body } catch (e) { 'caught:<why>' } */
-  | { t: 'try'; body: Op };
+  | { t: 'try'; body: Op }
+  /**
+   * ctx.child(DiffChild, { d }, { timeoutMs }): a child run whose body is a step of `d` units; its value
+   * `k:<label>`; with a timeout it rejects ('timeout') and the child is cancelled.
+   */
+  | { t: 'child'; d: number; timeout: number | null }
+  /** for (const x of items) ctx.patched(id) ? await a : await b (the old code: b, without asking). */
+  | { t: 'patch'; items: number; a: Op; b: Op };
 
 export interface SignalAt {
   name: SignalName;
@@ -37,6 +45,13 @@ export interface DiffCase {
   /** run() awaits these in sequence (labels `0`, `1`, ...). */
   ops: Op[];
   signals: SignalAt[];
+  /** The test cancels the run (RunRepository.cancel) this many units after it began. */
+  cancel?: number;
+  /**
+   * Fault profile: a deploy this many units after the run began. Before it, the workers run the old
+   * code (a patch op takes its old path without asking `patched`); from it on, the new code.
+   */
+  deploy?: number;
 }
 
 /** What the durable workflow gets as its input. */
@@ -70,127 +85,6 @@ export const SHORT: Profile = { stepD: [1, 2, 3, 4, 5], maxUnits: 14 };
 /** With faults (faultCaseArbitrary): a long op in the middle, where the kill lands. */
 export const FAULTS: Profile = { stepD: [1, 2, 3, 4, 5], maxUnits: 30 };
 
-const name = fc.constantFrom<SignalName>('a', 'b');
-const timeout = fc.integer({ min: 1, max: 6 });
-
-function leaf(p: Profile): fc.Arbitrary<Op> {
-  return fc.oneof(
-    { weight: 3, arbitrary: fc.record({ t: fc.constant('step' as const), d: fc.constantFrom(...p.stepD) }) },
-    {
-      weight: 2,
-      arbitrary: fc.record({ t: fc.constant('cmd' as const), d: fc.integer({ min: 1, max: 3 }) }),
-    },
-    {
-      weight: 2,
-      arbitrary: fc.record({ t: fc.constant('sleep' as const), n: fc.integer({ min: 1, max: 6 }) }),
-    },
-    {
-      weight: 4,
-      arbitrary: fc.record({
-        t: fc.constant('wait' as const),
-        name,
-        timeout: fc.option(timeout, { freq: 3 }),
-      }),
-    },
-  );
-}
-
-/** A wait with a timeout: what try/catch is mostly around. */
-const timedWait: fc.Arbitrary<Op> = fc.record({ t: fc.constant('wait' as const), name, timeout });
-
-function node(p: Profile, depth: number): fc.Arbitrary<Op> {
-  if (depth === 0) return leaf(p);
-  const sub = node(p, depth - 1);
-  const kids = fc.array(sub, { minLength: 2, maxLength: 3 });
-  const combinator = (t: 'race' | 'any' | 'all' | 'allSettled' | 'seq') =>
-    kids.map((ops): Op => ({ t, ops }));
-  return fc.oneof(
-    { weight: 5, arbitrary: leaf(p) },
-    { weight: 3, arbitrary: combinator('race') },
-    { weight: 2, arbitrary: combinator('any') },
-    { weight: 2, arbitrary: combinator('all') },
-    { weight: 2, arbitrary: combinator('allSettled') },
-    { weight: 1, arbitrary: combinator('seq') },
-    {
-      weight: 2,
-      arbitrary: fc.record({
-        t: fc.constant('loop' as const),
-        items: fc.integer({ min: 2, max: 3 }),
-        par: fc.boolean(),
-        body: sub,
-      }),
-    },
-    {
-      weight: 2,
-      arbitrary: fc.record({ t: fc.constant('try' as const), body: fc.oneof(timedWait, sub) }),
-    },
-  );
-}
-
-/** How many waits of each name the ops make at most (a loop's body once per item). */
-export function waitsOf(ops: Op[]): Record<SignalName, number> {
-  const n = { a: 0, b: 0 };
-  const walk = (o: Op, times: number): void => {
-    if (o.t === 'wait') n[o.name] += times;
-    else if (o.t === 'loop') walk(o.body, times * o.items);
-    else if (o.t === 'try') walk(o.body, times);
-    else if ('ops' in o) o.ops.forEach((x) => walk(x, times));
-  };
-  ops.forEach((o) => walk(o, 1));
-  return n;
-}
-
-/**
- * A case: up to 4 top-level ops (depth up to 2), and signals for the waits it makes: of each name, up to
- * one more than its waits (some never come, some come before their wait).
- */
-export function caseArbitrary(p: Profile = SHORT): fc.Arbitrary<DiffCase> {
-  return withSignals(fc.array(node(p, 2), { minLength: 1, maxLength: 4 }), p);
-}
-
-/**
- * A case of the fault profile: ops, then an op that outlasts a takeover (a step or command of 12-16
- * units, alone or beside a late timer, a late timeout or a wait), then more ops. The kill lands in it.
- */
-export function faultCaseArbitrary(p: Profile = FAULTS): fc.Arbitrary<DiffCase> {
-  const long = fc.integer({ min: 12, max: 16 });
-  const call = fc.oneof(
-    long.map((d): Op => ({ t: 'step', d })),
-    long.map((d): Op => ({ t: 'cmd', d })),
-  );
-  const late = fc.oneof(
-    fc.integer({ min: 11, max: 18 }).map((n): Op => ({ t: 'sleep', n })),
-    fc.record({
-      t: fc.constant('wait' as const),
-      name,
-      timeout: fc.option(fc.integer({ min: 11, max: 18 })),
-    }),
-  );
-  const beside = fc
-    .tuple(fc.constantFrom('race', 'any', 'all', 'allSettled'), call, late, fc.boolean())
-    .map(([t, c, l, first]): Op => ({ t: t as 'race', ops: first ? [c, l] : [l, c] }));
-  const ops = fc
-    .tuple(
-      fc.array(node(p, 1), { maxLength: 2 }),
-      fc.oneof(call, beside, beside),
-      fc.array(node(p, 1), { maxLength: 2 }),
-    )
-    .map(([before, op, after]) => [...before, op, ...after]);
-  return withSignals(ops, p);
-}
-
-function withSignals(opsArb: fc.Arbitrary<Op[]>, p: Profile): fc.Arbitrary<DiffCase> {
-  const at = fc.integer({ min: GAP_UNITS, max: p.maxUnits - 2 });
-  const of = (n: SignalName, waits: number) =>
-    fc
-      .array(at, { minLength: Math.min(waits, 1), maxLength: waits ? waits + 1 : 0 })
-      .map((ats) => ats.map((a) => ({ name: n, at: a })));
-  return opsArb.chain((ops) => {
-    const w = waitsOf(ops);
-    return fc.tuple(of('a', w.a), of('b', w.b)).map(([a, b]) => ({ ops, signals: [...a, ...b] }));
-  });
-}
-
 /** Signals in arrival order, each with its payload value `<name>#<k>` (k-th of its name). */
 export function signalScript(c: DiffCase): { name: SignalName; at: number; v: string; index: number }[] {
   const count: Record<string, number> = {};
@@ -215,10 +109,15 @@ export function describeCase(c: DiffCase): string {
         return `for x of [${o.items}]${o.par ? ' all' : ''} { ${op(o.body)} }`;
       case 'try':
         return `try { ${op(o.body)} }`;
+      case 'child':
+        return `child ${o.d}${o.timeout === null ? '' : ` ≤${o.timeout}`}`;
+      case 'patch':
+        return `for x of [${o.items}] { patched ? ${op(o.a)} : ${op(o.b)} }`;
       default:
         return `${o.t}(${o.ops.map(op).join(', ')})`;
     }
   };
   const sigs = signalScript(c).map((s) => `${s.name}@${s.at}`);
-  return `${c.ops.map(op).join(' ; ')} | signals ${sigs.length ? sigs.join(' ') : 'none'}`;
+  const extra = `${c.cancel === undefined ? '' : ` | cancel@${c.cancel}`}${c.deploy === undefined ? '' : ` | deploy@${c.deploy}`}`;
+  return `${c.ops.map(op).join(' ; ')} | signals ${sigs.length ? sigs.join(' ') : 'none'}${extra}`;
 }

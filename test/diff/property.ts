@@ -7,15 +7,8 @@
 import fc from 'fast-check';
 import { prepare, type Prepared } from './cases';
 import { compare, runDurable, type DurableEnv, type DurableResult, type Fault } from './harness';
-import {
-  caseArbitrary,
-  describeCase,
-  FAULTS,
-  faultCaseArbitrary,
-  type DiffCase,
-  type Mutation,
-  type Profile,
-} from './program';
+import { caseArbitrary, faultCaseArbitrary } from './generate';
+import { describeCase, FAULTS, type DiffCase, type Mutation, type Profile } from './program';
 
 /** The cases of a profile: the fault profile's have a long op to kill a worker in. */
 const arbitraryOf = (p: Profile) => (p === FAULTS ? faultCaseArbitrary(p) : caseArbitrary(p));

@@ -27,6 +27,16 @@ export const RULES = [
   'step let finish after run() returned',
   'cmd let finish after run() returned',
   'try/catch timeout',
+  'cancel while a step or command runs',
+  'cancel while parked',
+  'cancel after run() returned, calls still live',
+  'cancel lost to the finish',
+  'child waited for',
+  'child waited for with a timeout',
+  'child wait timed out (child cancelled)',
+  'loser child ended after its race',
+  'child ended while its parent ran a call',
+  'patched in a loop: new path',
 ];
 
 export function coverageTable(coverage: Map<string, number>, cases: number): string {

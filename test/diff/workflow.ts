@@ -17,6 +17,7 @@ import {
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
+  ChildRunError,
   RunContext,
   SignalTimeoutError,
 } from '../../src';
@@ -24,6 +25,7 @@ import { interpret, OpFailure, type Out, type Outcome, type Prims } from './inte
 import type { DiffInput } from './program';
 
 export const DIFF_KIND = 'diff-program';
+export const DIFF_CHILD_KIND = 'diff-child';
 
 interface LeafArgs {
   label: string;
@@ -47,9 +49,9 @@ async function post<T>(path: string, body: unknown): Promise<T> {
   return (await res.json()) as T;
 }
 
-/** A body: says when it was called, then lasts until its virtual end. */
-async function body(kind: 'step' | 'cmd', a: LeafArgs): Promise<string> {
-  const runId = currentRun()!.runId;
+/** A body: says when it was called, then lasts until its virtual end. A child's says it for its parent. */
+async function body(kind: 'step' | 'cmd' | 'child', a: LeafArgs & { parent?: string }): Promise<string> {
+  const runId = a.parent ?? currentRun()!.runId;
   const due = a.t0 + (a.end - a.d) * a.unitMs;
   await post('/exec', { runId, label: a.label, kind, due, pid: process.pid });
   const left = a.t0 + a.end * a.unitMs - Date.now();
@@ -83,6 +85,13 @@ export class DiffCalls implements CommandLookup {
     return post<Out>('/effect', { runId, label: a.label, key: ctx!.idempotencyKey, result });
   }
 
+  /** The body of a child run (DiffChild): a step of the child, reported as its parent's call. */
+  @DurableStep({ name: 'diff_child_body' })
+  async childBody(a: LeafArgs & { parent: string }): Promise<Out> {
+    await body('child', a);
+    return { v: `k:${a.label}`, t: a.end };
+  }
+
   async lookupCommand(_command: string, key: string) {
     const res = await fetch(`${world()}/effect?key=${encodeURIComponent(key)}`);
     return (await res.json()) as { found: true; result: unknown } | { found: false };
@@ -94,6 +103,19 @@ export interface SignalPayload {
   v: string;
   at: number;
 }
+
+/** A child run: one step of `d` units. */
+@DurableWorkflow(DIFF_CHILD_KIND, { maxAttempts: 20 })
+export class DiffChild {
+  constructor(private readonly calls: DiffCalls) {}
+
+  run(input: LeafArgs & { parent: string }): Promise<Out> {
+    return this.calls.childBody(input);
+  }
+}
+
+/** The code a worker process runs: `old` (DIFF_CODE=old) takes a patch op's old path without asking. */
+const code = () => (process.env.DIFF_CODE === 'old' ? 'old' : 'new');
 
 @DurableWorkflow(DIFF_KIND, { maxAttempts: 20 })
 export class DiffWorkflow {
@@ -122,9 +144,22 @@ export class DiffWorkflow {
               throw e;
             },
           ),
+      child: (label, d, timeout, at) =>
+        ctx
+          .child<Out>(
+            DIFF_CHILD_KIND,
+            { ...leaf(label, d, at), parent: ctx.runId },
+            timeout === null ? {} : { timeoutMs: timeout * input.unitMs },
+          )
+          .catch((e: unknown) => {
+            if (e instanceof ChildRunError && e.childStatus === 'timed_out')
+              throw new OpFailure('timeout', at + timeout!);
+            throw e;
+          }),
+      patched: (label) => code() === 'new' && ctx.patched(`p${label.replace(/\//g, '_')}`),
     };
     return interpret(input.ops, prims, input.mutation);
   }
 }
 
-export const DIFF_PROVIDERS = [DiffCalls, DiffWorkflow];
+export const DIFF_PROVIDERS = [DiffCalls, DiffWorkflow, DiffChild];

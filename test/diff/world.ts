@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 
 export interface Execution {
   label: string;
-  kind: 'step' | 'cmd';
+  kind: 'step' | 'cmd' | 'child';
   /** When the body should have been called (ms, the run's begin + its virtual call time). */
   due: number;
   at: number;

@@ -135,9 +135,16 @@ export async function waitForChildStep(
   } catch (err) {
     if (!(err instanceof SignalTimeoutError)) throw err;
     // Recorded: the parent gave up, after the child's cancel was requested. Asked again on every replay
-    // (a no-op once done) for a timeout recorded before the cancel came first (older records).
-    if (!env.replayOnly)
-      await env.fenced(() => env.store.cancelChild(env.fence, child.runId, reason), 'cancel of a child run');
+    // (a no-op once done) for a timeout recorded before the cancel came first (older records). Not
+    // awaited before the rejection: replay delivers the next recorded result a turn later, and a write
+    // here would let it overtake this timeout. Tracked: the run parks or ends only once it is done.
+    if (!env.replayOnly) {
+      const cancel = env.fenced(
+        () => env.store.cancelChild(env.fence, child.runId, reason),
+        'cancel of a child run',
+      );
+      void env.control.track(cancel, false).catch(() => undefined);
+    }
     throw new ChildRunError(child.runId, child.kind, 'timed_out', null);
   }
   if (ended.status === 'succeeded') return ended.output;
