@@ -23,6 +23,9 @@ import { KindVersions1766300000000 } from './1766300000000-kind-versions';
 import { FencingTimelines1766400000000 } from './1766400000000-fencing-timelines';
 import { ScheduleTimelines1766500000000 } from './1766500000000-schedule-timelines';
 import { SleepDuePositions1766600000000 } from './1766600000000-sleep-due-positions';
+import { RunTagIndex1766700000000 } from './1766700000000-run-tag-index';
+import { ScheduleAttempts1766800000000 } from './1766800000000-schedule-attempts';
+import { ChildEndHint1766900000000 } from './1766900000000-child-end-hint';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -48,6 +51,9 @@ export {
   FencingTimelines1766400000000,
   ScheduleTimelines1766500000000,
   SleepDuePositions1766600000000,
+  RunTagIndex1766700000000,
+  ScheduleAttempts1766800000000,
+  ChildEndHint1766900000000,
 };
 
 /**
@@ -80,6 +86,9 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   FencingTimelines1766400000000,
   ScheduleTimelines1766500000000,
   SleepDuePositions1766600000000,
+  RunTagIndex1766700000000,
+  ScheduleAttempts1766800000000,
+  ChildEndHint1766900000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

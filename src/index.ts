@@ -74,30 +74,29 @@ export type {
 // Fencing tokens a target you own can check: the header (sent only where a command spreads fenceHeaders),
 // the verifier that refuses a superseded claim in the target's PostgreSQL, and a Nest guard.
 export { DURABLE_FENCE_HEADER, fenceHeaders, formatFence, parseFence } from './util/fence-token';
-export { compareFences } from './util/fence-token';
-export type { FenceToken } from './util/fence-token';
-export { FenceVerifier } from './util/fence-verifier';
-export type { FenceQuery, FenceVerifierOptions } from './util/fence-verifier';
+export { compareFences, type FenceToken } from './util/fence-token';
+export { FenceVerifier, type FenceQuery, type FenceVerifierOptions } from './util/fence-verifier';
 export { DurableFenceGuard, DurableFenceToken } from './nest/durable-fence.guard';
 
 // Starting and reading runs.
 export { RunRepository } from './api/run.repository';
 export type { StreamEntry, StreamQuery, WatchOptions } from './interfaces/stream.interface';
-export { runEventStream } from './api/run-sse';
-export type { RunEventStreamOptions } from './api/run-sse';
+export { runEventStream, type RunEventStreamOptions } from './api/run-sse';
 export { CommandGateway } from './api/command-gateway.service';
 export { CheckpointService } from './api/checkpoint.service';
-export type { StepOutput, StepRef } from './api/checkpoint.service';
+export type { CheckpointListQuery, StepOutput, StepRef } from './api/checkpoint.service';
 export { LeaseService } from './api/lease.service';
-export { DurableSchedules } from './api/durable-schedules.service';
-export type { ScheduleView } from './api/durable-schedules.service';
+export { DurableSchedules, type ScheduleView } from './api/durable-schedules.service';
+export type { CreateScheduleOptions } from './api/durable-schedules.service';
 export type { RunLeaseView, WorkerReleaseResult } from './interfaces/lease.interface';
 export type { CommandView } from './interfaces/command.interface';
 export { RUN_STATUSES, TERMINAL_STATUSES } from './interfaces/run.interface';
+export type { LimitScope } from './interfaces/run-reads.interface';
 export type {
   CheckpointView,
   KindVersionView,
   ListRunsQuery,
+  PatchStatus,
   RetryHeldOptions,
   RunCursor,
   RunEvent,
@@ -150,6 +149,7 @@ export {
   RunCancelledError,
   RunFailedError,
   RunNotFoundError,
+  ScheduleConflictError,
   ScheduleNotFoundError,
   SchemaConflictError,
   SchemaNotReadyError,
@@ -157,6 +157,7 @@ export {
   SignalTimeoutError,
   StaleFenceError,
   StepTimeoutError,
+  TooManyStreamClientsError,
   UnknownRunKindError,
 } from './errors';
 export type { ChildRunEnd, DurableErrorCode } from './errors';

@@ -5,6 +5,7 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { RedactHook, RedactKey, redactErrorMessage, redactValue } from '../options/redact';
 import type { CommandView } from '../interfaces/command.interface';
 import type { StreamEntry } from '../interfaces/stream.interface';
+import { cappedCheckpoint } from './shown-value';
 
 /**
  * Applies the module's `redact` hook to what the admin API and the inspector page show. Stored data is
@@ -13,9 +14,16 @@ import type { StreamEntry } from '../interfaces/stream.interface';
 @Injectable()
 export class AdminRedactor {
   private readonly hook?: RedactHook;
+  private readonly maxShownBytes: number;
 
   constructor(@Inject(DURABLE_EXECUTION_OPTIONS) options: ResolvedDurableOptions) {
     this.hook = options.redact;
+    this.maxShownBytes = options.limits.maxShownValueBytes;
+  }
+
+  /** A checkpoint, redacted, its output and meta over `limits.maxShownValueBytes` as a marker. */
+  shownCheckpoint(c: CheckpointView): CheckpointView {
+    return cappedCheckpoint(this.checkpoint(c), this.maxShownBytes);
   }
 
   private value<T>(key: RedactKey, value: T): T {

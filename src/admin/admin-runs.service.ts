@@ -96,9 +96,7 @@ export class AdminRunsService {
 
   /** The run's stream as SSE, each entry's data through the redact hook; RunNotFoundError first. */
   async stream(id: string, lastEventId?: string): Promise<Observable<MessageEvent>> {
-    const events = runEventStream(this.runs, id, { lastEventId, data: (e) => this.redactor.streamEntry(e) });
-    if (!(await this.runs.get(id))) throw new RunNotFoundError(id);
-    return events;
+    return runEventStream(this.runs, id, { lastEventId, data: (e) => this.redactor.streamEntry(e) });
   }
 
   async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
@@ -147,7 +145,7 @@ export class AdminRunsService {
     ]);
     if (!stored) throw new RunNotFoundError(id);
     const r = this.redactor;
-    const checkpoints = cps.items.reverse().map((c) => r.checkpoint(c));
+    const checkpoints = cps.items.reverse().map((c) => r.shownCheckpoint(c));
     const events = evs.items.reverse().map((e) => r.event(e));
     const shown = cmds.items.reverse();
     const older = open.filter((c) => c.stepIndex < (shown[0]?.stepIndex ?? Infinity));
@@ -180,10 +178,10 @@ export class AdminRunsService {
     );
   }
 
-  /** A page of the run's checkpoints by step index (as `events`), redacted. */
+  /** A page of the run's checkpoints by step index (as `events`), redacted, large values as markers. */
   checkpoints(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<CheckpointView>> {
     const read = (p: RunHistoryQuery) => this.runs.checkpoints(id, p);
-    return this.history(id, q, read, byStep, (c) => this.redactor.checkpoint(c));
+    return this.history(id, q, read, byStep, (c) => this.redactor.shownCheckpoint(c));
   }
 
   /** A page of the run's commands by step index (as `events`), redacted. */

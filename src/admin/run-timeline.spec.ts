@@ -89,6 +89,21 @@ describe('buildTimeline', () => {
     expect(cut.epochs[1].start).toBe('resume');
   });
 
+  it('shows a step whose claim ended in a failure as failed; one cut by a drain or a park as interrupted', () => {
+    const claimed = ev(0, 1, 'run.claimed', { workerId: 'a' });
+    const started = ev(5, 1, 'step.started', { step: 1, name: 'call_vendor' });
+    const stateAfter = (type: string) =>
+      buildTimeline([claimed, started, ev(9, 1, type, {})], []).steps.map((s) => s.state);
+    expect(stateAfter('run.failed')).toEqual(['failed']);
+    expect(stateAfter('run.dead_lettered')).toEqual(['failed']);
+    expect(stateAfter('run.retry_scheduled')).toEqual(['failed']);
+    expect(stateAfter('run.released')).toEqual(['interrupted']);
+    expect(stateAfter('command.approval_requested')).toEqual(['interrupted']);
+    // A failure the workflow caught is recorded at the step's index: that checkpoint reads failed.
+    const caught = buildTimeline([claimed], [cp(9, 1, 1, 'call_vendor', { failed: true })]);
+    expect(caught.steps.map((s) => s.state)).toEqual(['failed']);
+  });
+
   it('built from the newest part of the history only, claims nothing about what is not shown', () => {
     // Shown: the end of epoch 3 and epoch 4; checkpoints from step 5 on (steps 0-4 are older).
     const events = [

@@ -23,8 +23,12 @@ export interface StepRow {
   index: number;
   name: string;
   kind: 'model' | 'tool' | 'compute' | 'command' | 'value' | 'wait';
-  /** `done` (checkpoint committed), `interrupted` (started, then the claim ended), `running`. */
-  state: 'done' | 'interrupted' | 'running';
+  /**
+   * `done` (checkpoint committed), `failed` (its failure recorded, or the claim that ran it ended in a
+   * failure: the run failed, was dead-lettered or is due for a retry), `interrupted` (started, then the
+   * claim ended otherwise: a crash, a drain, a cancel), `running`.
+   */
+  state: 'done' | 'failed' | 'interrupted' | 'running';
   epoch: number;
   startedAt: Date | null;
   committedAt: Date | null;
@@ -44,6 +48,27 @@ export interface RunTimeline {
 }
 
 const STARTS = new Set(['step.started', 'model.call_started', 'tool.command_reserved']);
+/** Events that end a claim in a failure, and those that end it otherwise (a step started before them is not running). */
+const FAILS = new Set(['run.failed', 'run.dead_lettered', 'run.retry_scheduled']);
+const ENDS = new Set([
+  'run.succeeded',
+  'run.cancelled',
+  'run.released',
+  'run.held',
+  'run.reconciled',
+  'run.continued_as_new',
+  'command.approval_requested',
+  'command.in_doubt',
+]);
+
+/** The state of a step whose last start (`last`) has no checkpoint: what its claim did after it. */
+function startedState(events: RunEvent[], last: RunEvent, lastEpoch: number): StepRow['state'] {
+  const step = Number(last.payload?.step);
+  const after = events.filter((e) => e.epoch === last.epoch && e.id > last.id);
+  if (after.some((e) => FAILS.has(e.type) || (e.type === 'step.failed' && Number(e.payload?.step) === step)))
+    return 'failed';
+  return last.epoch < lastEpoch || after.some((e) => ENDS.has(e.type)) ? 'interrupted' : 'running';
+}
 const WAITS = /^\$(sleep|signal:|deadline:)/;
 
 const time = (d: Date | string) => new Date(d).getTime();
@@ -129,7 +154,7 @@ function stepsOf(
       index: cp.stepIndex,
       name: cp.stepName,
       kind: kindOf(cp, saved.get(cp.stepIndex)),
-      state: 'done',
+      state: (cp.meta as { failed?: boolean } | null)?.failed ? 'failed' : 'done',
       epoch: cp.epoch,
       startedAt: before?.createdAt ?? null,
       committedAt: cp.createdAt,
@@ -148,7 +173,7 @@ function stepsOf(
       name: String(e.payload?.name ?? '?'),
       kind:
         e.type === 'model.call_started' ? 'model' : e.type === 'tool.command_reserved' ? 'command' : 'tool',
-      state: last.epoch < lastEpoch ? 'interrupted' : 'running',
+      state: startedState(events, last, lastEpoch),
       epoch: last.epoch,
       startedAt: last.createdAt,
       committedAt: null,

@@ -7,6 +7,19 @@ import { RunReadStore } from '../store/run-reads.store';
 import { requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 
+/** Which of a run's checkpoints `CheckpointService.list` reads: a RunHistoryQuery, and engine entries or not. */
+export interface CheckpointListQuery extends RunHistoryQuery {
+  /**
+   * Also the engine's own entries (default false): recorded values and waits (`$now`, `$uuid`, `$sleep`,
+   * `$due`, `$signal:…`, `$deadline:…`, `$emit:…`, `$patch:…`, `$child:…`, …: every name starting with
+   * `$`) and commands' outcomes (`command:…`; `CommandGateway.listForRun` lists the commands). Patch
+   * markers and a sleep's due time are stored at negative positions, outside the steps' sequence: a
+   * read from the oldest lists them first; `after` and `before` take positions from 0. `limit` counts
+   * only what is returned.
+   */
+  includeEngine?: boolean;
+}
+
 /** A `@DurableStep` or `@IdempotentCommand` method (e.g. `Steps.prototype.classify`), or its recorded name. */
 export type StepRef = string | ((...args: any[]) => unknown);
 
@@ -25,18 +38,27 @@ export class CheckpointService {
   constructor(private readonly reads: RunReadStore) {}
 
   /**
-   * The run's checkpoints in position order (steps, commands, recorded values such as `$uuid`); with a
-   * `query`, one page of them by position (`after`, `before`, `limit`, as `RunRepository.events`).
+   * The run's steps' checkpoints in position order; with `includeEngine`, the engine's entries too
+   * (recorded values and waits such as `$uuid`, `$sleep`, `$signal:…`, emits, patch markers: names
+   * starting with `$`; commands' outcomes, `command:…`). With `after`, `before`, `limit`: one page by
+   * position, as `RunRepository.events` (`RunRepository.checkpoints` reads every entry).
    */
-  async list(runId: string, query?: RunHistoryQuery): Promise<CheckpointView[]> {
-    return this.reads.checkpoints(requireUuid(runId, 'runId'), requireHistoryRange(query));
+  async list(runId: string, query?: CheckpointListQuery): Promise<CheckpointView[]> {
+    if (query?.includeEngine !== undefined && typeof query.includeEngine !== 'boolean')
+      throw new InvalidArgumentError('includeEngine', 'must be a boolean');
+    const userOnly = query?.includeEngine !== true;
+    const range = requireHistoryRange(query);
+    // Patch markers and a sleep's due time sit at negative positions: from the oldest, they come first.
+    if (!userOnly && range.position === null && !range.newestFirst) range.position = Number.MIN_SAFE_INTEGER;
+    return this.reads.checkpoints(requireUuid(runId, 'runId'), range, userOnly);
   }
 
-  /** The checkpoint at position `index` of the run, or null. */
+  /** The checkpoint at position `index` of the run (a step or an engine entry), or null. */
   async at(runId: string, index: number): Promise<CheckpointView | null> {
     if (!Number.isSafeInteger(index) || index < 0)
       throw new InvalidArgumentError('index', `must be an integer from 0, got ${String(index)}`);
-    const [cp] = await this.list(runId, { after: index - 1 < 0 ? undefined : index - 1, limit: 1 });
+    const after = index - 1 < 0 ? undefined : index - 1;
+    const [cp] = await this.list(runId, { after, limit: 1, includeEngine: true });
     return cp && cp.stepIndex === index ? cp : null;
   }
 

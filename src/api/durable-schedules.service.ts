@@ -1,5 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
+import { NoWorkerForKindError } from '../errors/no-worker-for-kind.error';
+import { ScheduleConflictError } from '../errors/schedule-conflict.error';
 import { ScheduleNotFoundError } from '../errors/schedule-not-found.error';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import { WorkerPresenceStore } from '../store/worker-presence.store';
 import { ScheduleRow, ScheduleStore } from '../store/schedules.store';
 import { requireText } from '../util/arguments';
 import { nextTick, scheduleOf, scheduleProblem } from '../util/cron-ticks';
@@ -36,6 +41,15 @@ export interface ScheduleView {
   concurrencyKey: string | null;
 }
 
+/** Options of `DurableSchedules.create`: those of `@DurableCron` but `name`, and `replace`. */
+export interface CreateScheduleOptions extends Omit<DurableCronOptions, 'name'> {
+  /**
+   * Replace the schedule made at run time that has this name, if any (default false: its name is a
+   * ScheduleConflictError). A `@DurableCron`'s name is refused either way.
+   */
+  replace?: boolean;
+}
+
 const toView = (r: ScheduleRow): ScheduleView => ({
   name: r.name,
   kind: r.kind,
@@ -57,10 +71,14 @@ const toView = (r: ScheduleRow): ScheduleView => ({
  */
 @Injectable()
 export class DurableSchedules {
+  private readonly logger = new Logger('DurableExecution');
+
   /** @internal Created by Nest dependency injection: not part of the API. */
   constructor(
     private readonly store: ScheduleStore,
     private readonly registry: DurableRegistry,
+    private readonly presence: WorkerPresenceStore,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
   ) {}
 
   /** Every schedule, by name. */
@@ -69,32 +87,64 @@ export class DurableSchedules {
   }
 
   /**
-   * Creates a schedule at run time (or replaces one created so): runs of `kind` on every tick of `cron`,
-   * as `@DurableCron` does (same options; `name` is required here), from its first tick after now. A
-   * name a `@DurableCron` holds is refused. InvalidArgumentError naming the field for a bad option,
-   * before anything is written: `name`, `kind` and `cron` are identifiers (at most 200 characters, no
-   * control, line separator or bidi control character), and a cron that never fires is refused.
+   * Creates a schedule at run time: runs of `kind` on every tick of `cron`, as `@DurableCron` does
+   * (same options; `name` is required here), from its first tick after now. A name a schedule made at
+   * run time holds is a ScheduleConflictError unless `replace: true`; a name a `@DurableCron` holds is
+   * refused. InvalidArgumentError naming the field for a bad option, before anything is written:
+   * `name`, `kind` and `cron` are identifiers (at most 200 characters, no control, line separator or
+   * bidi control character), and a cron that never fires is refused. A kind neither registered here
+   * nor served by a live worker is logged as a warning, or refused with NoWorkerForKindError under
+   * `unservedKinds: 'refuse'` (as `start()` does).
    */
   async create(
     name: string,
     kind: string,
     cron: string,
-    options: Omit<DurableCronOptions, 'name'> = {},
+    options: CreateScheduleOptions = {},
   ): Promise<ScheduleView> {
     requireShortText(name, 'name');
     requireShortText(kind, 'kind');
-    const meta = scheduleOf(cron, { ...options, name });
+    const { replace, ...cronOptions } = options;
+    if (replace !== undefined && typeof replace !== 'boolean')
+      throw new InvalidArgumentError('replace', `must be true or false, got ${typeof replace}`);
+    const meta = scheduleOf(cron, { ...cronOptions, name });
     const problem = scheduleProblem(meta);
     if (problem) throw new InvalidArgumentError(problem.field, problem.reason);
-    const nextAt = nextTick(meta.cron, meta.timezone, await this.store.now());
-    const concurrencyKey = scheduleKeyOf(this.registry.getWorkflow(kind)?.meta, name, meta);
-    const row = await this.store.create({ ...meta, name, kind, nextAt, concurrencyKey });
-    if (!row)
-      throw new InvalidArgumentError(
-        'name',
-        `"${name}" is a @DurableCron schedule of the code: choose another name`,
+    await this.checkServed(kind);
+    const kindMeta = this.registry.getWorkflow(kind)?.meta;
+    const concurrencyKey = scheduleKeyOf(kindMeta, name, meta);
+    // The kind's attempts where this process registers it; else the firing process's, at each tick.
+    const maxAttempts = kindMeta?.maxAttempts ?? null;
+    // A name freed between the refused write and the look at its holder is written on a second try.
+    for (let attempt = 0; ; attempt++) {
+      const nextAt = nextTick(meta.cron, meta.timezone, await this.store.now());
+      const row = await this.store.create(
+        { ...meta, name, kind, nextAt, concurrencyKey, maxAttempts },
+        replace === true,
       );
-    return toView(row);
+      if (row) return toView(row);
+      const holder = await this.store.get(name);
+      if (holder?.source === 'code')
+        throw new InvalidArgumentError(
+          'name',
+          `"${name}" is a @DurableCron schedule of the code: choose another name`,
+        );
+      if (holder || attempt > 0) throw new ScheduleConflictError(name);
+    }
+  }
+
+  /** A schedule's kind that nothing serves: a warning, or NoWorkerForKindError (`unservedKinds`). */
+  private async checkServed(kind: string): Promise<void> {
+    if (this.registry.getWorkflow(kind)) return;
+    const refuse = this.options.unservedKinds === 'refuse';
+    if (await this.presence.served(kind).catch((err: unknown) => (refuse ? Promise.reject(err) : true)))
+      return;
+    if (refuse) throw new NoWorkerForKindError(kind, 'schedule');
+    this.logger.warn(
+      `schedule of kind ${JSON.stringify(kind.slice(0, 80))}, which no live worker serves (none registers ` +
+        `@DurableWorkflow(${JSON.stringify(kind.slice(0, 80))}), or they all stopped): its runs wait until one does. ` +
+        `unservedKinds: 'refuse' makes DurableSchedules.create refuse it`,
+    );
   }
 
   /** Deletes a schedule created with `create` (its runs stay). A `@DurableCron`'s is refused: pause it. */

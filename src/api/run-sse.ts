@@ -19,6 +19,9 @@ export interface RunEventStreamOptions {
   pollMs?: number;
 }
 
+/** How long a slot taken by `runEventStream` waits for the Observable to be subscribed. */
+const UNCLAIMED_SLOT_MS = 60_000;
+
 /** The seq a `Last-Event-ID` names; InvalidArgumentError naming the header for anything else. */
 function resumeAfter(o: RunEventStreamOptions): number {
   const header = Array.isArray(o.lastEventId) ? o.lastEventId[o.lastEventId.length - 1] : o.lastEventId;
@@ -29,11 +32,16 @@ function resumeAfter(o: RunEventStreamOptions): number {
 }
 
 /**
- * A run's progress stream as Server-Sent Events, for a Nest `@Sse()` route: one message per entry,
+ * A run's progress stream as Server-Sent Events, for a Nest `@Sse()` route (which may return the
+ * promise as it is). Before any byte is sent it checks its arguments and that the run exists: a bad
+ * `Last-Event-ID` or run id is an InvalidArgumentError, an unknown run a RunNotFoundError, so the route
+ * answers 400 or 404 (with `DurableExceptionFilter`) instead of a 200 stream that fails. Then: one message per entry,
  * its `id` the entry's seq (so an `EventSource` that reconnects sends it back as `Last-Event-ID` and
  * misses nothing, sees nothing twice), its data the entry as JSON; once the run has ended and every
  * entry was sent, one `end` event (`{ runId, status }`) and the stream closes. Unsubscribing (the
- * client left) stops the watch.
+ * client left) stops the watch. The clients of one run share one reader of its stream (see
+ * `RunRepository.watch`); past `limits.maxStreamClients` open clients in this process, a new one is
+ * refused before any byte with TooManyStreamClientsError (503 with `DurableExceptionFilter`).
  * @example
  * ```ts
  * @Sse('runs/:id/stream')
@@ -42,13 +50,37 @@ function resumeAfter(o: RunEventStreamOptions): number {
  * }
  * ```
  */
-export function runEventStream(
+export async function runEventStream(
   runs: RunRepository,
   runId: string,
   options: RunEventStreamOptions = {},
-): Observable<MessageEvent> {
+): Promise<Observable<MessageEvent>> {
   const from = resumeAfter(options);
+  // A slot of limits.maxStreamClients (TooManyStreamClientsError before any byte), held for the first
+  // subscription; given back if Nest never subscribes (the client left during the setup).
+  let reserved: (() => void) | undefined = runs.openStreamClient();
+  const unclaimed = setTimeout(() => {
+    reserved?.();
+    reserved = undefined;
+  }, UNCLAIMED_SLOT_MS);
+  unclaimed.unref();
+  try {
+    await runs.stream(runId, { from, limit: 1 }); // RunNotFoundError before the headers are sent
+  } catch (err) {
+    clearTimeout(unclaimed);
+    reserved?.();
+    throw err;
+  }
   return new Observable<MessageEvent>((subscriber) => {
+    let release = reserved;
+    reserved = undefined;
+    clearTimeout(unclaimed);
+    try {
+      release ??= runs.openStreamClient(); // a second subscription is another client
+    } catch (err) {
+      subscriber.error(err);
+      return;
+    }
     const stop = new AbortController();
     void (async () => {
       let last = from;
@@ -62,6 +94,9 @@ export function runEventStream(
       subscriber.next({ type: 'end', id: String(last), data: { runId, status: run?.status ?? null } });
       subscriber.complete();
     })().catch((err: unknown) => subscriber.error(err));
-    return () => stop.abort();
+    return () => {
+      stop.abort();
+      release();
+    };
   });
 }

@@ -1,17 +1,23 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
-import { TERMINAL_STATUSES } from '../interfaces/run.interface';
+import { TooManyStreamClientsError } from '../errors/too-many-stream-clients.error';
 import type { StreamEntry, StreamQuery, WatchOptions } from '../interfaces/stream.interface';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { StreamListener } from '../store/stream-listener';
 import { StreamStore } from '../store/stream.store';
 import { requireInt4 } from '../util/arguments';
 import { requireUuid } from '../util/uuid';
+import { StreamFanout } from './stream-fanout';
 
 /** The most entries one read returns. */
 export const MAX_STREAM_PAGE = 1000;
 
-/** `RunRepository.stream`: the entries after `from`, checked arguments; RunNotFoundError when none. */
+/**
+ * `RunRepository.stream`: the entries after `from`, checked arguments; RunNotFoundError when none. At
+ * most `limit` entries, and the page stops after the entry that brings it to STREAM_PAGE_BYTES of data.
+ */
 export async function readStream(
   store: StreamStore,
   id: string,
@@ -30,46 +36,61 @@ export async function readStream(
 /**
  * `RunRepository.watch`: every entry after `from`, in order, each once; live through NOTIFY (a wait is
  * armed before each read, so nothing written after it is missed), read again at least every `pollMs`.
- * Ends when the run has ended and its last entry was delivered (status and entries come from one
- * snapshot), or when `signal` aborts. Arguments are checked at the first `next()`.
+ * The watchers of one run in this process share one reader (`StreamFanout`). Ends when the run has
+ * ended and its last entry was delivered (status and entries come from one snapshot), or when `signal`
+ * aborts. Arguments are checked at the first `next()`.
  */
 export async function* watchStream(
-  store: StreamStore,
-  listener: StreamListener,
+  fanout: StreamFanout,
   id: string,
   o: WatchOptions = {},
 ): AsyncGenerator<StreamEntry, void, undefined> {
   requireUuid(id, 'id');
-  let from = requireInt4(o.from ?? 0, 'from', 0);
+  const from = requireInt4(o.from ?? 0, 'from', 0);
   const pollMs = requireInt4(o.pollMs ?? 1000, 'pollMs', 1);
-  while (!o.signal?.aborted) {
-    const armed = listener.arm(id, pollMs, o.signal);
-    const page = await store.read(id, from, 200);
-    if (!page) throw new RunNotFoundError(id);
-    for (const e of page.entries) {
-      if (o.signal?.aborted) return;
-      yield e;
-      from = e.seq;
-    }
-    if (page.entries.length === 200) continue;
-    if (TERMINAL_STATUSES.includes(page.status)) return;
-    await armed;
-  }
+  yield* fanout.follow(id, from, pollMs, o.signal);
 }
 
 /** Reads and follows runs' streams, for `RunRepository` and the SSE helpers. @internal */
 @Injectable()
 export class RunStreamReader {
+  /** The shared readers of the runs watched in this process. */
+  readonly fanout: StreamFanout;
+  private clients = 0;
+
   constructor(
     private readonly store: StreamStore,
-    private readonly listener: StreamListener,
-  ) {}
+    listener: StreamListener,
+    @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+  ) {
+    this.fanout = new StreamFanout(store, listener);
+  }
 
   read(id: string, q?: StreamQuery): Promise<StreamEntry[]> {
     return readStream(this.store, id, q);
   }
 
   watch(id: string, o?: WatchOptions): AsyncGenerator<StreamEntry, void, undefined> {
-    return watchStream(this.store, this.listener, id, o);
+    return watchStream(this.fanout, id, o);
+  }
+
+  /**
+   * Takes one of the process's `limits.maxStreamClients` SSE client slots, or throws
+   * TooManyStreamClientsError when none is free; returns its release (idempotent).
+   */
+  openClient(): () => void {
+    const max = this.options.limits.maxStreamClients;
+    if (this.clients >= max) throw new TooManyStreamClientsError(max);
+    this.clients++;
+    let open = true;
+    return () => {
+      if (open) this.clients--;
+      open = false;
+    };
+  }
+
+  /** SSE clients open now. */
+  get openClients(): number {
+    return this.clients;
   }
 }

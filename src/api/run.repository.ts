@@ -242,4 +242,9 @@ export class RunRepository {
   watch<D = unknown>(id: string, options?: WatchOptions): AsyncIterableIterator<StreamEntry<D>> {
     return this.streams.watch(id, options) as AsyncIterableIterator<StreamEntry<D>>;
   }
+
+  /** @internal For `runEventStream`: one of `limits.maxStreamClients` SSE slots, or TooManyStreamClientsError. */
+  openStreamClient(): () => void {
+    return this.streams.openClient();
+  }
 }

@@ -33,6 +33,7 @@ const FLAGS: Record<string, FlagShape> = {
   'catch-up': 'value',
   overlap: 'value',
   'concurrency-key': 'value',
+  replace: 'bool',
   version: 'value',
   'show-data': 'bool',
   help: 'bool',

@@ -2,10 +2,14 @@
 const COMMON = ['url', 'schema', 'app', 'json', 'show-data', 'help'];
 const ACTION = [...COMMON, 'by'];
 
-/** Each operator command: its words after the command name and the flags it takes. */
-export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[] }> = {
+/**
+ * Each operator command: its words after the command name and the flags it takes; `names`: each word is
+ * an identifier (at most 200 characters, no control, line separator or bidi control character), checked
+ * before connecting (a usage error).
+ */
+export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[]; names?: true }> = {
   list: { words: [], flags: [...COMMON, 'kind', 'status', 'in-doubt', 'dead-lettered', 'limit', 'after'] },
-  show: { words: ['RUN'], flags: [...COMMON, 'limit'] },
+  show: { words: ['RUN'], flags: [...COMMON, 'limit', 'all'] },
   cancel: { words: ['RUN'], flags: [...ACTION, 'reason'] },
   retry: { words: ['RUN'], flags: ACTION },
   'retry-held': { words: ['KIND'], flags: [...ACTION, 'limit', 'version'] },
@@ -21,15 +25,18 @@ export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[
   resume: { words: ['SCHEDULE'], flags: COMMON },
   'create-schedule': {
     words: ['SCHEDULE', 'KIND', 'CRON'],
-    flags: [...COMMON, 'timezone', 'input', 'catch-up', 'overlap', 'concurrency-key'],
+    flags: [...COMMON, 'timezone', 'input', 'catch-up', 'overlap', 'concurrency-key', 'replace'],
   },
   'remove-schedule': { words: ['SCHEDULE'], flags: COMMON },
+  trigger: { words: ['SCHEDULE'], flags: COMMON, names: true },
+  'patch-status': { words: ['KIND', 'PATCH'], flags: COMMON, names: true },
 };
 
 export const OPERATOR_USAGE = `Operator commands (the same checks as the admin API; --json prints what it answers):
   list                 runs, newest first: [--kind K] [--status S]... [--in-doubt] [--dead-lettered]
                        [--limit N] [--after CURSOR]
-  show RUN             the run, its steps, commands and event trail (the newest --limit N, default 200)
+  show RUN             the run, its steps, commands and event trail (the newest --limit N, default 200);
+                       --all: the engine's entries among the steps too ($sleep, $signal:…, command:…)
   cancel RUN           [--reason TEXT]
   retry RUN            a failed, dead-lettered or held run, from its last checkpoint
   retry-held KIND      every run of KIND held for non-determinism [--limit N, default 1000]
@@ -48,9 +55,15 @@ export const OPERATOR_USAGE = `Operator commands (the same checks as the admin A
   create-schedule SCHEDULE KIND CRON
                        a schedule made at run time (quote CRON: '0 2 * * *'), fired like a @DurableCron:
                        [--timezone TZ] [--input JSON] [--catch-up latest|all|skip]
-                       [--overlap allow|skip|queue] [--concurrency-key KEY]; the same name replaces it
+                       [--overlap allow|skip|queue] [--concurrency-key KEY]; a name in use is refused
+                       unless --replace (replaces one made at run time; a @DurableCron's never)
   remove-schedule SCHEDULE
                        delete a schedule made at run time (its runs stay); a @DurableCron's: pause it
+  trigger SCHEDULE     fire it now; prints the ids of the runs it started. Its next tick fires early
+                       (the run that tick starts, same key), then it waits for the tick after
+  patch-status KIND PATCH
+                       open runs of KIND on ctx.patched(PATCH)'s new path, and those that may take the
+                       old one (at 0: replace patched with deprecatePatch)
   Actions are recorded in the run's trail with --by NAME (default cli:<your user name>).
   Run data is shown through your app's redact hook with --app FILE[#Export]; without --app it is
   hidden unless --show-data.`;

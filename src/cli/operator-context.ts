@@ -8,6 +8,7 @@ import { DurableSchedules } from '../api/durable-schedules.service';
 import { RunRepository } from '../api/run.repository';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableExecutionModule } from '../durable-execution.module';
+import { ScheduleRunner } from '../maintenance/schedule-runner.service';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { RedactKey, REDACT_SURFACES } from '../options/redact';
 import { AdminRunsStore } from '../store/admin-runs.store';
@@ -35,6 +36,8 @@ export interface Operator {
   leases: LeaseService;
   workers: WorkerPresenceStore;
   schedules: DurableSchedules;
+  /** Fires a schedule now (`trigger`). */
+  firer: ScheduleRunner;
 }
 
 /** Run data is hidden (every surface of the redact hook); event payloads were redacted when stored. */
@@ -134,5 +137,6 @@ function operatorOf(app: INestApplicationContext): Operator {
     leases: get(LeaseService),
     workers: get(WorkerPresenceStore),
     schedules: get(DurableSchedules),
+    firer: get(ScheduleRunner),
   };
 }

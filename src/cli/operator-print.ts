@@ -55,7 +55,7 @@ export function printList(out: Out, page: AdminRunPage): void {
       return [
         r.id,
         r.kind,
-        r.status,
+        r.held ? `${r.status} (held)` : r.status,
         String(r.cursor.step),
         `${r.attempts}/${r.maxAttempts}`,
         r.workerId ?? '-',
@@ -70,7 +70,7 @@ export function printList(out: Out, page: AdminRunPage): void {
 /** A run's row, as the header of `show` and the answer of an action. */
 export function printRun(out: Out, run: RunView | null | undefined): void {
   if (!run) return;
-  out(`run ${run.id}  kind ${run.kind}  status ${run.status}`);
+  out(`run ${run.id}  kind ${run.kind}  status ${run.status}${run.held ? ' (held)' : ''}`);
   out(
     `  epoch ${run.epoch}  attempts ${run.attempts}/${run.maxAttempts}  step ${run.cursor.step}` +
       (run.workerId ? `  worker ${run.workerId} (lease until ${at(run.leaseExpiresAt)})` : ''),
@@ -82,6 +82,8 @@ export function printRun(out: Out, run: RunView | null | undefined): void {
   if (run.output !== null) out(`  output: ${brief(run.output)}`);
   if (run.error) out(`  error: ${brief(run.error.message ?? run.error)}`);
   if (run.parkedReason) out(`  parked: ${brief(run.parkedReason)}`);
+  if (run.held)
+    out('  held on non-determinism: deploy code that replays it, then retry it (or retry-held KIND)');
   if (run.cancelRequestedAt)
     out(`  cancel requested ${at(run.cancelRequestedAt)}: ${brief(run.cancelReason)}`);
 }
@@ -92,13 +94,20 @@ function outcomeOf(c: CommandView): string {
   return c.status === 'failed' ? brief(c.error) : '';
 }
 
-/** `show`: the run, its steps (with how often each ran), its commands and its event trail. */
-export function printDetail(out: Out, d: AdminRunDetail): void {
+/**
+ * `show`: the run, its steps (with how often each ran), its commands and its event trail; `hidden`: how
+ * many engine entries were left out of the steps (withoutEngineEntries).
+ */
+export function printDetail(out: Out, d: AdminRunDetail, hidden = 0): void {
   printRun(out, d.run);
   const { steps, workers, takeovers } = d.timeline;
   out(`  workers ${workers.join(', ') || '-'}  takeovers ${takeovers}`);
   out('');
-  out(`steps (${steps.length}${d.checkpointsBefore !== undefined ? `, older ones not shown` : ''}):`);
+  const notes = [
+    d.checkpointsBefore !== undefined ? 'older ones not shown' : '',
+    hidden ? `${hidden} engine entr${hidden === 1 ? 'y' : 'ies'} hidden: --all shows them` : '',
+  ];
+  out(`steps (${[steps.length, ...notes.filter(Boolean)].join(', ')}):`);
   if (steps.length)
     table(
       out,

@@ -18,6 +18,8 @@ import {
   printWorkers,
 } from './operator-print';
 import { printable, printableJson } from './printable';
+import { withoutEngineEntries } from './engine-entries';
+import { SCHEDULE_PATCH_COMMANDS, schedulePatchCommand } from './operator-schedule-patch';
 
 type Out = (line: string) => void;
 
@@ -34,7 +36,7 @@ function check(command: string, args: Args): string[] {
     );
   if (args.values.has('app') && args.bools.has('show-data'))
     throw new UsageError('--show-data applies without --app: with --app your redact hook decides');
-  checkOperatorInputs(spec.words, words, args);
+  checkOperatorInputs(spec.words, words, args, spec.names);
   return words;
 }
 
@@ -108,6 +110,7 @@ export async function operatorCommand(
   const scheduleInput = jsonValue(args, 'input');
   return withOperator(target, url, async (op) => {
     const [id, second] = words;
+    if (SCHEDULE_PATCH_COMMANDS.includes(command)) await schedulePatchCommand(command, words, op, print, out);
     switch (command) {
       case 'list': {
         const page = await op.admin.list({
@@ -122,8 +125,11 @@ export async function operatorCommand(
         break;
       }
       case 'show': {
-        const detail = await op.admin.detail(id, limit);
-        print(detail, () => printDetail(out, detail));
+        const all = await op.admin.detail(id, limit);
+        const detail = args.bools.has('all') ? all : withoutEngineEntries(all);
+        print(detail, () =>
+          printDetail(out, detail, all.timeline.steps.length - detail.timeline.steps.length),
+        );
         break;
       }
       case 'cancel':
@@ -195,8 +201,14 @@ export async function operatorCommand(
           catchUp: args.values.get('catch-up') as 'latest' | 'all' | 'skip' | undefined,
           overlap: args.values.get('overlap') as 'allow' | 'skip' | 'queue' | undefined,
           concurrencyKey: args.values.get('concurrency-key'),
+          replace: args.bools.has('replace'),
         });
-        print(row, () => printSchedules(out, [row]));
+        const served = await op.workers.served(second);
+        print(row, () => {
+          printSchedules(out, [row]);
+          if (!served)
+            out(`warning: no live worker serves kind ${JSON.stringify(second)}: its runs wait for one`);
+        });
         break;
       }
       case 'remove-schedule': {

@@ -9,11 +9,15 @@ const CLASSES = new Map<string, new (...args: never[]) => Error>(
     .map((c) => [c.name, c]),
 );
 
+/** Keys the stored form sets itself (or that would touch the prototype): never taken from `fields`. */
+const RESERVED_KEYS = new Set(['name', 'message', 'stack', 'cause', 'retryable', '__proto__', 'constructor']);
+
 /**
  * The error a workflow gets for a failed call, rebuilt from its stored form (`serializeError`): the
  * same on the first execution and on every replay. Its `name`, `message`, `code`, `stack`, `cause`
- * and a `retryable: false` flag are kept; an error of one of this library's classes comes back as
- * that class (`instanceof NonRetryableError` holds), any other as an `Error` with its `name`.
+ * and a `retryable: false` flag are kept, and the primitive fields stored with it (`fields`: `status`,
+ * `retryAfterMs`, …) come back as its own properties; an error of one of this library's classes comes
+ * back as that class (`instanceof NonRetryableError` holds), any other as an `Error` with its `name`.
  */
 export function errorFromStored(stored: unknown, depth = 0): Error {
   const s = (stored && typeof stored === 'object' ? stored : { message: String(stored) }) as Record<
@@ -27,6 +31,13 @@ export function errorFromStored(stored: unknown, depth = 0): Error {
     Object.defineProperty(e, key, { value, writable: true, configurable: true, enumerable: false });
   hidden('message', typeof s.message === 'string' ? s.message : '');
   hidden('stack', typeof s.stack === 'string' ? s.stack : `${name}: ${String(s.message ?? '')}`);
+  // Fields first, then what the stored form names itself: a field never overrides those.
+  if (s.fields && typeof s.fields === 'object' && !Array.isArray(s.fields))
+    for (const [key, value] of Object.entries(s.fields as Record<string, unknown>)) {
+      if (RESERVED_KEYS.has(key) || (value !== null && typeof value === 'object')) continue;
+      // defineProperty, not assignment: a stored `__proto__` key stays a plain field.
+      Object.defineProperty(e, key, { value, writable: true, configurable: true, enumerable: true });
+    }
   Object.assign(e, { name });
   if (typeof s.code === 'string') Object.assign(e, { code: s.code });
   if (s.retryable === false) Object.assign(e, { retryable: false });

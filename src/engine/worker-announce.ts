@@ -59,7 +59,10 @@ export function warnWithoutShutdownHooks(logger: Logger): NodeJS.Timeout {
   }, SHUTDOWN_HOOKS_CHECK_MS).unref();
 }
 
-/** The end of a drain, in one line: how many runs rested within the grace, how many were handed back. @internal */
+/**
+ * The end of a drain, in one line: how many runs rested within the grace, how many were handed back
+ * (or that none was in flight). @internal
+ */
 export function announceDrain(
   logger: Logger,
   workerId: string,
@@ -67,7 +70,10 @@ export function announceDrain(
   left: number,
   live: number,
 ): void {
-  if (!inFlight) return;
+  if (!inFlight) {
+    logger.log(`worker ${workerId} drained: no run was in flight`);
+    return;
+  }
   logger.log(
     `worker ${workerId} drained: ${inFlight - left} of ${inFlight} run(s) reached a resting point in the grace, ` +
       `${left} handed back (${live} due at their lease's end: a call was still in flight)`,
@@ -76,12 +82,13 @@ export function announceDrain(
 
 /**
  * A claim of a run that ran before (epoch > 1), in one line: a takeover (`log`: the attempt before made
- * no progress: its worker died or froze past its lease, or it failed and was retried) or a plain resume
- * after a park or a drain (`debug`: a busy system resumes runs all the time). @internal
+ * no progress: its worker died or froze past its lease, or it failed and was retried; or the claim
+ * before lost its lease, progress or not) or a plain resume after a park or a drain (`debug`: a busy
+ * system resumes runs all the time). @internal
  */
 export function announceResume(
   logger: Logger,
-  claim: Pick<ClaimedRun, 'id' | 'kind' | 'epoch' | 'attempts' | 'maxAttempts'>,
+  claim: Pick<ClaimedRun, 'id' | 'kind' | 'epoch' | 'attempts' | 'maxAttempts' | 'takenOver'>,
   workerId: string,
 ): void {
   if (claim.epoch <= 1) return;
@@ -89,6 +96,10 @@ export function announceResume(
   if (claim.attempts > 1) {
     logger.log(
       `${what} taken over by worker ${workerId} at epoch ${claim.epoch}: attempt ${claim.attempts} of ${claim.maxAttempts} (the attempt before made no progress: a lost lease, a crash or an error)`,
+    );
+  } else if (claim.takenOver) {
+    logger.log(
+      `${what} taken over by worker ${workerId} at epoch ${claim.epoch}: the claim before lost its lease (its worker died, froze or was released); it resumes from its last checkpoint`,
     );
   } else {
     logger.debug(`${what} resumed by worker ${workerId} at epoch ${claim.epoch}`);

@@ -29,5 +29,7 @@ export * from './mount-mismatch.error';
 export * from './schema-not-ready.error';
 export * from './no-worker-for-kind.error';
 export * from './schedule-not-found.error';
+export * from './schedule-conflict.error';
 export * from './child-run.error';
 export * from './stale-fence.error';
+export * from './too-many-stream-clients.error';

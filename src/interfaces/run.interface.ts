@@ -1,4 +1,5 @@
 import type { Stored } from './stored-types.interface';
+import type { LimitScope } from './run-reads.interface';
 /** Lifecycle state of a run. `dead_lettered` = attempts spent; re-drivable with `RunRepository.retry`. */
 export type RunStatus =
   'pending' | 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled' | 'dead_lettered';
@@ -57,11 +58,13 @@ export interface RunView<I = unknown, O = unknown> {
   parkedReason: string | null;
   /** Its key for a per-key concurrency limit (`StartRunOptions.concurrencyKey`), or null. */
   concurrencyKey: string | null;
+  /** Set while a due run is held back by a full concurrency or rate limit of its kind or key: which one. */
+  limitedBy: LimitScope | null;
   /**
-   * Set while a due run is held back because a concurrency limit of its kind or key was full: the
-   * limit's scope (`["triage"]` or `["triage","tenant-a"]`). Null otherwise.
+   * Held on non-determinism (`waiting`, no due time, `run.held`): it moves once code that replays it
+   * is deployed and it is retried (`retry(id)`, `retryHeld(kind)`).
    */
-  limitedBy: string | null;
+  held: boolean;
   /** The run that started this one (`ctx.child`, `ctx.startChild`), or null. */
   parentId: string | null;
   /** Its tags (`StartRunOptions.tags`, `ctx.setTags`), or an empty object. */
@@ -147,7 +150,7 @@ export interface ListRunsQuery {
   kind?: string;
   /** Only the child runs of this run (`ctx.startChild`). */
   parentId?: string;
-  /** Only runs with all of these tags (through the tags' GIN index). */
+  /** Only runs with all of these tags (the newest page of one of them is read, through `ai_run_tags`). */
   tags?: Record<string, string>;
   /** Page size, 1..500. Default 50. */
   limit?: number;
@@ -213,7 +216,10 @@ export interface RunEvent {
   createdAt: Date;
 }
 
-/** One stored checkpoint. Step names starting with `$` are recorded values (`ctx.now()`, `ctx.uuid()`, ...). */
+/**
+ * One stored checkpoint. Step names starting with `$` are the engine's entries (recorded values such as
+ * `ctx.now()`, waits, emits, patch markers); `command:<name>` is a command's outcome.
+ */
 export interface CheckpointView {
   runId: string;
   stepIndex: number;

@@ -86,7 +86,8 @@ export interface DurableCronOptions {
   /**
    * Ticks missed while no process fired them (every pod down): `'latest'` (default) starts one run,
    * for the latest missed tick; `'all'` one run per missed tick (at most 100 at once); `'skip'` none
-   * (a tick fires only within a minute after it is due).
+   * (a tick fires only within a minute after it is due). Missed ticks belong to the schedule's name: a
+   * schedule renamed in code starts afresh from its next tick, and the old name's are dropped.
    */
   catchUp?: 'latest' | 'all' | 'skip';
   /**

@@ -12,6 +12,7 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_INVALID_RUN_STATE: HttpStatus.CONFLICT,
   DURABLE_INVALID_COMMAND_STATE: HttpStatus.CONFLICT,
   DURABLE_IDEMPOTENCY_CONFLICT: HttpStatus.CONFLICT,
+  DURABLE_SCHEDULE_CONFLICT: HttpStatus.CONFLICT,
   // A target's FenceVerifier refused a superseded claim's request.
   DURABLE_STALE_FENCE: HttpStatus.CONFLICT,
   DURABLE_INVALID_ARGUMENT: HttpStatus.BAD_REQUEST,
@@ -23,6 +24,8 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_PAYLOAD_TOO_LARGE: HttpStatus.PAYLOAD_TOO_LARGE,
   // No live worker serves the kind (unservedKinds: 'refuse'): try again when one runs.
   DURABLE_NO_WORKER_FOR_KIND: HttpStatus.SERVICE_UNAVAILABLE,
+  // This process serves limits.maxStreamClients SSE clients already: try again later (or elsewhere).
+  DURABLE_TOO_MANY_STREAM_CLIENTS: HttpStatus.SERVICE_UNAVAILABLE,
   // A "wait for the result" endpoint: the run goes on (poll it, or wait again) ...
   DURABLE_RESULT_TIMEOUT: HttpStatus.ACCEPTED,
   // ... or it ended without an output (failed, dead-lettered, cancelled).
@@ -48,7 +51,7 @@ interface FastifyLike {
  * Maps the library's errors to HTTP answers `{ statusCode, code, message }`: run or command not found →
  * 404, invalid run or command state, idempotency conflict and a stale fencing token (`FenceVerifier`) →
  * 409, invalid argument, unknown kind, unserializable input and invalid options → 400, payload too large
- * → 413; for an endpoint that waits
+ * → 413, too many stream clients (`limits.maxStreamClients`) → 503; for an endpoint that waits
  * on `RunRepository.result()`: the wait timed out → 202 (the run goes on), the run ended failed,
  * dead-lettered or cancelled → 422 (its status and error code, never its error message: run data). Any other `DurableExecutionError` is a
  * server fault: 500 with Nest's generic body (no message leaked), logged. Catches only

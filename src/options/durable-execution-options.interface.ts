@@ -118,6 +118,20 @@ export interface LimitOptions {
   maxInputBytes?: number;
   /** Step output cap. Default 2 MiB. */
   maxOutputBytes?: number;
+  /**
+   * The largest checkpoint output or meta (its JSON, after `redact`) a run detail or checkpoints page of
+   * the admin API (and the CLI's `show`) includes. A larger one is shown as a marker,
+   * `{ $truncated: true, bytes, fetch }`, its `fetch` the route that answers that checkpoint whole.
+   * Default 64 KiB.
+   */
+  maxShownValueBytes?: number;
+  /**
+   * The most SSE clients (`runEventStream`, the admin API's run stream) this process serves at once;
+   * one more is refused before any byte with TooManyStreamClientsError (503 with
+   * `DurableExceptionFilter`). The clients of one run share one reader of its stream, but each holds a
+   * connection and up to a window of entries. Default 1000.
+   */
+  maxStreamClients?: number;
 }
 
 /** Options of `DurableExecutionModule.forRoot()` / `forRootAsync()`. */

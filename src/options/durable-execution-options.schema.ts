@@ -61,6 +61,8 @@ export class ReconcilerOptionsSchema {
 export class LimitOptionsSchema {
   @IsOptional() @IsInt() @Min(1) maxInputBytes?: number;
   @IsOptional() @IsInt() @Min(1) maxOutputBytes?: number;
+  @IsOptional() @IsInt() @Min(1) maxShownValueBytes?: number;
+  @IsOptional() @IsInt() @Min(1) maxStreamClients?: number;
 }
 
 export class DurableExecutionOptionsSchema {

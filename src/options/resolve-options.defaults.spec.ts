@@ -31,12 +31,18 @@ describe('resolveOptions', () => {
           backoffBaseMs: 1000,
           backoffMaxMs: 300_000,
         },
-        limits: { maxInputBytes: 1024 * 1024, maxOutputBytes: 2 * 1024 * 1024 },
+        limits: {
+          maxInputBytes: 1024 * 1024,
+          maxOutputBytes: 2 * 1024 * 1024,
+          maxShownValueBytes: 64 * 1024,
+          maxStreamClients: 1000,
+        },
         defaultMaxAttempts: 5,
         defaultRetry: { maxAttempts: 3, initialDelayMs: 200, multiplier: 2, maxDelayMs: 10_000, jitter: 0.2 },
         redact: undefined,
         logRunData: false,
         unservedKinds: 'warn',
+        unkeyedStarts: 'warn',
         budgets: {},
       });
       expect(resolved.worker.workerId).toMatch(new RegExp(`^${hostname()}:${process.pid}:[0-9a-f]{6}$`));
@@ -81,7 +87,12 @@ describe('resolveOptions', () => {
         wireMarginMs: 3000,
       });
       expect(resolved.reconciler).toMatchObject({ enabled: false, intervalMs: 5000, batchSize: 100 });
-      expect(resolved.limits).toEqual({ maxInputBytes: 1024 * 1024, maxOutputBytes: 500 });
+      expect(resolved.limits).toEqual({
+        maxInputBytes: 1024 * 1024,
+        maxOutputBytes: 500,
+        maxShownValueBytes: 64 * 1024,
+        maxStreamClients: 1000,
+      });
       expect(resolved.defaultMaxAttempts).toBe(9);
       expect(resolved.defaultRetry).toEqual({
         maxAttempts: 3,

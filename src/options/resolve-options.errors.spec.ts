@@ -169,6 +169,11 @@ describe('resolveOptions', () => {
         'maxInputBytes must not be less than 1',
       ],
       [
+        'limits.maxStreamClients',
+        { database: { url: URL }, limits: { maxStreamClients: 0 } },
+        'maxStreamClients must not be less than 1',
+      ],
+      [
         'defaultMaxAttempts',
         { database: { url: URL }, defaultMaxAttempts: 0 },
         'defaultMaxAttempts must not be less than 1',

@@ -2,26 +2,30 @@ import { Injectable } from '@nestjs/common';
 import type { CheckpointView, RunCursor, RunStatus } from '../interfaces/run.interface';
 import type { HistoryRange, KeyedRun, RunCursorKey } from '../util/run-cursor';
 import { readHistory } from './run-history';
-import { toCheckpoint } from './run-row.mapper';
+import { isHeld, toCheckpoint } from './run-row.mapper';
 import { DurableDatabase } from './durable-database';
-import { CURSOR_KEY_SQL, cursorValues, keyedRuns } from './run-keyset';
-import type { SqlText } from './durable-names';
+import { CURSOR_KEY_SQL, cursorValues, keyedRuns, listWalk } from './run-keyset';
+import type { DurableNames, SqlText } from './durable-names';
 
 /**
  * The inspector's runs list: newest first with keyset pagination on (created_at, id), served by
  * ai_runs_list_idx, so page 1,000 costs what page 1 does. A summary only (no input/output): the list must
  * stay small whatever the runs carry. Command counts come from the partial index on unsettled commands.
  * $1 statuses, $2 kind, $3 created from, $4 created before, $5 dead-lettered, $6 has an in-doubt
- * command, $7/$8 cursor (created_at, id), $9 limit, $10 tags it must all have (null: any; ai_runs_tags_idx)
+ * command, $7/$8 cursor (created_at, id), $9 limit, $10 tags it must all have (ADMIN_LIST_RUNS_BY_TAG_SQL
+ * only: through ai_run_tags, `listWalk`)
  */
-export const ADMIN_LIST_RUNS_SQL: SqlText = (t) => `
+const adminListRuns = (t: DurableNames, tags: string | null): string => {
+  const w = listWalk(t, tags, ['$7', '$8']);
+  return `
 select r.id, r.kind, r.status, r.cursor, r.epoch, r.worker_id, r.attempts, r.max_attempts, r.parked_reason,
-       r.error ->> 'message' as error_message, r.available_at, r.created_at, r.updated_at, r.finished_at,
+       r.error ->> 'message' as error_message, r.error ->> 'code' as error_code, r.available_at, r.created_at,
+       r.updated_at, r.finished_at,
        ${CURSOR_KEY_SQL} as created_key,
        (select count(*) from ${t.commands} c where c.run_id = r.id and c.status = 'in_doubt')::int as in_doubt,
        (select count(*) from ${t.commands} c
          where c.run_id = r.id and c.status = 'awaiting_approval')::int as awaiting_approval
-  from ${t.runs} r
+  from ${w.from}
  where ($1::text[] is null or r.status = any($1))
    and ($2::text is null or r.kind = $2)
    and ($3::timestamptz is null or r.created_at >= $3)
@@ -29,10 +33,12 @@ select r.id, r.kind, r.status, r.cursor, r.epoch, r.worker_id, r.attempts, r.max
    and ($5::boolean is null or (r.status = 'dead_lettered') = $5)
    and ($6::boolean is null
         or exists (select 1 from ${t.commands} c where c.run_id = r.id and c.status = 'in_doubt') = $6)
-   and ($7::timestamptz is null or (r.created_at, r.id) < ($7::timestamptz, $8::uuid))
-   and ($10::jsonb is null or r.tags @> $10::jsonb)
- order by r.created_at desc, r.id desc
+   and ${w.where}
+ order by ${w.order}
  limit $9`;
+};
+export const ADMIN_LIST_RUNS_SQL: SqlText = (t) => adminListRuns(t, null);
+export const ADMIN_LIST_RUNS_BY_TAG_SQL: SqlText = (t) => adminListRuns(t, '$10');
 
 /**
  * Where a run stands, for "has it changed?": the row version (xmin: every update of the row makes a new
@@ -64,6 +70,8 @@ export interface AdminRunSummary {
   attempts: number;
   maxAttempts: number;
   parkedReason: string | null;
+  /** Held on non-determinism (as `RunView.held`). */
+  held: boolean;
   errorMessage: string | null;
   inDoubtCommands: number;
   awaitingApproval: number;
@@ -99,7 +107,7 @@ export class AdminRunsStore {
     after: RunCursorKey | null,
     take: number,
   ): Promise<KeyedRun<AdminRunSummary>[]> {
-    const { rows } = await this.db.query(ADMIN_LIST_RUNS_SQL, [
+    const params = [
       f.statuses,
       f.kind,
       f.createdFrom,
@@ -108,8 +116,10 @@ export class AdminRunsStore {
       f.inDoubt,
       ...cursorValues(after),
       take,
-      f.tags,
-    ]);
+    ];
+    const { rows } = f.tags
+      ? await this.db.query(ADMIN_LIST_RUNS_BY_TAG_SQL, [...params, f.tags])
+      : await this.db.query(ADMIN_LIST_RUNS_SQL, params);
     return keyedRuns(rows, toSummary);
   }
 
@@ -143,6 +153,7 @@ function toSummary(r: Record<string, any>): AdminRunSummary {
     attempts: r.attempts,
     maxAttempts: r.max_attempts,
     parkedReason: r.parked_reason,
+    held: isHeld(r.status, { code: r.error_code }),
     errorMessage: r.error_message,
     inDoubtCommands: r.in_doubt,
     awaitingApproval: r.awaiting_approval,

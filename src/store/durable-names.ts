@@ -44,6 +44,8 @@ export interface DurableNames {
   readonly budgetUse: string;
   /** Each run's progress stream, the entries of `ctx.emit` (`ai_run_stream`). */
   readonly stream: string;
+  /** One row per tag of a run, newest first per tag (`ai_run_tags`): the tag search's index. */
+  readonly runTags: string;
   /** The module's own migrations table (`ai_migrations`), qualified as the tables are. */
   readonly migrations: string;
   /** NOTIFY channel that wakes idle workers of this schema. */
@@ -108,6 +110,7 @@ export function durableNames(schema?: string): DurableNames {
     budgets: `${prefix}ai_budgets`,
     budgetUse: `${prefix}ai_budget_use`,
     stream: `${prefix}ai_run_stream`,
+    runTags: `${prefix}ai_run_tags`,
     migrations: `${prefix}ai_migrations`,
     wakeChannel: own === undefined ? WAKE_CHANNEL : scoped(WAKE_CHANNEL, '_', own),
     doneChannel: own === undefined ? DONE_CHANNEL : scoped(DONE_CHANNEL, '_', own),

@@ -1,6 +1,7 @@
 import type { HistoryRange } from '../util/run-cursor';
 import type { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
+import { ENGINE_STEP_SQL } from '../util/engine-steps';
 
 /** What of a run is read in pages. */
 type History = 'events' | 'checkpoints' | 'commands';
@@ -14,12 +15,12 @@ type History = 'events' | 'checkpoints' | 'commands';
  * $1 run id, $2 position after (or before) which to read, $3 limit
  */
 const history =
-  (table: History, key: string, newestFirst: boolean, columns = '*'): SqlText =>
+  (table: History, key: string, newestFirst: boolean, columns = '*', also = ''): SqlText =>
   (t) =>
     newestFirst
-      ? `select ${columns} from ${t[table]} where run_id = $1 and ${key} < coalesce($2::bigint, 9223372036854775807)
+      ? `select ${columns} from ${t[table]} where run_id = $1 and ${key} < coalesce($2::bigint, 9223372036854775807)${also}
         order by ${key} desc limit $3`
-      : `select ${columns} from ${t[table]} where run_id = $1 and ${key} > coalesce($2::bigint, -1)
+      : `select ${columns} from ${t[table]} where run_id = $1 and ${key} > coalesce($2::bigint, -1)${also}
         order by ${key} limit $3`;
 
 /** A checkpoint without its output (the inspector page's timeline shows none: a 1 MB output stays unread). */
@@ -47,19 +48,29 @@ export const CHECKPOINT_MARKS_SQL = {
   before: history('checkpoints', 'step_index', true, MARK_COLUMNS),
 };
 
+/** As HISTORY_SQL.checkpoints, the user's steps only (no engine entry: ENGINE_STEP_SQL; a filter of the same range scan). */
+export const USER_CHECKPOINTS_SQL = {
+  after: history('checkpoints', 'step_index', false, '*', ` and not ${ENGINE_STEP_SQL}`),
+  before: history('checkpoints', 'step_index', true, '*', ` and not ${ENGINE_STEP_SQL}`),
+};
+
 /** The whole history, oldest first. */
 export const ALL: HistoryRange = { position: null, newestFirst: false, limit: null };
 
 /** Rows of a run's events, checkpoints or commands in `range`, in its order. */
 export async function readHistory(
   db: DurableDatabase,
-  of: History | 'checkpointMarks',
+  of: History | 'checkpointMarks' | 'userCheckpoints',
   runId: string,
   range: HistoryRange,
 ): Promise<Record<string, any>[]> {
-  const sql = (of === 'checkpointMarks' ? CHECKPOINT_MARKS_SQL : HISTORY_SQL[of])[
-    range.newestFirst ? 'before' : 'after'
-  ];
+  const sqls =
+    of === 'checkpointMarks'
+      ? CHECKPOINT_MARKS_SQL
+      : of === 'userCheckpoints'
+        ? USER_CHECKPOINTS_SQL
+        : HISTORY_SQL[of];
+  const sql = sqls[range.newestFirst ? 'before' : 'after'];
   const { rows } = await db.query(sql, [runId, range.position, range.limit]);
   return rows;
 }

@@ -10,27 +10,32 @@ import { KIND_VERSIONS_SQL } from './sql/kind-versions.sql';
 import type { HistoryRange, KeyedRun, RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
 import { ALL, readHistory } from './run-history';
-import { CURSOR_KEY_SQL, cursorValues, keyedRuns } from './run-keyset';
+import { CURSOR_KEY_SQL, cursorValues, keyedRuns, listWalk } from './run-keyset';
 import { toCheckpoint, toEvent, toRunView } from './run-row.mapper';
-import type { SqlText } from './durable-names';
+import type { DurableNames, SqlText } from './durable-names';
 
 /** One run by id. $1 run id */
 export const GET_RUN_SQL: SqlText = (t) => `select * from ${t.runs} where id = $1`;
 
 /**
- * The run API's list: newest first, keyset pagination on (created_at, id) through ai_runs_list_idx.
- * $1 statuses (null: any), $2 kind (null: any), $3/$4 cursor (created_at, id), $5 limit, $6 parent run
- * (null: any; through ai_runs_parent_idx), $7 tags the run must all have (null: any; ai_runs_tags_idx)
+ * The run API's list: newest first, keyset pagination on (created_at, id) through ai_runs_list_idx, or
+ * with tags through ai_run_tags (`listWalk`). $1 statuses (null: any), $2 kind (null: any), $3/$4 cursor
+ * (created_at, id), $5 limit, $6 parent run (null: any; through ai_runs_parent_idx), $7 tags the run must
+ * all have (LIST_RUNS_BY_TAG_SQL only)
  */
-export const LIST_RUNS_SQL: SqlText = (t) => `select *, ${CURSOR_KEY_SQL} as created_key
-         from ${t.runs}
-        where ($1::text[] is null or status = any($1))
-          and ($2::text is null or kind = $2)
-          and ($6::uuid is null or parent_id = $6)
-          and ($7::jsonb is null or tags @> $7::jsonb)
-          and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
-        order by created_at desc, id desc
+const listRuns = (t: DurableNames, tags: string | null): string => {
+  const w = listWalk(t, tags, ['$3', '$4']);
+  return `select r.*, ${CURSOR_KEY_SQL} as created_key
+         from ${w.from}
+        where ($1::text[] is null or r.status = any($1))
+          and ($2::text is null or r.kind = $2)
+          and ($6::uuid is null or r.parent_id = $6)
+          and ${w.where}
+        order by ${w.order}
         limit $5`;
+};
+export const LIST_RUNS_SQL: SqlText = (t) => listRuns(t, null);
+export const LIST_RUNS_BY_TAG_SQL: SqlText = (t) => listRuns(t, '$7');
 
 /**
  * Marks a live run to be announced on `durable_execution_done` when it ends (once: the flag is only set
@@ -125,14 +130,10 @@ export class RunReadStore {
 
   /** Up to `take` runs before `after` (newest first), each with its cursor key. */
   async list(filter: RunListFilter, after: RunCursorKey | null, take: number): Promise<KeyedRun<RunView>[]> {
-    const { rows } = await this.db.query(LIST_RUNS_SQL, [
-      filter.statuses,
-      filter.kind,
-      ...cursorValues(after),
-      take,
-      filter.parentId,
-      filter.tags,
-    ]);
+    const params = [filter.statuses, filter.kind, ...cursorValues(after), take, filter.parentId];
+    const { rows } = filter.tags
+      ? await this.db.query(LIST_RUNS_BY_TAG_SQL, [...params, filter.tags])
+      : await this.db.query(LIST_RUNS_SQL, params);
     return keyedRuns(rows, toRunView);
   }
 
@@ -141,9 +142,14 @@ export class RunReadStore {
     return (await readHistory(this.db, 'events', id, range)).map(toEvent);
   }
 
-  /** The run's checkpoints in `range` (run-history.ts); all of them, in position order, by default. */
-  async checkpoints(id: string, range: HistoryRange = ALL): Promise<CheckpointView[]> {
-    return (await readHistory(this.db, 'checkpoints', id, range)).map(toCheckpoint);
+  /**
+   * The run's checkpoints in `range` (run-history.ts); all of them, in position order, by default.
+   * `userOnly`: no engine entry (`$…`, `command:…`).
+   */
+  async checkpoints(id: string, range: HistoryRange = ALL, userOnly = false): Promise<CheckpointView[]> {
+    return (await readHistory(this.db, userOnly ? 'userCheckpoints' : 'checkpoints', id, range)).map(
+      toCheckpoint,
+    );
   }
 
   /** The `traceparent` the run was started under (its `run.created` event), or null. */

@@ -1,4 +1,5 @@
 import type { CheckpointView, RunEvent, RunView } from '../interfaces/run.interface';
+import type { LimitScope } from '../interfaces/run-reads.interface';
 
 /** Row → public view. Column names are snake_case in SQL, camelCase in the API. @internal */
 export function toRunView(r: Record<string, any>): RunView {
@@ -24,7 +25,8 @@ export function toRunView(r: Record<string, any>): RunView {
     cancelReason: r.cancel_reason,
     parkedReason: r.parked_reason,
     concurrencyKey: r.concurrency_key ?? null,
-    limitedBy: r.limited_by ?? null,
+    limitedBy: limitScope(r.limited_by ?? null),
+    held: isHeld(r.status, r.error),
     parentId: r.parent_id ?? null,
     tags: r.tags ?? {},
     error: r.error,
@@ -32,6 +34,32 @@ export function toRunView(r: Record<string, any>): RunView {
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
   };
+}
+
+/**
+ * Held on non-determinism: `waiting` with the NonDeterminismError kept (run-settlement's heldWrite; a
+ * retry clears the error). @internal
+ */
+export function isHeld(status: string, error: { code?: unknown } | null | undefined): boolean {
+  return status === 'waiting' && error?.code === 'DURABLE_NON_DETERMINISM';
+}
+
+/**
+ * A stored limit scope (claim-limited.ts: `["kind"]`, `["kind","key"]`, `{"rate": ["kind"]}` or
+ * `{"rate": ["kind","key"]}`, JSON as text) as the API shows it. @internal
+ */
+export function limitScope(scope: string | null): LimitScope | null {
+  if (scope === null) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(scope);
+  } catch {
+    v = null;
+  }
+  const rate = !Array.isArray(v) && typeof v === 'object' && v !== null;
+  const parts: unknown[] = rate ? ((v as { rate?: unknown[] }).rate ?? []) : Array.isArray(v) ? v : [scope];
+  const [kind, key] = parts.map(String);
+  return { limit: rate ? 'rate' : 'concurrency', kind: kind ?? '', ...(key !== undefined && { key }), scope };
 }
 
 /** @internal */

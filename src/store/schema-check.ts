@@ -13,6 +13,7 @@ const LATER_TABLES = [
   'ai_budgets',
   'ai_budget_use',
   'ai_run_stream',
+  'ai_run_tags',
 ] as const;
 
 /** Columns later migrations add (table, column): one missing means the schema is behind. */
@@ -34,6 +35,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_runs', 'timeline'],
   ['ai_runs', 'lookup_first'],
   ['ai_schedules', 'timeline'],
+  ['ai_schedules', 'max_attempts'],
 ];
 
 /**

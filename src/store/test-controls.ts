@@ -17,7 +17,9 @@ export const EXPIRE_CRASHED_LEASES_SQL: SqlText = (
  * The test clock's skip, in the database: `$1` ms pass for what timers compare. Waiting runs due at a
  * time become due that much sooner, and the due times runs recorded (a sleep's `$due` and `$sleep`, a signal wait's
  * `$deadline:<name>`) move back by as much, so the replay finds them passed. Runs of one id (`$2`), or
- * all unfinished runs (`$2` null). Leases, and everything else, stay: a faked `now()` would expire
+ * all unfinished runs (`$2` null). The calls admitted on model budgets (`ai_budget_use.at`) move back
+ * too, so their windows pass with the clock: every budget's (`$2` null), or the budget run `$2` is
+ * parked on (its `parked_reason`). Leases, and everything else, stay: a faked `now()` would expire
  * every lease. $1 ms, $2 run id or null
  */
 export const ADVANCE_CLOCK_SQL: SqlText = (t) => `
@@ -33,8 +35,30 @@ with due as (
      and (c.step_name in ('$sleep', '$due') or c.step_name like '$deadline:%')
      and jsonb_typeof(c.output) = 'string' and c.output #>> '{}' <> 'infinity'
   returning c.run_id
+), windows as (
+  update ${t.budgetUse} u set at = u.at - $1 * interval '1 millisecond'
+   where $2::uuid is null
+      or u.budget = (select substring(r.parked_reason from '^over model budget "(.+)"$') from ${t.runs} r
+                      where r.id = $2 and r.status = 'waiting')
+  returning u.id
 )
 select (select count(*) from due)::int as due`;
+
+/**
+ * A schedule the test clock fired ahead of the database's clock waits for its tick after that clock
+ * again (the test clock was reset): its next tick moves back to $2 when later. $1 name, $2 next tick
+ */
+export const REWIND_SCHEDULE_SQL: SqlText = (t) => `
+update ${t.schedules} set next_at = $2, updated_at = now() where name = $1 and not paused and next_at > $2`;
+
+/** Puts back schedule `name`'s next tick to `nextAt` when later (REWIND_SCHEDULE_SQL). @internal */
+export async function rewindSchedule(
+  app: INestApplicationContext,
+  name: string,
+  nextAt: Date,
+): Promise<void> {
+  await databaseOf(app).query(REWIND_SCHEDULE_SQL, [name, nextAt]);
+}
 
 /** Whether run $1 is due now (pending or waiting, and its time has come). $1 run id */
 export const DUE_NOW_SQL: SqlText = (t) => `

@@ -7,7 +7,8 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { fork } from 'node:child_process';
 import type { RunView } from '../interfaces/run.interface';
 import { advanceDurableClock, expireCrashedLeases, isDueNow, waitLeftOf } from '../store/test-controls';
-import { moveRunClock, moveTestClock } from '../engine/test-clock';
+import { moveRunClock, moveTestClock, testClockOffsetMs } from '../engine/test-clock';
+import { fireSchedulesAhead } from './fire-schedule';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { CrashPointName } from '../engine/crash-points';
 import { Reconciler } from '../maintenance/reconciler.service';
@@ -21,9 +22,11 @@ import os from 'node:os';
 import path from 'node:path';
 
 export type { CrashPointName } from '../engine/crash-points';
+export { fireSchedule } from './fire-schedule';
 export { setPausePointHook } from '../engine/pause-points';
 export type { PausePointName, PausePointInfo, PausePointHook } from '../engine/pause-points';
 export type { RunCursor, RunStatus, RunView } from '../interfaces/run.interface';
+export type { LimitScope } from '../interfaces/run-reads.interface';
 
 /** Where to crash: a point name, optionally `@<step index>` (e.g. `after-step-commit@3`). */
 export type CrashSpec = CrashPointName | `${CrashPointName}@${number}`;
@@ -97,7 +100,8 @@ export async function releaseCrashedRuns(
 
 /**
  * Drives one run in this process (worker `tick()`s) until it reaches one of `statuses`. A run parked
- * until a time (a sleep, a signal wait with a timeout, a retry's backoff) has that time skipped for it
+ * until a time (a sleep, a signal wait with a timeout, a retry's backoff, a model budget's window: that
+ * budget's window passes too) has that time skipped for it
  * (as `advanceTestClock` does, for this run only), so a `ctx.sleep(24h)` takes one more tick, not a
  * day, and that run's `ctx.now()` reads that much later from then on (in this process). A run already in
  * one of `statuses` and not due is returned at once (one the caller made due, e.g. by `advanceTestClock`,
@@ -135,9 +139,14 @@ export async function driveRun(
  * The test clock (Temporal's time-skipping environment is the model): `ms` of durable time pass at
  * once, against the real PostgreSQL. Every unfinished run's sleeps and signal-wait timeouts come that
  * much closer (runs whose due time has now passed are due: drive them with `driveRun` or
- * `worker.tick()`), and `ctx.now()` in this process reads that much later from here on. Leases do not
- * move (a faked database clock would expire every lease), and a worker in another process keeps its own
- * `ctx.now()`. Call `resetTestClock()` between tests. Resolves with how many waiting runs moved.
+ * `worker.tick()`), every model budget's window moves on by as much (a run parked over budget is due and
+ * its call fits when the window has passed), every schedule whose tick the clock passed fires (as the
+ * schedule job would at that time: by its `catchUp` policy, so one run for the latest tick by default;
+ * the app's `@DurableCron`s are declared first), and `ctx.now()` in this process reads that much later
+ * from here on. Leases do not move (a faked database clock would expire every lease), and a worker in
+ * another process keeps its own `ctx.now()`. Call `resetTestClock()` between tests (the next skip puts
+ * schedules fired ahead back on their next tick after the wall clock). Resolves with how many waiting
+ * runs moved.
  * @example
  * ```ts
  * await advanceTestClock(app, 3 * 24 * 3600_000); // the 3-day approval timeout passes
@@ -147,8 +156,11 @@ export async function driveRun(
 export async function advanceTestClock(app: INestApplicationContext, ms: number): Promise<number> {
   if (!Number.isSafeInteger(ms) || ms < 0)
     throw new InvalidArgumentError('ms', `must be an integer number of milliseconds >= 0, got ${String(ms)}`);
+  const fromWallClock = testClockOffsetMs() === 0;
   moveTestClock(ms);
-  return advanceDurableClock(app, ms, null);
+  const moved = await advanceDurableClock(app, ms, null);
+  await fireSchedulesAhead(app, testClockOffsetMs(), fromWallClock);
+  return moved;
 }
 
 /** Puts `ctx.now()` of this process back on the wall clock (what the database recorded stays as it is). */

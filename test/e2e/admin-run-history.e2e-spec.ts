@@ -398,9 +398,11 @@ describe('admin API: a run with a long history', () => {
     } finally {
       withOutputs.mockRestore();
     }
-    // The API's detail still carries them.
+    // The API's detail shows each as a marker (over limits.maxShownValueBytes); its route answers it whole.
     const d = await get(`/api/runs/${run.id}?limit=2`);
-    expect(d.body.checkpoints[0].output.blob).toHaveLength(200_000);
+    expect(d.body.checkpoints[0].output).toMatchObject({ $truncated: true, bytes: 200_011 });
+    const whole = await get(`/${d.body.checkpoints[0].output.fetch}`);
+    expect(whole.body.output.blob).toHaveLength(200_000);
   });
 
   it('documents the new endpoints in OpenAPI', () => {

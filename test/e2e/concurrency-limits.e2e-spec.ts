@@ -148,7 +148,12 @@ describe('concurrency limits per kind and per key', () => {
     await worker.tick();
     expect(await running('keycap')).toBe(2);
     expect(await held('keycap')).toEqual([{ id: 'a2', scope: ['keycap', 'A'] }]);
-    expect((await runs.get(a[1]))!.limitedBy).toBe('["keycap", "A"]');
+    expect((await runs.get(a[1]))!.limitedBy).toEqual({
+      limit: 'concurrency',
+      kind: 'keycap',
+      key: 'A',
+      scope: '["keycap", "A"]',
+    });
     await finish('a1', a[0]);
     await worker.tick();
     expect((await runs.get(a[1]))!.status).toBe('running');

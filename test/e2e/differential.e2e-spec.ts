@@ -9,7 +9,7 @@
 import { killFault, killWindow } from '../diff/faults';
 import { formatPower, mutationPower } from '../diff/power';
 import { runDifferential, type DiffOptions } from '../diff/property';
-import { FAULTS, SHORT } from '../diff/program';
+import { FAULTS, SHORT, UNIT_MS } from '../diff/program';
 import { formatReport } from '../diff/report';
 import { inProcessRig, processRig, type Rig } from '../diff/setup';
 
@@ -51,14 +51,20 @@ describe('differential: plain JavaScript against the durable run (issue 35 E)', 
     }, 150_000);
 
     it('catches a wrong implementation: each deliberate mutation of the durable interpreter diverges', async () => {
-      const power = await mutationPower(rig.env, {
-        seed: SEED,
-        cases: 150, // plain runs only (cheap): three per mutation run durably
-        profile: SHORT,
-        concurrency: 4,
-        durable: 3,
-        log,
-      });
+      // Units twice as long as the comparison's: a mutation is caught when its run shows the wrong
+      // order, and beside the rest of the suite on 2 cores a timer or a settle may be late by more than
+      // half of a 400 ms gap (a mutated run then agreed by accident: 1 of 3 caught under such load).
+      const power = await mutationPower(
+        { ...rig.env, unitMs: 2 * UNIT_MS },
+        {
+          seed: SEED,
+          cases: 150, // plain runs only (cheap): three per mutation run durably
+          profile: SHORT,
+          concurrency: 4,
+          durable: 3,
+          log,
+        },
+      );
       log(formatPower(power));
       for (const m of power.mutations) {
         expect({ mutation: m.mutation, observable: m.observable > 0 }).toEqual({
@@ -67,7 +73,7 @@ describe('differential: plain JavaScript against the durable run (issue 35 E)', 
         });
         expect({ mutation: m.mutation, caught: m.caught }).toEqual({ mutation: m.mutation, caught: m.tried });
       }
-    }, 120_000);
+    }, 180_000);
   });
 
   describe('a worker process killed mid-step, another taking over', () => {

@@ -47,6 +47,26 @@ class DyingWorkflow {
   }
 }
 
+@Injectable()
+class QuickSteps {
+  @DurableStep({ name: 'log_quick_step' })
+  async quick() {
+    return 'quick';
+  }
+}
+
+@DurableWorkflow('log-progress')
+class ProgressWorkflow {
+  constructor(
+    private readonly q: QuickSteps,
+    private readonly s: SlowSteps,
+  ) {}
+  async run() {
+    await this.q.quick();
+    return this.s.slow();
+  }
+}
+
 @DurableWorkflow('log-nap')
 class NapWorkflow {
   async run(_input: unknown, ctx: RunContext) {
@@ -210,6 +230,52 @@ describe('log lines', () => {
         level: 'log',
         message: `run ${slow} (kind 'log-slow') taken over by worker log-taker at epoch 2: attempt 2 of 5 (the attempt before made no progress: a lost lease, a crash or an error)`,
       });
+    } finally {
+      await taker.close();
+      await app.close();
+    }
+  });
+
+  it('a drain with no run in flight says so in a log line', async () => {
+    const logger = new CapturingLogger();
+    const app = await boot(logger);
+    await app.close();
+    expect(logger.lines).toContainEqual({
+      level: 'log',
+      message: 'worker log-worker drained: no run was in flight',
+    });
+  });
+
+  it('a takeover after a lost lease is a log line also when the attempt before made progress', async () => {
+    const logger = new CapturingLogger();
+    const bootTicks = (workerId: string) =>
+      bootModules(
+        {
+          imports: [durableModule(db.url, { worker: { workerId, leaseTtlMs: 60_000, heartbeatMs: 20_000 } })],
+          providers: [SlowSteps, QuickSteps, ProgressWorkflow],
+        },
+        logger,
+      );
+    const app = await bootTicks('log-killed');
+    const taker = await bootTicks('log-taker');
+    try {
+      const runs = app.get(RunRepository);
+      const id = (await runs.start('log-progress', {})).run.id;
+      void app.get(DurableWorker).tick(); // its quick step commits, then its 1.5 s step is under way
+      for (let i = 0; i < 100 && !(await runs.checkpoints(id)).length; i++)
+        await new Promise((r) => setTimeout(r, 20));
+      // As after a SIGKILL: the lease runs out, the reconciler hands the run back, another worker takes it.
+      await db.query(`update ai_runs set lease_expires_at = now() - interval '1 second' where id = $1`, [id]);
+      await app.get(Reconciler).sweep();
+      await db.query(`update ai_runs set available_at = now() where id = $1`, [id]);
+      await taker.get(DurableWorker).tick();
+      await taker.get(DurableWorker).idle();
+      expect((await runs.get(id))!.status).toBe('succeeded');
+      expect(logger.about(id)).toContainEqual({
+        level: 'log',
+        message: `run ${id} (kind 'log-progress') taken over by worker log-taker at epoch 2: the claim before lost its lease (its worker died, froze or was released); it resumes from its last checkpoint`,
+      });
+      expect(logger.about(id).filter((l) => l.level === 'debug' && /resumed by/.test(l.message))).toEqual([]);
     } finally {
       await taker.close();
       await app.close();

@@ -40,6 +40,7 @@ const TABLES = [
   'ai_budgets',
   'ai_budget_use',
   'ai_run_stream',
+  'ai_run_tags',
 ];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
 
@@ -288,7 +289,7 @@ describe('migrations', () => {
       await db.query(`delete from ai_runs where id = $1`, [id]);
     });
 
-    it('ai_checkpoints, ai_commands, ai_events, ai_run_stream and ai_signals reference ai_runs(id) ON DELETE CASCADE', async () => {
+    it('ai_checkpoints, ai_commands, ai_events, ai_run_stream, ai_run_tags and ai_signals reference ai_runs(id) ON DELETE CASCADE', async () => {
       const fks = await db.query<{
         child: string;
         parent: string;
@@ -305,13 +306,15 @@ describe('migrations', () => {
            from pg_constraint c where c.contype = 'f' order by child`,
       );
       expect(fks).toEqual(
-        ['ai_checkpoints', 'ai_commands', 'ai_events', 'ai_run_stream', 'ai_signals'].map((child) => ({
-          child,
-          parent: 'ai_runs',
-          on_delete: 'c',
-          cols: 'run_id',
-          ref_cols: 'id',
-        })),
+        ['ai_checkpoints', 'ai_commands', 'ai_events', 'ai_run_stream', 'ai_run_tags', 'ai_signals'].map(
+          (child) => ({
+            child,
+            parent: 'ai_runs',
+            on_delete: 'c',
+            cols: 'run_id',
+            ref_cols: 'id',
+          }),
+        ),
       );
       // information_schema agrees on the rule.
       const rules = await db.query(
@@ -319,13 +322,7 @@ describe('migrations', () => {
            join information_schema.table_constraints tc on tc.constraint_name = rc.constraint_name
           order by tc.table_name`,
       );
-      expect(rules.map((r) => r.delete_rule)).toEqual([
-        'CASCADE',
-        'CASCADE',
-        'CASCADE',
-        'CASCADE',
-        'CASCADE',
-      ]);
+      expect(rules.map((r) => r.delete_rule)).toEqual(Array(6).fill('CASCADE'));
     });
 
     it('idempotency_key on ai_runs is unique', async () => {

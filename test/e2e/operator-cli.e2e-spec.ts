@@ -123,7 +123,9 @@ describe('operator CLI', () => {
     const shown = await op('show', id);
     expect(shown).toMatchObject({ status: 0, stderr: '' });
     expect(shown.stdout).toContain(`run ${id}  kind op-order  status waiting`);
-    expect(shown.stdout).toMatch(/steps \(\d+\):\n\s+#\s+NAME.*\n\s+0\s+lookup\s+compute\s+done/);
+    expect(shown.stdout).toMatch(
+      /steps \(1, \d+ engine entries hidden: --all shows them\):\n\s+#\s+NAME.*\n\s+0\s+lookup\s+compute\s+done/,
+    );
     expect(shown.stdout).toMatch(/commands \(1\):\n.*\n\s+#1\s+charge\s+succeeded/);
     expect(shown.stdout).toContain('run.created');
     expect(shown.stdout).toContain(`input: ${HIDDEN_DATA}`);

@@ -82,5 +82,26 @@ describe('run tags', () => {
     const page = await runs.list({ tags: { tenant: 't42' }, limit: 500 });
     expect(page.items).toHaveLength(10);
     expect(page.items.every((r) => r.tags.tenant === 't42')).toBe(true);
+    // Paged 3 at a time (the tag index's keyset): the same runs, newest first, none twice.
+    const paged: string[] = [];
+    let after: string | undefined;
+    do {
+      const p = await runs.list({ tags: { tenant: 't42' }, limit: 3, after });
+      paged.push(...p.items.map((r) => r.id));
+      after = p.next;
+    } while (after);
+    expect(paged).toEqual(page.items.map((r) => r.id));
+    // A run whose tag changed is found under its new value only; a deleted run under none.
+    const [moved, gone] = page.items;
+    await db.query(`update ai_runs set tags = tags || '{"tenant":"t-moved"}' where id = $1`, [moved.id]);
+    await db.query(`delete from ai_runs where id = $1`, [gone.id]);
+    expect((await runs.list({ tags: { tenant: 't-moved' } })).items.map((r) => r.id)).toEqual([moved.id]);
+    const left = (await runs.list({ tags: { tenant: 't42' }, limit: 500 })).items.map((r) => r.id);
+    expect(left).toEqual(page.items.slice(2).map((r) => r.id));
+    expect(
+      await db.query(`select count(*)::int as n from ai_run_tags where run_id = any($1)`, [
+        [moved.id, gone.id],
+      ]),
+    ).toEqual([{ n: 1 }]);
   });
 });

@@ -37,6 +37,7 @@ const TABLES = [
   'ai_migrations',
   'ai_rate_tokens',
   'ai_run_stream',
+  'ai_run_tags',
   'ai_runs',
   'ai_schedules',
   'ai_signals',

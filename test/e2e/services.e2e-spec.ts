@@ -103,7 +103,9 @@ describe('the four services of the card, injected into an app provider', () => {
     ]);
     expect(await ops.checkpoints.lastOutputOf(run.id, 'classify')).toEqual({ label: 'question', score: 9 });
     expect(await ops.checkpoints.outputsOf(run.id, Triage.prototype.pageOncall)).toEqual([{ paged: 'bug' }]);
-    const all = await ops.checkpoints.list(run.id);
+    // The user's steps; the engine's entries (a command's outcome here) on request.
+    expect((await ops.checkpoints.list(run.id)).map((c) => c.stepName)).toEqual(['classify', 'classify']);
+    const all = await ops.checkpoints.list(run.id, { includeEngine: true });
     expect(all.map((c) => c.stepName)).toEqual(['classify', 'classify', 'command:page_oncall']);
     expect((await ops.checkpoints.at(run.id, 1))?.output).toEqual({ label: 'question', score: 9 });
     expect(await ops.checkpoints.at(run.id, 7)).toBeNull();

@@ -79,7 +79,7 @@ describe('holding a slot while waiting, and the key of scheduled runs', () => {
     await worker.idle();
     const bView = (await runs.get(b))!;
     expect(bView.status).toBe('pending');
-    expect(bView.limitedBy).toBe('["holder"]');
+    expect(bView.limitedBy).toEqual({ limit: 'concurrency', kind: 'holder', scope: '["holder"]' });
     // The reconciler's net does not take a waiting holder's slot for a leak, even when it is old.
     await db.query(`update ai_slots set taken_at = now() - interval '5 minutes' where run_id = $1`, [a]);
     await app.get(Reconciler).sweep();
@@ -108,7 +108,7 @@ describe('holding a slot while waiting, and the key of scheduled runs', () => {
     await drive(a, 'waiting', 'c1 parked');
     const b = (await runs.start('holder', { id: 'c2' })).run.id;
     await worker.tick();
-    expect((await runs.get(b))!.limitedBy).toBe('["holder"]');
+    expect((await runs.get(b))!.limitedBy?.scope).toBe('["holder"]');
     await runs.cancel(a, 'test');
     expect((await runs.get(a))!.status).toBe('cancelled');
     expect(await slotsOf(a)).toEqual([]);

@@ -2,6 +2,7 @@ import {
   Get,
   Headers,
   MessageEvent,
+  NotFoundException,
   Param,
   Query,
   Sse,
@@ -12,9 +13,11 @@ import {
 import type { Observable } from 'rxjs';
 import { AdminAccessGuard } from '../admin-access.guard';
 import { AdminErrorFilter } from '../admin-error.filter';
-import type { CheckpointView, KindVersionView, RunEvent } from '../../interfaces/run.interface';
+import { AdminRedactor } from '../admin-redactor';
+import { RunNotFoundError } from '../../errors/run-not-found.error';
+import type { CheckpointView, KindVersionView, PatchStatus, RunEvent } from '../../interfaces/run.interface';
 import { RunRepository } from '../../api/run.repository';
-import { VersionsQueryDto } from '../dto/run-actions.dto';
+import { PatchStatusQueryDto, VersionsQueryDto } from '../dto/run-actions.dto';
 import type { CommandView } from '../../interfaces/command.interface';
 import {
   AdminRunChanges,
@@ -35,10 +38,11 @@ import {
   ApiTags,
   ApiUnauthorizedResponse,
 } from '../../nest/openapi';
-import { runIdPipe } from './uuid-param.pipe';
+import { runIdPipe, stepIndexPipe } from './uuid-param.pipe';
 
 /**
- * Reads: `GET <path>/api/runs`, `GET <path>/api/stats`, `GET <path>/api/versions`, `GET <path>/api/runs/:id` and its `events`,
+ * Reads: `GET <path>/api/runs`, `GET <path>/api/stats`, `GET <path>/api/versions`, `GET
+ * <path>/api/patch-status?kind=&patchId=`, `GET <path>/api/runs/:id` and its `events`,
  * `checkpoints`, `changes` and `stream` (Server-Sent Events). Mounted by DurableAdminModule.
  */
 @ApiTags('durable-admin')
@@ -51,6 +55,7 @@ export class DurableRunsApiController {
   constructor(
     private readonly admin: AdminRunsService,
     private readonly runs: RunRepository,
+    private readonly redactor: AdminRedactor,
   ) {}
 
   @Get('runs')
@@ -72,6 +77,16 @@ export class DurableRunsApiController {
   })
   versions(@Query() query: VersionsQueryDto): Promise<KindVersionView[]> {
     return this.runs.versions(query.kind);
+  }
+
+  @Get('patch-status')
+  @ApiOperation({
+    summary:
+      "Where a kind's open runs stand with a ctx.patched(patchId): on the new path, or may take the old",
+  })
+  @ApiBadRequestResponse({ description: 'A bad kind or patchId: `errors` names each field' })
+  patchStatus(@Query() query: PatchStatusQueryDto): Promise<PatchStatus> {
+    return this.runs.patchStatus(query.kind, query.patchId);
   }
 
   @Get('runs/:id')
@@ -114,6 +129,28 @@ export class DurableRunsApiController {
     @Query() query: RunHistoryQueryDto,
   ): Promise<AdminRunHistoryPage<CheckpointView>> {
     return this.admin.checkpoints(id, query);
+  }
+
+  @Get('runs/:id/checkpoints/:stepIndex')
+  @ApiOperation({
+    summary:
+      'One checkpoint with its output and meta whole (a run detail shows a large one as `{ $truncated, bytes, fetch }`)',
+  })
+  @ApiBadRequestResponse({ description: 'A bad id or stepIndex: `errors` names each field' })
+  @ApiNotFoundResponse({ description: 'No run with this id, or no checkpoint at this step' })
+  async checkpoint(
+    @Param('id', runIdPipe()) id: string,
+    @Param('stepIndex', stepIndexPipe()) step: string,
+  ): Promise<CheckpointView> {
+    const stepIndex = Number(step);
+    const [c] = await this.runs.checkpoints(id, { before: stepIndex + 1, limit: 1 });
+    if (c?.stepIndex === stepIndex) return this.redactor.checkpoint(c);
+    if (!(await this.runs.get(id))) throw new RunNotFoundError(id);
+    throw new NotFoundException({
+      statusCode: 404,
+      code: 'DURABLE_CHECKPOINT_NOT_FOUND',
+      message: `Run ${id} has no checkpoint at step ${stepIndex} (GET api/runs/${id}/checkpoints lists them).`,
+    });
   }
 
   @Get('runs/:id/commands')

@@ -13,7 +13,7 @@ import {
 import { DurableSchedules, ScheduleView } from '../../api/durable-schedules.service';
 import { AdminAccessGuard, AdminAction } from '../admin-access.guard';
 import { AdminErrorFilter } from '../admin-error.filter';
-import { ApiNotFoundResponse, ApiOperation, ApiTags } from '../../nest/openapi';
+import { ApiConflictResponse, ApiNotFoundResponse, ApiOperation, ApiTags } from '../../nest/openapi';
 import { adminValidationPipe } from '../admin-validation.pipe';
 import { CreateScheduleDto } from '../dto/schedule.dto';
 
@@ -40,6 +40,7 @@ export class DurableSchedulesController {
   @AdminAction()
   @HttpCode(201)
   @ApiOperation({ summary: 'Create a schedule at run time (fired like a @DurableCron one)' })
+  @ApiConflictResponse({ description: 'A schedule has this name (send replace: true to replace it)' })
   create(@Body() dto: CreateScheduleDto, @Req() _req: unknown): Promise<ScheduleView> {
     const { name, kind, cron, ...options } = dto;
     return this.schedules.create(name, kind, cron, options);

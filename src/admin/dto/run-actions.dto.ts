@@ -7,11 +7,13 @@ import {
   Min,
   IsOptional,
   IsString,
+  Matches,
   MaxLength,
   ValidateBy,
   ValidateIf,
 } from 'class-validator';
 import { unstorableText } from '../../util/json';
+import { PATCH_ID } from '../../engine/steps/patch-step';
 import { RawJson } from '../admin-validation.pipe';
 import { ApiProperty, ApiPropertyOptional } from '../../nest/openapi';
 import { OPERATOR_TEXT_LIMITS as LIMITS } from '../admin.constants';
@@ -61,6 +63,23 @@ export class RetryHeldDto {
   @Min(1)
   @Max(2_147_483_647)
   version?: number;
+}
+
+/** Query of `GET api/patch-status`: a kind and the id of a `ctx.patched(id)` of its workflow. */
+export class PatchStatusQueryDto {
+  @ApiProperty({ maxLength: 200, description: 'The workflow kind' })
+  @IsString()
+  @StorableText()
+  @IsNotEmpty()
+  @MaxLength(200)
+  kind!: string;
+
+  @ApiProperty({ maxLength: 100, description: 'The patch id given to ctx.patched(id)' })
+  @IsString()
+  @Matches(PATCH_ID, {
+    message: 'patchId must be 1-100 letters, digits and . _ : - (starting with a letter or digit)',
+  })
+  patchId!: string;
 }
 
 /** Query of `GET api/versions`: one kind's versions, or every kind's. */

@@ -1,10 +1,13 @@
-import { IsIn, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
 import { ApiProperty, ApiPropertyOptional } from '../../nest/openapi';
 import { StorableText } from './run-actions.dto';
 
 /** Body of `POST <path>/api/schedules`: a schedule made at run time (`DurableSchedules.create`). */
 export class CreateScheduleDto {
-  @ApiProperty({ maxLength: 200, description: 'Unique name (not one a @DurableCron holds)' })
+  @ApiProperty({
+    maxLength: 200,
+    description: 'Unique name (not one a @DurableCron holds; an existing one is a 409 unless replace: true)',
+  })
   @IsString()
   @StorableText()
   @IsNotEmpty()
@@ -56,4 +59,12 @@ export class CreateScheduleDto {
   @IsOptional()
   @IsIn(['allow', 'skip', 'queue'])
   overlap?: 'allow' | 'skip' | 'queue';
+
+  @ApiPropertyOptional({
+    description:
+      'Replace the schedule made at run time that has this name (default false: 409 DURABLE_SCHEDULE_CONFLICT)',
+  })
+  @IsOptional()
+  @IsBoolean()
+  replace?: boolean;
 }

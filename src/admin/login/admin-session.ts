@@ -28,14 +28,25 @@ export function tokenHash(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-/** The stored reference to the key a session signed in with: HMAC-SHA256 of the key under a per-session salt. @internal */
-export function keyRef(key: Buffer, salt: string): Buffer {
-  return createHmac('sha256', salt).update(key).digest();
+/**
+ * The stored reference to the key a session signed in with: HMAC-SHA256 under the session's token
+ * (which the server never stores: only its hash) of the salt and the key. A reader of the table, who
+ * has neither the token nor the key, cannot test a guessed key against it; the request that carries
+ * the token checks it with one HMAC. @internal
+ */
+export function keyRef(token: string, salt: string, key: Buffer): Buffer {
+  return createHmac('sha256', token).update(salt).update('\0').update(key).digest();
 }
 
-/** A new per-session salt. @internal */
-export function newSalt(): string {
-  return randomBytes(16).toString('base64url');
+/** A session's stored "salt": the index of its key among the guard's keys, and random bytes. @internal */
+export function newSalt(keyIndex: number): string {
+  return `${keyIndex}.${randomBytes(16).toString('base64url')}`;
+}
+
+/** The key index a stored salt names, or undefined (a session of an older version, or damaged). @internal */
+export function keyIndexOf(salt: string): number | undefined {
+  const m = /^(\d{1,4})\.[A-Za-z0-9_-]{22}$/.exec(salt);
+  return m ? Number(m[1]) : undefined;
 }
 
 /** Every value of cookie `name` in the request's Cookie header, as sent (not decoded). @internal */

@@ -8,10 +8,11 @@ const MAX_CLIENTS = 10_000;
 /**
  * Limits failed sign-ins per client address (in this process): after LOGIN_FAILURES_ALLOWED wrong
  * keys in LOGIN_WINDOW_MS, every sign-in from that address is refused (429) until the window that
- * began with its first failure ends. A good key before that clears the count. @internal
+ * began with its first failure ends. A good key before that clears the count. ApiKeyAdminGuard keeps
+ * one, which counts the wrong keys of its header and of the sign-in page together. @internal
  */
 export class LoginThrottle {
-  private readonly failures = new Map<string, { since: number; count: number }>();
+  private readonly failures = new Map<string, { since: number; count: number; refused?: number }>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -41,6 +42,20 @@ export class LoginThrottle {
 
   /** A good sign-in: the client's count starts over. */
   succeeded(client: string): void {
-    this.failures.delete(client);
+    if (this.failures.size) this.failures.delete(client);
   }
+
+  /** Counts a refused attempt of a locked-out `client`: 1 for the first of its window, then 2, 3… */
+  refused(client: string): number {
+    const f = this.failures.get(client);
+    if (!f) return 0;
+    f.refused = (f.refused ?? 0) + 1;
+    return f.refused;
+  }
+}
+
+/** The client's address as logs show it (Express `req.ip`, honouring `trust proxy`; Fastify `ip`), JSON-quoted. @internal */
+export function clientOf(req: any): string {
+  const ip = typeof req?.ip === 'string' && req.ip ? req.ip : String(req?.socket?.remoteAddress ?? 'unknown');
+  return JSON.stringify(ip.slice(0, 64));
 }

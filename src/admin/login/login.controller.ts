@@ -8,9 +8,10 @@ import {
   ApiKeyAdminGuard,
   attachAdminSessions,
   issueAdminSession,
+  keyThrottleOf,
   revokeAdminSessions,
 } from '../api-key-admin.guard';
-import { LoginThrottle } from './login-throttle';
+import { clientOf, LoginThrottle } from './login-throttle';
 import { crossSiteProblem, isHttps, sessionCookie } from './admin-session';
 import { adminBaseOf, LOGIN_PAGE_HEADERS, renderLoginPage, send } from './login-page';
 
@@ -54,7 +55,10 @@ export class DurableLoginController implements OnModuleInit {
     if (crossSite)
       return page(HttpStatus.FORBIDDEN, `Refused: this sign-in did not come from this site (${crossSite}).`);
     const client = clientOf(req);
-    const wait = this.throttle.retryAfterMs(client);
+    const guard = await this.guard.instance();
+    // One count per client for the wrong keys of the sign-in page and of the API key header.
+    const throttle = guard instanceof ApiKeyAdminGuard ? keyThrottleOf(guard) : this.throttle;
+    const wait = throttle.retryAfterMs(client);
     if (wait > 0) {
       this.logger.warn(
         `admin sign-in refused for ${client}: too many wrong keys (retry in ${Math.ceil(wait / 1000)} s)`,
@@ -68,7 +72,6 @@ export class DurableLoginController implements OnModuleInit {
     }
     const key: unknown = req?.body?.key;
     if (typeof key !== 'string' || !key) return page(HttpStatus.BAD_REQUEST, 'Enter an API key.');
-    const guard = await this.guard.instance();
     if (!(guard instanceof ApiKeyAdminGuard)) {
       return page(
         HttpStatus.INTERNAL_SERVER_ERROR,
@@ -78,11 +81,11 @@ export class DurableLoginController implements OnModuleInit {
     const ttlMs = this.options.login ? this.options.login.sessionTtlMs : 0;
     const session = await issueAdminSession(guard, key);
     if (!session) {
-      const n = this.throttle.failed(client);
+      const n = throttle.failed(client);
       this.logger.warn(`admin sign-in with an unknown key from ${client} (${n} in the last 5 min)`);
       return page(HttpStatus.UNAUTHORIZED, 'Unknown API key.');
     }
-    this.throttle.succeeded(client);
+    throttle.succeeded(client);
     send(res, HttpStatus.SEE_OTHER, {
       ...LOGIN_PAGE_HEADERS,
       Location: base || '/',
@@ -111,10 +114,4 @@ export class DurableLoginController implements OnModuleInit {
       'Set-Cookie': sessionCookie('', base, 0, isHttps(req)),
     });
   }
-}
-
-/** The client's address as logs show it (Express `req.ip`, honouring `trust proxy`; Fastify `ip`), JSON-quoted. */
-function clientOf(req: any): string {
-  const ip = typeof req?.ip === 'string' && req.ip ? req.ip : String(req?.socket?.remoteAddress ?? 'unknown');
-  return JSON.stringify(ip.slice(0, 64));
 }

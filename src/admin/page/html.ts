@@ -68,7 +68,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12p
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;background:#e6e8ee;color:#333}
 .s-succeeded,.s-committed,.s-done,.s-approved{background:#dcf5e3;color:#146c2e}.s-failed,.s-rejected,.s-dead_lettered{background:#fde0e0;color:#a11}
 .s-running{background:#dde9ff;color:#1d4fb8}.s-waiting,.s-awaiting_approval,.s-pending{background:#fff1cc;color:#7a5200}
-.s-in_doubt,.s-interrupted{background:#ffe2c6;color:#8a3c00}.s-cancelled{background:#eee;color:#555}
+.s-in_doubt,.s-interrupted,.s-held{background:#ffe2c6;color:#8a3c00}.s-cancelled{background:#eee;color:#555}
 .counts{display:flex;gap:8px;flex-wrap:wrap;margin:10px 0 16px}.counts a{text-decoration:none}
 .counts .c{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:6px 12px}.counts .c b{font-size:18px;display:block}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px}.kv div:nth-child(odd){color:#5b6275}

@@ -1,7 +1,9 @@
 import type { RunEvent, RunView } from '../../interfaces/run.interface';
 import type { AdminRunDetail } from '../admin-runs.service';
 import { buildTimeline } from '../run-timeline';
+import type { RunStats } from '../../store/run-stats.reader';
 import { renderRunPage } from './run-page';
+import { renderRunsPage } from './runs-page';
 
 const PARENT = '00000000-0000-4000-8000-0000000000aa';
 const RUN = '00000000-0000-4000-8000-000000000001';
@@ -53,6 +55,29 @@ describe('the run page', () => {
     const page = renderRunPage('/durable', 'op', detail({ parentId: PARENT }, [started]));
     expect(page).toContain(`data-testid="parent"><a class="mono" href="/durable/runs/${PARENT}">`);
     expect(page).toContain(`href="/durable/runs/${KID}">summarize ${KID.slice(0, 8)}</a>`);
+  });
+
+  it('marks a run held on non-determinism with a held badge', () => {
+    expect(renderRunPage('/durable', 'op', detail({ held: true }, []))).toContain('data-testid="held"');
+    expect(renderRunPage('/durable', 'op', detail({ held: false }, []))).not.toContain('data-testid="held"');
+    const summary = {
+      ...detail({}, []).run,
+      held: true,
+      errorMessage: null,
+      inDoubtCommands: 0,
+      awaitingApproval: 0,
+    };
+    const stats = {
+      byStatus: {},
+      heldBack: {},
+      dueWithoutWorker: {},
+      dueByKind: {},
+      schedules: [],
+    } as unknown as RunStats;
+    const runsPage = (held: boolean) =>
+      renderRunsPage('/durable', 'op', {}, { items: [{ ...summary, held }] }, stats);
+    expect(runsPage(true)).toContain('data-testid="held"');
+    expect(runsPage(false)).not.toContain('data-testid="held"');
   });
 
   it('shows neither for a run with no family', () => {

@@ -134,7 +134,11 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
       </tr>`,
   );
   const body = html`<p class="muted"><a href="${base}">← all runs</a></p>
-    <h1>${r.kind} <span class="mono muted">${r.id}</span> ${badge(r.status, 'run-status')}</h1>
+    <h1>
+      ${r.kind} <span class="mono muted">${r.id}</span> ${badge(r.status, 'run-status')}${
+        r.held ? raw(' <span class="badge s-held" data-testid="held">held</span>') : ''
+      }
+    </h1>
     <div class="card kv">
       <div>where</div>
       <div>step ${r.cursor.step}${r.cursor.name ? `: ${r.cursor.name} (${r.cursor.status})` : ''}</div>

@@ -105,7 +105,7 @@ export function renderRunsPage(
         <td>
           ${badge(r.status)}${r.awaitingApproval ? raw(' <span class="badge s-awaiting_approval">approval</span>') : ''}${
             r.inDoubtCommands ? raw(' <span class="badge s-in_doubt">in doubt</span>') : ''
-          }
+          }${r.held ? raw(' <span class="badge s-held" data-testid="held">held</span>') : ''}
         </td>
         <td>${where(r)}</td>
         <td class="num">${r.epoch}</td>

@@ -72,7 +72,9 @@ async function failed(
   err: unknown,
 ): Promise<never> {
   if (env.control.stop) throw env.control.error ?? err;
-  const stored = encodeValue(serializeError(err), `error of step "${meta.name}"`, Number.MAX_SAFE_INTEGER);
+  // The error's own primitive fields too (`status`, `retryAfterMs`): the workflow may branch on them.
+  const error = serializeError(err, { fields: true });
+  const stored = encodeValue(error, `error of step "${meta.name}"`, Number.MAX_SAFE_INTEGER);
   const seq = env.log.takeSeq();
   const event = {
     step: index,

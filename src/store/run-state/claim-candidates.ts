@@ -41,6 +41,17 @@ export const PIN_VERSION = `kind_version = coalesce(${pinnedVersion('r')},
 export const CLAIM_TIMELINE = `timeline = ${CURRENT_TIMELINE},
          lookup_first = r.lookup_first or coalesce(r.timeline <> ${CURRENT_TIMELINE}, false)`;
 
+/**
+ * `taken_over`: the claim before this one ended with its lease taken back (`run.reconciled`: the
+ * reconciler found it expired, or `LeaseService.releaseWorker`), read on the claimed row (`r`, at its
+ * new epoch) from the run's newest 16 events (ai_events_run_idx, backwards): a resume after a park or a
+ * drain costs a bounded probe, a first claim none.
+ */
+export const TAKEN_OVER = (t: DurableNames): string => `case when r.epoch > 1 then exists (
+            select 1 from (select e.event_type, e.epoch from ${t.events} e where e.run_id = r.id
+                            order by e.id desc limit 16) x
+             where x.event_type = 'run.reconciled' and x.epoch = r.epoch - 1) else false end as taken_over`;
+
 /** The columns both claim statements return for a claimed run. */
 export const CLAIMED_COLUMNS = `r.id, r.kind, r.kind_version, r.input, r.epoch, r.generation, r.cursor, r.attempts,
             r.max_attempts, r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now,

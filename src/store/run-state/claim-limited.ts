@@ -1,6 +1,6 @@
 import type { SqlText } from '../durable-names';
 import { keyScope, kindScope, rateScope } from './slots';
-import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION } from './claim-candidates';
+import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION, TAKEN_OVER } from './claim-candidates';
 
 /**
  * The claim of a worker that runs a kind with a concurrency limit (CLAIM_RUNS_SQL otherwise): the same
@@ -89,7 +89,7 @@ with c as (
          ${PIN_VERSION}, ${CLAIM_TIMELINE}
     from c
    where r.id = c.id and c.id not in (select id from denied)
-  returning ${CLAIMED_COLUMNS}
+  returning ${CLAIMED_COLUMNS}, ${TAKEN_OVER(t)}
 ), held as (
   update ${t.runs} r set limited_by = d.scope, updated_at = now()
     from denied d

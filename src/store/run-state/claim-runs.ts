@@ -2,7 +2,7 @@ import type { RunCursor } from '../../interfaces/run.interface';
 import { decodeStored } from '../../util/codec';
 import type { Fence, StoreContext } from './fence';
 import type { SqlText } from '../durable-names';
-import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION } from './claim-candidates';
+import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION, TAKEN_OVER } from './claim-candidates';
 import { CLAIM_LIMITED_SQL } from './claim-limited';
 
 /**
@@ -25,7 +25,7 @@ with c as (
          ${PIN_VERSION}, ${CLAIM_TIMELINE}
     from c
    where r.id = c.id
-  returning ${CLAIMED_COLUMNS}
+  returning ${CLAIMED_COLUMNS}, ${TAKEN_OVER(t)}
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.claimed', epoch, jsonb_build_object('workerId', $1::text, 'attempt', attempts, 'timeline', timeline)
@@ -55,6 +55,8 @@ export interface ClaimedRun {
   maxAttempts: number;
   cancelRequested: boolean;
   cancelReason: string | null;
+  /** The claim before this one lost its lease (a crash, a freeze past the lease, a worker released). */
+  takenOver?: boolean;
   /** The database clock at claim time (sleeps and signal timeouts compare against it). */
   dbNow: Date;
   /** `performance.now()` when the claim was sent: the lease runs at least `leaseTtlMs` from there. */
@@ -116,6 +118,7 @@ export async function claimRuns(
       maxAttempts: r.max_attempts,
       cancelRequested: r.cancel_requested,
       cancelReason: r.cancel_reason,
+      takenOver: r.taken_over === true,
       dbNow: r.db_now,
       sentAt,
     }));
