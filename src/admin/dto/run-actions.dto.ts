@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import {
   IsDefined,
   IsIn,
@@ -41,13 +42,19 @@ export class CancelRunDto {
 /** Body of `POST .../retry` (nothing to say but who, which comes from the guard). */
 export class RetryRunDto {}
 
+/** A workflow kind in a body or query: a storable string of 1 to 200 characters. */
+const KindField = () =>
+  applyDecorators(
+    ApiProperty({ maxLength: 200, description: 'The workflow kind' }),
+    IsString(),
+    StorableText(),
+    IsNotEmpty(),
+    MaxLength(200),
+  );
+
 /** Body of `POST api/runs/retry-held`: the kind whose held runs to re-drive, and at most how many. */
 export class RetryHeldDto {
-  @ApiProperty({ maxLength: 200, description: 'The workflow kind' })
-  @IsString()
-  @StorableText()
-  @IsNotEmpty()
-  @MaxLength(200)
+  @KindField()
   kind!: string;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 10000, default: 1000 })
@@ -67,11 +74,7 @@ export class RetryHeldDto {
 
 /** Query of `GET api/patch-status`: a kind and the id of a `ctx.patched(id)` of its workflow. */
 export class PatchStatusQueryDto {
-  @ApiProperty({ maxLength: 200, description: 'The workflow kind' })
-  @IsString()
-  @StorableText()
-  @IsNotEmpty()
-  @MaxLength(200)
+  @KindField()
   kind!: string;
 
   @ApiProperty({ maxLength: 100, description: 'The patch id given to ctx.patched(id)' })
