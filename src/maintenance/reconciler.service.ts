@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  BeforeApplicationShutdown,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { DurableObservers } from '../engine/durable-observers';
@@ -26,7 +32,7 @@ export interface ReconcileResult {
  * (`durable-execution:reconciler` in the app's SchedulerRegistry); safe on every pod.
  */
 @Injectable()
-export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown {
+export class Reconciler implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
   /** The sweep: a job in the app's SchedulerRegistry (`durable-execution:reconciler`), or a timer of its own. */
   private readonly sweeps = new IntervalTask('reconciler sweep', () => this.sweepAndLog());
@@ -41,7 +47,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
 
   onApplicationBootstrap(): void {
     if (!this.options.reconciler.enabled || replayOnly()) return;
-    // Kept alive: a reconciler-only process lives on this timer; onApplicationShutdown clears it.
+    // Kept alive: a reconciler-only process lives on this timer; beforeApplicationShutdown clears it.
     const r = this.options.reconciler;
     const name = jobName(DURABLE_JOB_NAMES.reconciler, this.options.database.schema);
     this.sweeps.start(this.jobs, name, r.cron ? { cron: r.cron } : { everyMs: r.intervalMs }, {
@@ -49,7 +55,11 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
     });
   }
 
-  onApplicationShutdown(): Promise<void> {
+  /**
+   * Stops the job and waits for its tick in flight before the shutdown phase that ends the pool
+   * (Nest runs one phase's hooks together; `onApplicationShutdown` is the pool's).
+   */
+  beforeApplicationShutdown(): Promise<void> {
     return this.sweeps.stop();
   }
 

@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  BeforeApplicationShutdown,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from '../engine/durable.registry';
 import { DURABLE_JOB_NAMES, DurableJobs, jobName } from '../engine/durable-jobs';
@@ -24,7 +30,7 @@ export const SCHEDULE_INTERVAL_MS = 1000;
  * `durable-execution:schedules` on `@nestjs/schedule`. @internal
  */
 @Injectable()
-export class ScheduleRunner implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ScheduleRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
   private readonly task = new IntervalTask('schedules', async () => void (await this.tick()));
   private declared = false;
@@ -45,7 +51,11 @@ export class ScheduleRunner implements OnApplicationBootstrap, OnApplicationShut
     this.task.start(this.jobs, name, { everyMs: SCHEDULE_INTERVAL_MS }, { keepAlive: false });
   }
 
-  onApplicationShutdown(): Promise<void> {
+  /**
+   * Stops the job and waits for its tick in flight before the shutdown phase that ends the pool
+   * (Nest runs one phase's hooks together; `onApplicationShutdown` is the pool's).
+   */
+  beforeApplicationShutdown(): Promise<void> {
     return this.task.stop();
   }
 
