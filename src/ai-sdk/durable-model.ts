@@ -5,6 +5,7 @@ import { fromAiJson, toAiJson } from './ai-values';
 import { stepCaller } from './durable-calls';
 import { DeltaEmitter } from './delta-emitter';
 import { checkRunning } from './engine-stops';
+import { countedAttempts, DEFAULT_MODEL_ATTEMPTS } from './model-attempts';
 
 /** A language model of the AI SDK's provider specification v3 (what `ai` 6's providers return). */
 export type AiLanguageModel = Extract<LanguageModel, { specificationVersion: 'v3' }>;
@@ -21,9 +22,10 @@ export interface DurableModelOptions {
   budget?: string;
   /**
    * The one retry policy of a call (merged over the module's `defaultRetry`): a request that failed
-   * with an error the provider marks retryable is sent again up to `maxAttempts` in all; one it marks
-   * not retryable (`isRetryable: false`: a 400, a 401) is never sent again. The AI SDK's own retries
-   * never run on top (the errors it sees are not its `APICallError`s).
+   * with an error the provider marks retryable is sent again up to `maxAttempts` (default 3) in all,
+   * counted across claims (a worker that dies between two attempts leaves the next claim only what is
+   * left); one it marks not retryable (`isRetryable: false`: a 400, a 401) is never sent again. The AI
+   * SDK's own retries never run on top (the errors it sees are not its `APICallError`s).
    */
   retry?: RetryPolicy;
   /** Abort a request (and retry it) when it runs longer than this. */
@@ -71,11 +73,12 @@ export function durableModel(
     throw new TypeError(
       'durableModel takes a language model object of the AI SDK provider specification v3 (ai 6: e.g. createOpenAICompatible(...)(modelId))',
     );
+  const maxAttempts = options.retry?.maxAttempts ?? DEFAULT_MODEL_ATTEMPTS;
   const step = stepCaller({
     name: options.name ?? `model:${model.modelId}`,
     kind: 'model',
     budget: options.budget,
-    retry: options.retry,
+    retry: { ...options.retry, maxAttempts },
     timeoutMs: options.timeoutMs,
   });
   const topic = options.streamTopic === undefined ? 'ai.delta' : options.streamTopic;
@@ -93,7 +96,7 @@ export function durableModel(
     };
     let recorded: RecordedCall;
     try {
-      recorded = (await step(args, body)) as RecordedCall;
+      recorded = (await step(args, countedAttempts(ctx, maxAttempts, body))) as RecordedCall;
     } catch (err) {
       // The step's retries were the only ones: its failure (recorded, rebuilt the same on a replay) is
       // final for the run too, so no later claim sends the request again. An engine stop stays as it is.

@@ -4,13 +4,15 @@
  * SDK's provider marks not retryable makes one. A tool's own error is recorded and handed to the model
  * as the SDK does, and a replay hands the model the same error without running the tool again.
  */
+import path from 'node:path';
 import { INestApplication } from '@nestjs/common';
 import { generateText, tool } from 'ai';
-import { DurableWorkflow, RunContext, RunRepository } from '../../src';
+import { DurableWorkflow, RunContext, RunRepository, runDurableMigrations } from '../../src';
 import { durableModel, durableTools } from '../../src/ai-sdk';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
+import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 import { ScriptedServer, startScriptedServer } from '../helpers/scripted-openai';
 import {
   AGENT_WORKFLOWS,
@@ -111,4 +113,64 @@ describe('ai-sdk: model errors and tool errors', () => {
     expect(answers.length).toBeGreaterThanOrEqual(2);
     expect(new Set(answers)).toEqual(new Set(['I could not look up the order: order service down']));
   });
+});
+
+describe('ai-sdk: one retry owner across claims', () => {
+  let db: TestDatabase;
+  let server: ScriptedServer;
+  const workers: WorkerProcess[] = [];
+  const FIXTURE = path.join(__dirname, '..', 'fixtures', 'ai-agent-app.ts');
+
+  beforeAll(async () => {
+    db = await createTestDatabase('aisdkerrclaims');
+    await runDurableMigrations({ type: 'postgres', url: db.url });
+    server = await startScriptedServer();
+  });
+  afterAll(async () => {
+    for (const w of workers) w.child.kill('SIGKILL');
+    await Promise.all(workers.map((w) => w.exited));
+    await server?.close();
+    await db?.drop();
+  });
+
+  it('a persistent 500, the worker killed between two attempts: maxAttempts requests in all, then the run fails', async () => {
+    server.mode = 'fail-500';
+    // A backoff of 1.5 s, then 3 s: time to kill the worker in it.
+    const env = {
+      DB_URL: db.url,
+      AI_URL: server.url,
+      LEASE_TTL_MS: '1500',
+      HEARTBEAT_MS: '400',
+      MODEL_RETRY_DELAY_MS: '1500',
+    };
+    const first = spawnWorker(env, FIXTURE);
+    workers.push(first);
+    await first.ready;
+    const [{ id }] = await db.query<{ id: string }>(
+      `insert into ai_runs (kind, input) values ('ai-support', '{"orderId": "A-1"}') returning id`,
+    );
+    // Two attempts failed and the worker is in the 3 s backoff before the third; the second failure
+    // is recorded (the step's cursor) within a moment. (A request whose failure no record holds yet
+    // counts as cut off, and is sent again.)
+    await waitFor(async () => server.modelRequests.length >= 2, 20_000, 'two attempts');
+    const recorded = async () =>
+      (await db.query(`select cursor->>'item' as n from ai_runs where id = $1`, [id]))[0].n === '2';
+    await waitFor(recorded, 1000, 'the second failure recorded').catch(() => undefined);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    expect(server.modelRequests).toHaveLength(2);
+
+    const heir = spawnWorker(env, FIXTURE);
+    workers.push(heir);
+    await heir.ready;
+    await waitFor(
+      async () => (await db.query(`select status from ai_runs where id = $1`, [id]))[0].status === 'failed',
+      45_000,
+      'the run to fail on the second worker',
+    );
+    const [run] = await db.query(`select error, attempts from ai_runs where id = $1`, [id]);
+    expect(run.error).toMatchObject({ message: 'the model is overloaded' });
+    // The new claim sent the one attempt left, not a fresh three: 3 requests in all, not 2 + 3.
+    expect(server.modelRequests).toHaveLength(agentEnv.modelRetry.maxAttempts);
+  }, 90_000);
 });

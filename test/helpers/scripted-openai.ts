@@ -19,11 +19,24 @@ import type { AddressInfo } from 'node:net';
 
 export type ModelMode = 'script' | 'fail-500' | 'fail-400';
 
+/** What turns 1 and 2 say before their tool calls when the server narrates (`narrate`). */
+export const NARRATION = {
+  1: 'Let me look up order A-1 and the refund policy first. ',
+  2: 'The order was delivered and is within the refund window, so I will refund 1250 cents now. ',
+} as const;
+
 export interface ScriptedServer {
   url: string;
   /** The OpenAI-compatible base URL (`${url}/v1`). */
   baseURL: string;
   mode: ModelMode;
+  /**
+   * Turns 1 and 2 also say a sentence (streamed word by word) before their tool calls (`NARRATION`):
+   * a test of the run's progress stream sees every turn's deltas. Off by default.
+   */
+  narrate: boolean;
+  /** Milliseconds between the chunks of a streamed answer (a slow model); 0 by default. */
+  streamDelayMs: number;
   /** Model requests received (each HTTP request to /v1/chat/completions). */
   modelRequests: Array<{ stream: boolean; turn: number; at: number }>;
   /** Vendor calls: `lookup_order`, `refund_policy`, `refund` (sends, with repeats), `refund-lookup`. */
@@ -47,11 +60,15 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
     url: '',
     baseURL: '',
     mode: 'script',
+    narrate: false,
+    streamDelayMs: 0,
     modelRequests: [],
     vendorCalls: [],
     refunds: new Map(),
     reset() {
       count = 0;
+      s.narrate = false;
+      s.streamDelayMs = 0;
       s.modelRequests.length = 0;
       s.vendorCalls.length = 0;
       s.refunds.clear();
@@ -149,7 +166,7 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
     });
     if (turn === 1) {
       message = {
-        content: null,
+        content: s.narrate ? NARRATION[1] : null,
         tool_calls: [
           call(`call_${n}_a`, 'lookup_order', { orderId: 'A-1' }),
           call(`call_${n}_b`, 'refund_policy', { topic: 'refunds' }),
@@ -162,7 +179,7 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
     } else if (turn === 2) {
       const order = resultOf('lookup_order')!;
       message = {
-        content: null,
+        content: s.narrate ? NARRATION[2] : null,
         tool_calls: [
           call(`call_${n}_c`, 'refund', { orderId: order.orderId, amountCents: order.amountCents }),
         ],
@@ -195,8 +212,9 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
       });
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const chunks: string[] = [];
     const chunk = (delta: unknown, finishReason: string | null = null, extra: object = {}) =>
-      res.write(
+      chunks.push(
         `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: 'scripted-1', choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`,
       );
     chunk({ role: 'assistant' });
@@ -204,10 +222,21 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
     for (const word of (message.content ?? '').split(/(?<= )/)) if (word) chunk({ content: word });
     (message.tool_calls ?? []).forEach((c, index) => chunk({ tool_calls: [{ index, ...(c as object) }] }));
     chunk({}, finish);
-    res.write(
+    chunks.push(
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: 'scripted-1', choices: [], usage })}\n\n`,
     );
-    res.end('data: [DONE]\n\n');
+    chunks.push('data: [DONE]\n\n');
+    const delay = s.streamDelayMs;
+    if (!delay) return void res.end(chunks.join(''));
+    // A slow model: one chunk at a time, until the client is gone (a killed worker's socket).
+    const next = (): void => {
+      if (res.destroyed) return;
+      const c = chunks.shift()!;
+      if (!chunks.length) return void res.end(c);
+      res.write(c);
+      setTimeout(next, delay);
+    };
+    next();
   }
 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
