@@ -53,6 +53,20 @@ module.exports = {
       to: { path: '^src/(?!ai-sdk/|index[.]ts$)' },
     },
     {
+      name: 'openai-agents-public-api-only',
+      severity: 'error',
+      comment: 'src/openai-agents (the nestjs-durable-execution/openai-agents subpath) builds on the public API only: src/index.ts.',
+      from: { path: '^src/openai-agents/' },
+      to: { path: '^src/(?!openai-agents/|index[.]ts$)' },
+    },
+    {
+      name: 'langgraph-public-api-only',
+      severity: 'error',
+      comment: 'src/langgraph (the nestjs-durable-execution/langgraph subpath) builds on the public API only: src/index.ts.',
+      from: { path: '^src/langgraph/' },
+      to: { path: '^src/(?!langgraph/|index[.]ts$)' },
+    },
+    {
       name: 'not-to-test',
       severity: 'error',
       comment: 'The library never imports test code.',

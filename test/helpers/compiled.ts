@@ -11,6 +11,8 @@ const ENTRIES = [
   'test/fixtures/approval-worker-app.ts',
   'test/fixtures/zombie-sender-app.ts',
   'test/fixtures/ai-agent-app.ts',
+  'test/langgraph/graph-worker.ts',
+  'test/openai-agents/agents-app.ts',
   'test/chaos/chaos-worker.ts',
   'examples/rolling-deploy/pod.ts',
 ];

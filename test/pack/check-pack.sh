@@ -20,7 +20,7 @@ ln -s "$root/node_modules" node_modules.peers
 # @nestjs/config: docs/EXISTING-APP.md configures the module from ConfigService (not a dev dependency).
 npm install --no-audit --no-fund --no-save --offline "$work/$tarball" @nestjs/config >/dev/null 2>&1 ||
   npm install --no-audit --no-fund --no-save "$work/$tarball" @nestjs/config >/dev/null
-for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule @nestjs/typeorm @nestjs/testing reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript ai; do
+for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule @nestjs/typeorm @nestjs/testing reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript ai @openai/agents @langchain/core @langchain/langgraph @langchain/langgraph-checkpoint; do
   [ -e "node_modules/$dep" ] || { mkdir -p "node_modules/$(dirname "$dep")"; ln -s "$root/node_modules/$dep" "node_modules/$dep"; }
 done
 # The README snippet, verbatim, is the app.
@@ -57,6 +57,22 @@ printf '%s\n' "import { runWorkerUntilCrash } from 'nestjs-durable-execution/tes
 node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
   --noEmit --types node node16/index.ts
 node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS) || typeof t.runWorkerUntilCrash !== 'function') process.exit(1); const a = require('nestjs-durable-execution/ai-sdk'); if (typeof a.durableModel !== 'function' || typeof a.durableTools !== 'function') process.exit(1)"
+# The /openai-agents subpath: its types (with skipLibCheck: @openai/agents-openai 0.20's own .d.ts fail
+# TS1542 under node16 without it) and its module, which loads nothing of @openai/agents until a call.
+mkdir -p node16-oa
+printf '%s\n' "import { durableAgent, durableAgentTools, durableModelProvider } from 'nestjs-durable-execution/openai-agents';" \
+  "export const oa: [typeof durableAgent, typeof durableAgentTools, typeof durableModelProvider] = [durableAgent, durableAgentTools, durableModelProvider];" > node16-oa/index.ts
+node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
+  --noEmit --types node --skipLibCheck node16-oa/index.ts
+node -e "const o = require('nestjs-durable-execution/openai-agents'); if (typeof o.durableAgent !== 'function' || typeof o.durableModelProvider !== 'function' || typeof o.durableAgentTools !== 'function') process.exit(1)"
+# The /langgraph subpath: its types (skipLibCheck, as above, for the LangChain packages' own .d.ts) and its
+# module, which loads @langchain/langgraph-checkpoint's CommonJS build (@langchain/langgraph on first runGraph).
+mkdir -p node16-lg
+printf '%s\n' "import { DurablePostgresSaver, graphCommand, runGraph } from 'nestjs-durable-execution/langgraph';" \
+  "export const lg: [typeof DurablePostgresSaver, typeof graphCommand, typeof runGraph] = [DurablePostgresSaver, graphCommand, runGraph];" > node16-lg/index.ts
+node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
+  --noEmit --types node --skipLibCheck node16-lg/index.ts
+node -e "const l = require('nestjs-durable-execution/langgraph'); if (typeof l.DurablePostgresSaver !== 'function' || typeof l.runGraph !== 'function' || typeof l.graphCommand !== 'function') process.exit(1)"
 # The bin is linked by npm and runs: --help exits 0, an unknown command exits 2.
 ./node_modules/.bin/nestjs-durable-execution --help | grep -q 'Usage: nestjs-durable-execution'
 set +e; ./node_modules/.bin/nestjs-durable-execution bogus 2>/dev/null; code=$?; set -e
