@@ -62,6 +62,8 @@ export async function rawFinish(
       WAKE_CHANNEL,
       [], // $14: commands reserved but never sent (none)
       false, // $15: the workflow has no onCancel
+      null, // $16: no step commit fused into the finish (the raw loops commit their steps alone)
+      null, // $17: its event payload
     ],
   });
   if (fin.rowCount !== 1) throw new Error(`raw finish lost the fence of run ${run.id}`);

@@ -1,9 +1,8 @@
-import type { WorkflowMetadata } from '../interfaces/step-options.interface';
 import { NonDeterminismError } from '../errors/non-determinism.error';
 import type { CommandContext, CommandMetadata, LookupResult } from '../interfaces/command.interface';
 import type { WaitForSignalOptions } from '../interfaces/command.interface';
 import type { RunCursor, WorkflowClass } from '../interfaces/run.interface';
-import type { StepMetadata } from '../interfaces/step-options.interface';
+import type { StepMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
 import type { DurableObservers } from './durable-observers';
 import type { RunAttemptInfo, StepInfo } from '../interfaces/durable-observer.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
@@ -26,6 +25,7 @@ import * as values from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
 import { WaitBoard } from './wait-board';
 import { fencedWrite } from './fenced-write';
+import { HeldStep, writeHeld } from './held-commit';
 import { startChildStep, waitForChildStep } from './steps/child-step';
 import { deprecatePatchStep, patchedStep } from './steps/patch-step';
 import type { ChildRun, StartChildOptions, WaitForChildOptions } from '../interfaces/child.interface';
@@ -45,6 +45,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   readonly lease: LeaseClock;
   /** The pending waits of `run()` (sleeps, signals, children). */
   readonly board: WaitBoard = new WaitBoard(this);
+  readonly held: HeldStep = new HeldStep((c) => writeHeld(this, c)); // a last step commit, for the finish
   readonly fence: Fence;
   cursor: RunCursor;
   /** When this claim began, local clock: with `claim.dbNow` it gives the database clock. */

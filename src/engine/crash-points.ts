@@ -30,3 +30,12 @@ export function crashPoint(name: CrashPointName, stepIndex?: number): void {
   if (log) appendFileSync(log, `${name}\n`);
   process.kill(process.pid, 'SIGKILL');
 }
+
+/**
+ * This point is armed for `stepIndex` (or for any index): the engine then gives the point the moment it
+ * names, e.g. a last step's commit is not fused into the finish while `after-step-commit` is armed for
+ * it (a crash there must find the step committed and the run not finished).
+ */
+export function crashArmed(name: CrashPointName, stepIndex: number): boolean {
+  return armed && name === armedName && (armedAt === undefined || String(stepIndex) === armedAt);
+}

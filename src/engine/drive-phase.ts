@@ -17,6 +17,8 @@ export async function drivePhase(run: ActiveRun, body: () => unknown): Promise<P
   } catch (error) {
     end = { error };
   }
+  // A step's commit held now (or by a call still live) rides on the finish (HeldStep).
+  run.held.phaseEnded = true;
   // Waits still pending are dropped (a race's loser); calls still live finish and are recorded.
   run.board.close();
   await run.control.calls.settled();

@@ -12,8 +12,7 @@ import type { FinishWrite } from '../store/run-state/finish-run';
 import { RunStateStore } from '../store/run-state/run-state.store';
 import { ActiveRun } from './active-run';
 import type { RunStop } from './run-stop';
-import { errorWrite, failedWrite, OUTCOMES, runLabel, successWrite } from './run-settlement';
-import { stepFailuresIn } from './stored-error';
+import { errorWrite, failedWrite, finishCarries, OUTCOMES, runLabel, successWrite } from './run-settlement';
 import { ReplayChecker } from './replay-check';
 import { cleansUp, WorkflowInstance } from './cleanup-phase';
 import { driveCleanup } from './run-cleanup';
@@ -211,10 +210,7 @@ export class Executor {
     outcome?: RunAttemptOutcome,
   ): Promise<RunAttemptOutcome> {
     try {
-      // A step failure the run ended with (the workflow did not get past it) is not recorded: a retry
-      // of the run runs that step again.
-      const endedWith = stepFailuresIn(run.endedWith);
-      const pending = run.log.takePending().filter((r) => !(r.failure && endedWith.has(r.index)));
+      const { pending, step } = await finishCarries(run);
       const unsent = [...run.control.unsent];
       const payload = unsent.length ? { ...w.payload, notSent: unsent } : w.payload;
       const written = await this.store.finish(run.fence, {
@@ -222,6 +218,7 @@ export class Executor {
         payload,
         records: [...(w.records ?? []), ...pending],
         unsent,
+        step,
       });
       if (written === 'running') {
         // Still this claim's, cancelled: the caller goes on to the cleanup.

@@ -50,3 +50,6 @@ export function afterClaimPoint(
   const { id: runId, epoch, timeline } = claim;
   return pausePoint({ point: 'after-claim', runId, epoch, timeline, workerId });
 }
+
+/** A test hook is installed: a step's commit then keeps its own write (and its pause points). */
+export const pauseHooked = (): boolean => hook !== null;

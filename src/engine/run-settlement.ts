@@ -10,6 +10,9 @@ import type { ActiveRun } from './active-run';
 import { isNonRetryable } from './retry';
 import { serializeError } from './serialize-error';
 import { toStoredJson } from '../util/codec';
+import type { CheckpointWrite } from '../store/run-state/fence';
+import { crashPoint } from './crash-points';
+import { stepFailuresIn } from './stored-error';
 
 /** The run fails for good with `err`; `reason` goes into the `run.failed` event. @internal */
 export function failedWrite(err: unknown, reason: 'non_retryable' | 'usage' | 'recorded'): FinishWrite {
@@ -125,4 +128,21 @@ export function isRecordedOutcome(err: unknown): boolean {
   return (
     err instanceof SignalTimeoutError || err instanceof CommandFailedError || err instanceof ChildRunError
   );
+}
+
+/**
+ * What a finish carries beside its own transition: the values still pending, except a step failure
+ * the run ended with (the workflow did not get past it: a retry of the run runs that step again), and
+ * the last step's commit when it was held for the finish (HeldStep: one statement for both).
+ * @internal
+ */
+export async function finishCarries(
+  run: ActiveRun,
+): Promise<{ pending: CheckpointWrite[]; step?: FinishWrite['step'] }> {
+  const held = await run.held.take();
+  const endedWith = stepFailuresIn(run.endedWith);
+  const pending = run.log.takePending().filter((r) => !(r.failure && endedWith.has(r.index)));
+  if (!held) return { pending };
+  crashPoint('before-step-commit', held.index);
+  return { pending: [...pending, held.checkpoint], step: { cursor: held.cursor, payload: held.payload } };
 }

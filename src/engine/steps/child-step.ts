@@ -9,6 +9,7 @@ import { toStoredJson } from '../../util/codec';
 import { concurrencyKeyOf, requireShortText } from '../../util/run-keys';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
+import { flushBeforeCall } from '../held-commit';
 import { goLive, StepEnv } from './step-env';
 import { misuse, notInStep, waitForSignalStep } from './wait-step';
 
@@ -94,6 +95,8 @@ async function startLive(
 ): Promise<ChildRun> {
   const live = goLive(env, index, name);
   if (live) await live;
+  const held = flushBeforeCall(env); // a step's commit held for the finish: durable before a child starts
+  if (held) await held;
   env.control.checkActive();
   const seq = env.log.takeSeq();
   const records = env.log.takePending();

@@ -18,6 +18,7 @@ import {
 } from './command-outcome';
 import { gated } from '../wire/wire-gate';
 import { isDefinite, Lookup, parkCommand, resolveInDoubt, settleUncertain } from './command-doubt';
+import { flushBeforeCall } from '../held-commit';
 import { cursorAt, goLive, StepEnv } from './step-env';
 import { misuse } from './wait-step';
 
@@ -59,6 +60,8 @@ export async function executeCommand(
     return replayOutcome(meta, key, rec.output);
   }
   await goLive(env, index, stepName);
+  const held = flushBeforeCall(env); // a step's commit held for the finish: durable before a lookup or send
+  if (held) await held;
 
   const cmd: Cmd = { key, index, name: meta.name, payloadJson, fingerprint };
   const row = env.commands.get(key);

@@ -1,7 +1,9 @@
 import type { StepMetadata } from '../../interfaces/step-options.interface';
 import { encodeValue } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
-import { crashPoint } from '../crash-points';
+import { crashArmed, crashPoint } from '../crash-points';
+import { flushBeforeCall } from '../held-commit';
+import { pauseHooked } from '../pause-points';
 import { withRetry, withTimeout } from '../retry';
 import { serializeError } from '../serialize-error';
 import { eventPayload } from '../../store/event-payload';
@@ -121,6 +123,9 @@ async function runStep(
   call: () => unknown,
   fingerprint: string | null,
 ): Promise<unknown> {
+  // A step commit held for the finish is durable before this step's body (or its budget) is reached.
+  const held = flushBeforeCall(env);
+  if (held) await held;
   // Every attempt is a call the provider counts: each one is admitted on the budget first (the first
   // before the `started` mark, so a run parked over budget did not start the step).
   let useId: string | null = meta.budget ? await admit(env, meta, index) : null;
@@ -164,9 +169,18 @@ async function runStep(
   const metaJson = usage && JSON.stringify(usage);
   const done = cursorAt(env, index, meta.name, 'done');
   const seq = env.log.takeSeq();
-  const records = env.log.takePending();
-  const writes = [...records, { index, name: meta.name, outputJson: json, metaJson, seq, fingerprint }];
+  const checkpoint = { index, name: meta.name, outputJson: json, metaJson, seq, fingerprint };
   const payload = { step: index, name: meta.name, kind: meta.kind, ...usage };
+  if (mayHold(env, index)) {
+    // Perhaps the run's last step: its commit may ride on the finish (HeldStep).
+    if (correcting) await correcting;
+    env.control.progressed = true;
+    env.held.hold({ index, checkpoint, cursor: done, payload });
+    await env.log.deliverLive(seq);
+    return value;
+  }
+  const records = env.log.takePending();
+  const writes = [...records, checkpoint];
   crashPoint('before-step-commit', index);
   try {
     await env.fenced(
@@ -185,4 +199,25 @@ async function runStep(
   // The stored form (the codec's decode), so the first execution sees exactly what every replay will
   // see. This index is never read again in this claim, so nothing needs to be remembered.
   return value;
+}
+
+/**
+ * A step's commit may be held for the finish when nothing else of the run is under way: this step is
+ * its only live call and no wait is pending (anything the workflow does next writes it first). Not in
+ * a cleanup, nor where a test watches the moment between the commit and the finish (a pause hook, an
+ * armed `after-step-commit`), nor with observers (a step's span and metrics say `committed` when it
+ * returns: a held commit could still fail after that).
+ */
+function mayHold(env: StepEnv, index: number): boolean {
+  const { control } = env;
+  return (
+    !env.observers &&
+    control.live === 1 &&
+    control.calls.size === 1 &&
+    env.board.size === 0 &&
+    !control.inCleanup &&
+    !control.stop &&
+    !pauseHooked() &&
+    !crashArmed('after-step-commit', index)
+  );
 }

@@ -6,6 +6,7 @@ import type { DurableObservers } from '../durable-observers';
 import type { CheckpointWrite, Fence } from '../../store/run-state/fence';
 import type { CommandRow } from '../../store/run-state/load-replay';
 import type { RunStateStore } from '../../store/run-state/run-state.store';
+import type { HeldStep } from '../held-commit';
 import type { LeaseClock } from '../lease-clock';
 import type { PausePointName } from '../pause-points';
 import type { ReplayLog } from '../replay-log';
@@ -34,6 +35,8 @@ export interface StepEnv {
   /** The run's pending waits (sleeps, signals, children): JavaScript's timers and a mailbox. */
   readonly board: { wait(spec: WaitSpec): Promise<WaitOutcome>; readonly size: number };
   readonly store: RunStateStore;
+  /** A step's commit held to ride on the finish: written alone before anything else leaves. */
+  readonly held: HeldStep;
   /** The run's commands as loaded for replay (by idempotency key). */
   readonly commands: ReadonlyMap<string, CommandRow>;
   /** Set in a replay check: nothing is executed or written, a call past the record stops the check. */

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { encodeValue, toStoredJson } from '../../util/codec';
 import { requireShortText, requireTags } from '../../util/run-keys';
 import { runStorage } from '../run-storage';
+import { flushBeforeCall } from '../held-commit';
 import { generationPart } from '../../store/run-state/fence';
 import { cursorAt, goLive, StepEnv } from './step-env';
 import { misuse, notInStep } from './wait-step';
@@ -146,6 +147,8 @@ async function emitLive(
 ): Promise<void> {
   const live = goLive(env, index, name);
   if (live) await live;
+  const held = flushBeforeCall(env); // a step's commit held for the finish: durable before the entry
+  if (held) await held;
   env.control.checkActive();
   const seq = env.log.takeSeq();
   const records = env.log.takePending();
@@ -179,6 +182,8 @@ export async function continueAsNewStep(env: StepEnv, input: unknown): Promise<n
   const live = goLive(env, env.log.allocIndex(), '$continue');
   if (live) await live;
   await env.control.quiesce();
+  await env.held.flush(); // a step's commit held for the finish, and a cancel it reported, come first
+  env.control.checkActive();
   const { generation } = await env.fenced(
     () => env.store.continueAsNew(env.fence, inputJson),
     'continue as new',

@@ -1,4 +1,4 @@
-import type { RunStatus } from '../../interfaces/run.interface';
+import type { RunCursor, RunStatus } from '../../interfaces/run.interface';
 import { eventPayload } from '../event-payload';
 import {
   CheckpointWrite,
@@ -32,8 +32,11 @@ const CANCELLED_ERROR = `jsonb_build_object('name', 'RunCancelledError', 'code',
  * the lease being given up, for a run whose call may still act until then; -2: never, held), $8
  * attempts delta,
  * $9 recorded values, $10 event type, $11 event payload, $12 parked reason, $13 channel, $14 keys of
- * commands reserved but never sent, $15 the workflow has `onCancel` (see CANCEL_WINS). Returns the
- * status written.
+ * commands reserved but never sent, $15 the workflow has `onCancel` (see CANCEL_WINS), $16 the cursor of
+ * the last step when its commit rides on this statement (else null: the cursor stays), $17 that step's
+ * `run.checkpoint_saved` payload (its checkpoint is among $9). Returns the status written.
+ * A fused step commit is what STEP_WRITE_SQL would have written (cursor `done`, attempts reset, the
+ * checkpoint and its event, before the run's own event), under the same fence, in the same statement.
  */
 export const FINISH_RUN_SQL: SqlText = (t) => `
 ${fencedRun(
@@ -49,7 +52,8 @@ ${fencedRun(
                              when $7 = -2 then 'infinity'
                              when $7 < 0 then greatest(now(), lease_expires_at)
                              else now() + $7 * interval '1 millisecond' end,
-         attempts = greatest(attempts + $8, 0),
+         cursor = coalesce($16::jsonb, cursor),
+         attempts = greatest(case when $16::jsonb is null then attempts else 0 end + $8, 0),
          parked_reason = case when ${CANCEL_WINS} and $15 then parked_reason else $12 end,
          finished_at = case when ${CANCEL_WINS} and $15 then null
                             when ${CANCEL_WINS} or $4 in ('succeeded', 'failed', 'cancelled', 'dead_lettered') then now() end,
@@ -66,13 +70,20 @@ ${fencedRun(
   delete from ${t.commands} c using run
    where c.run_id = run.id and c.status = 'pending' and c.idempotency_key = any($14::text[])
 ), ev as (
+  -- The fused step's event first, then the run's own (ids in this order).
   insert into ${t.events} (run_id, event_type, epoch, payload)
-  select run.id,
-         case when run.status = 'cancelled' and $4 <> 'cancelled' then 'run.cancelled' else $10 end,
-         run.epoch,
-         case when run.status = 'cancelled' and $4 <> 'cancelled'
-              then jsonb_build_object('by', 'worker', 'reason', run.cancel_reason) else $11::jsonb end
-    from run where run.status <> 'running'
+  select run.id, e.event_type, run.epoch, e.payload
+    from run cross join lateral (
+      select 0 as ord, 'run.checkpoint_saved'::text as event_type, $17::jsonb as payload
+       where $17::jsonb is not null
+      union all
+      select 1,
+             case when run.status = 'cancelled' and $4 <> 'cancelled' then 'run.cancelled' else $10 end,
+             case when run.status = 'cancelled' and $4 <> 'cancelled'
+                  then jsonb_build_object('by', 'worker', 'reason', run.cancel_reason) else $11::jsonb end
+       where run.status <> 'running'
+    ) e
+   order by e.ord
 )
 select id, status,
        (select count(pg_notify($13, run.kind)) from run where $4 = 'waiting' and $7 = 0) as woke,
@@ -102,6 +113,8 @@ export interface FinishWrite {
   unsent?: string[];
   /** The workflow has `onCancel`: a success a cancel beat keeps the run `running` for its cleanup. */
   cleansUp?: boolean;
+  /** The last step's commit, fused into this statement (its checkpoint is among `records`). */
+  step?: { cursor: RunCursor; payload: Record<string, unknown> };
 }
 
 /**
@@ -127,6 +140,8 @@ export async function finishRun(s: StoreContext, fence: Fence, w: FinishWrite): 
       s.db.names.wakeChannel,
       w.unsent ?? [],
       w.cleansUp ?? false,
+      w.step ? JSON.stringify(w.step.cursor) : null,
+      w.step ? eventPayload(s.options, 'run.checkpoint_saved', w.step.payload) : null,
     ],
     'dx_finish',
   );
