@@ -55,6 +55,19 @@ export interface DatabaseOptions {
    * never see each other's runs.
    */
   schema?: string;
+  /**
+   * A direct connection string to the primary (not through a pooler) for what needs a session of its own:
+   * the LISTEN connections (wake-ups, run ends, streams; three at most per process) and the migration
+   * advisory lock. Everything else (claims, step commits, finishes, admin) stays on the pool, which may
+   * then go through PgBouncer in transaction mode. Default: those use the pool's own settings.
+   */
+  directUrl?: string;
+  /**
+   * Send the hot-path statements as named prepared statements (`dx_*`, parsed once per connection).
+   * Set false behind a pooler in transaction mode that does not track them (PgBouncer before 1.21, or
+   * `max_prepared_statements = 0`): every statement is then sent unnamed. Default true.
+   */
+  preparedStatements?: boolean;
 }
 
 /** Worker options: how this process claims and drives runs. */
@@ -191,8 +204,8 @@ export interface DurableExecutionModuleOptions {
 
 /** Options after validation with every default filled in. Services inject these. */
 export interface ResolvedDurableOptions {
-  database: Required<Pick<DatabaseOptions, 'poolSize' | 'migrationsRun' | 'schema'>> &
-    Pick<DatabaseOptions, 'url' | 'dataSourceName' | 'dataSource'>;
+  database: Required<Pick<DatabaseOptions, 'poolSize' | 'migrationsRun' | 'schema' | 'preparedStatements'>> &
+    Pick<DatabaseOptions, 'url' | 'dataSourceName' | 'dataSource' | 'directUrl'>;
   worker: Required<WorkerOptions>;
   reconciler: Required<Omit<ReconcilerOptions, 'cron'>> & Pick<ReconcilerOptions, 'cron'>;
   limits: Required<LimitOptions>;

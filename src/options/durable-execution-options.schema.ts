@@ -34,6 +34,8 @@ export class DatabaseOptionsSchema {
   @IsOptional() @IsInt() @Min(1) @Max(1000) poolSize?: number;
   @IsOptional() @IsBoolean() migrationsRun?: boolean;
   @IsOptional() @IsSchemaName() schema?: string;
+  @IsOptional() @IsString() @MinLength(1) directUrl?: string;
+  @IsOptional() @IsBoolean() preparedStatements?: boolean;
 }
 
 export class WorkerOptionsSchema {

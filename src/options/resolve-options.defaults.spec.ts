@@ -11,7 +11,14 @@ describe('resolveOptions', () => {
     it('fills every default from { database: { url } } alone', () => {
       const resolved = resolveOptions({ database: { url: URL } });
       expect(resolved).toEqual({
-        database: { url: URL, poolSize: 10, migrationsRun: true, schema: 'public', dataSource: undefined },
+        database: {
+          url: URL,
+          poolSize: 10,
+          migrationsRun: true,
+          schema: 'public',
+          preparedStatements: true,
+          dataSource: undefined,
+        },
         worker: {
           enabled: true,
           concurrency: 10,
@@ -72,6 +79,7 @@ describe('resolveOptions', () => {
         poolSize: 3,
         migrationsRun: false,
         schema: 'public',
+        preparedStatements: true,
         dataSource: undefined,
       });
       expect(resolved.worker).toEqual({
@@ -140,6 +148,7 @@ describe('resolveOptions', () => {
         poolSize: 10,
         migrationsRun: true,
         schema: 'public',
+        preparedStatements: true,
         dataSource: undefined,
       });
     });

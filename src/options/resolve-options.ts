@@ -97,8 +97,10 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
       );
     }
     problems.push(...dataSourceProblems(dataSource));
-    const urlProblem = databaseUrlProblem(database.url);
-    if (urlProblem) problems.push(`database.url: ${urlProblem}`);
+    for (const key of ['url', 'directUrl'] as const) {
+      const urlProblem = databaseUrlProblem(database[key]);
+      if (urlProblem) problems.push(`database.${key}: ${urlProblem}`);
+    }
   }
   const worker = {
     enabled: true,
@@ -165,6 +167,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
       poolSize: 10,
       migrationsRun: true,
       schema: DEFAULT_SCHEMA,
+      preparedStatements: true,
       ...stripUnset(database),
       dataSource: dataSource ?? undefined,
     },

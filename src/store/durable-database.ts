@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { Pool, PoolClient, QueryResultRow } from 'pg';
-import { DataSource } from 'typeorm';
+import type { ClientConfig, Pool, PoolClient, QueryResultRow } from 'pg';
+import { DataSource, DataSourceOptions } from 'typeorm';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import type {
@@ -22,6 +22,7 @@ const NEVER_CONNECTS: Record<string, string> = {
 };
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { durableNames, DurableNames, SqlText } from './durable-names';
+import { directClientConfig, directMigrationSource, routeListeners } from './direct-connection';
 
 type DataSourceToken = string | symbol | (abstract new (...args: never[]) => unknown);
 
@@ -57,7 +58,9 @@ function describeToken(token: DataSourceToken): string {
  * The module's handle on PostgreSQL: the pg pool under a TypeORM DataSource, either created here from
  * `database.url` (and destroyed on shutdown) or borrowed from the app (never destroyed here).
  * Hot-path statements go straight to the pool as named prepared statements: parsed once per
- * connection, one round trip per call.
+ * connection, one round trip per call (unnamed with `database.preparedStatements: false`, for a pooler
+ * in transaction mode). What needs a session of its own (LISTEN, the migration lock) uses
+ * `database.directUrl` when given.
  * @internal
  */
 @Injectable()
@@ -69,6 +72,8 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   private readonly texts = new Map<SqlText, string>();
   /** The tables, channels and statement names of the configured `database.schema`. */
   readonly names: DurableNames;
+  /** Whether statements given a name are sent as named prepared statements. */
+  private readonly named: boolean;
 
   constructor(
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
@@ -76,6 +81,7 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
     private readonly boot: DurableBootState,
   ) {
     this.names = durableNames(options.database.schema);
+    this.named = options.database.preparedStatements !== false;
   }
 
   /**
@@ -104,9 +110,14 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
       }
       if (!this.ds.isInitialized) await this.connectWithRetry(this.ds);
       this.pool.on('error', (err) => this.logger.warn(`idle PostgreSQL connection failed: ${err.message}`));
+      routeListeners(this.pool.options, this.listenConfig);
       // Up to date (every boot but the first after an upgrade): no migration DataSource, no lock.
       if (db.migrationsRun && !(await durableSchemaIsCurrent(this.ds, this.names))) {
-        const applied = await runDurableMigrations(this.ds, { schema: this.names.schema });
+        // The lock is a session's: on the direct connection when there is one (a pooler may not keep it).
+        const source = db.directUrl
+          ? directMigrationSource(this.ds.options as DataSourceOptions, db.directUrl)
+          : this.ds;
+        const applied = await runDurableMigrations(source, { schema: this.names.schema });
         if (applied.length)
           this.logger.log(
             `applied ${applied.length} migration(s) to schema ${this.names.schema ?? 'public'}: ${applied.join(', ')}`,
@@ -157,10 +168,19 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
+   * The pg config of a LISTEN connection: `database.directUrl` with the pool's other settings, or the
+   * pool's own config. Never a pooled connection: a pooler in transaction mode would drop the LISTEN.
+   */
+  get listenConfig(): ClientConfig {
+    return directClientConfig(this.pool.options, this.options.database.directUrl);
+  }
+
+  /**
    * One statement, one round trip. `sql` is its text, or the function that writes it for a schema (built
    * once, for `database.schema`). `name` makes it a prepared statement reused per connection; it is
    * scoped to the schema too, since pg refuses one name for two texts on a connection, and two modules
-   * on two schemas may share a pool.
+   * on two schemas may share a pool. With `database.preparedStatements: false` the name is dropped:
+   * the statement is sent unnamed (parsed on every call), which any pooler passes on.
    */
   async query<R extends QueryResultRow = QueryResultRow>(
     sql: string | SqlText,
@@ -169,7 +189,7 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   ): Promise<{ rows: R[]; rowCount: number }> {
     const text = typeof sql === 'string' ? sql : this.textOf(sql);
     const res = await this.pool.query<R>(
-      name ? { name: this.names.statement(name), text, values } : { text, values },
+      name && this.named ? { name: this.names.statement(name), text, values } : { text, values },
     );
     return { rows: res.rows, rowCount: res.rowCount ?? 0 };
   }

@@ -22,7 +22,7 @@ export class RunEndListener implements OnApplicationShutdown {
   listen(onEnd: (runId?: string) => void): Promise<void> {
     this.ready ??= new Promise<void>((resolve) => {
       this.listener = new WakeListener(
-        this.db.pool.options,
+        this.db.listenConfig, // direct (database.directUrl): never a pooled connection
         this.db.names.doneChannel,
         (runId) => {
           resolve();

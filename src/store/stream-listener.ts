@@ -21,7 +21,7 @@ export class StreamListener implements OnApplicationShutdown {
   arm(runId: string, ms: number, signal?: AbortSignal): Promise<void> {
     if (!this.listener) {
       this.listener = new WakeListener(
-        this.db.pool.options,
+        this.db.listenConfig, // direct (database.directUrl): never a pooled connection
         this.db.names.streamChannel,
         (id) => this.wake(id),
         true,

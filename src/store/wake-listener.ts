@@ -1,10 +1,13 @@
 import { Logger } from '@nestjs/common';
 import { Client, ClientConfig } from 'pg';
+import { listenConfigFor } from './direct-connection';
 
 /**
  * A dedicated LISTEN connection that calls `onWake` on every NOTIFY of `channel`. It reconnects by
  * itself with backoff (a PostgreSQL restart or a killed backend never crashes the process), and
- * nudges once after reconnecting, since notifications sent while it was away are lost.
+ * nudges once after reconnecting, since notifications sent while it was away are lost. Given a pool's
+ * config, it connects where the pool's DurableDatabase routes LISTEN connections (`database.directUrl`):
+ * a LISTEN on a pooled connection in transaction mode would be dropped with the transaction.
  * @internal
  */
 export class WakeListener {
@@ -35,7 +38,7 @@ export class WakeListener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new Client(this.config);
+    const client = new Client(listenConfigFor(this.config));
     this.client = client;
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));

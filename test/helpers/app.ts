@@ -7,13 +7,15 @@ import {
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DurableExecutionModule, DurableExecutionModuleOptions } from '../../src';
+import { throughPgBouncer } from '../pgbouncer/route';
 
 type Logger = NestApplicationOptions['logger'];
 
 /**
  * `DurableExecutionModule.forRoot` on the database at `url`. The worker and reconciler timers are off by
  * default (tests drive `worker.tick()` and `reconciler.sweep()` directly); pass `worker: { enabled: true }`
- * for the real schedule.
+ * for the real schedule. With DURABLE_TEST_PGBOUNCER set, the pool goes through PgBouncer
+ * (test/pgbouncer/route.ts).
  */
 export function durableModule(
   url: string,
@@ -21,7 +23,7 @@ export function durableModule(
 ): DynamicModule {
   return DurableExecutionModule.forRoot({
     ...options,
-    database: { url, ...options.database },
+    database: throughPgBouncer({ url, ...options.database }),
     worker: { enabled: false, ...options.worker },
     reconciler: { enabled: false, ...options.reconciler },
   });

@@ -176,6 +176,6 @@ export class RunStateStore implements StoreContext {
 
   /** A LISTEN connection on the schema's wake-up channel (not started): `onWake` runs on every NOTIFY of a due run. */
   wakeListener(onWake: (payload?: string) => void): WakeListener {
-    return new WakeListener(this.db.pool.options, this.db.names.wakeChannel, onWake);
+    return new WakeListener(this.db.listenConfig, this.db.names.wakeChannel, onWake);
   }
 }
