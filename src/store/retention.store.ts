@@ -8,7 +8,9 @@ import type { DurableNames, SqlText } from './durable-names';
  * Both horizons leave a run alone while one of its commands is not settled (an operator may still have
  * to decide it, or an approved one waits for its run). `r` is the run.
  */
-const noOpenCommand = (t: DurableNames) => `not exists (select 1 from ${t.commands} c where c.run_id = r.id
+export const noOpenCommand = (
+  t: DurableNames,
+) => `not exists (select 1 from ${t.commands} c where c.run_id = r.id
                       and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))`;
 
 /**
@@ -17,7 +19,9 @@ const noOpenCommand = (t: DurableNames) => `not exists (select 1 from ${t.comman
  * that finished more than $2 ms ago (database clock) and hold no unsettled command (an operator may still have to resolve it).
  * The run row stays as the summary (status, input, output, error) and records the pruning in `state`
  * and in one `run.pruned` event. SKIP LOCKED: never waits on a row someone else is changing. Keyset on
- * (created_at, id) through ai_runs_list_idx, so one sweep reads each old row once.
+ * (created_at, id) through ai_runs_list_idx, so one sweep reads each old row once. Each delete takes the
+ * victims as one array (`run_id = any(array(...))`): an index scan per table, or per partition of
+ * ai_events, where a join with the CTE let the planner hash-join a sequential scan of every partition.
  * $1 statuses, $2 age in ms, $3/$4 cursor (created_at text, id), $5 batch size
  */
 export const RETENTION_PRUNE_SQL: SqlText = (t) => `
@@ -34,18 +38,18 @@ with h as (
    limit $5
    for update skip locked
 ), cp as (
-  delete from ${t.checkpoints} c using victims v where c.run_id = v.id returning c.run_id
+  delete from ${t.checkpoints} c where c.run_id = any (array(select id from victims)) returning c.run_id
 ), ev as (
-  delete from ${t.events} e using victims v where e.run_id = v.id returning e.run_id
+  delete from ${t.events} e where e.run_id = any (array(select id from victims)) returning e.run_id
 ), sig as (
-  delete from ${t.signals} s using victims v where s.run_id = v.id returning s.run_id
+  delete from ${t.signals} s where s.run_id = any (array(select id from victims)) returning s.run_id
 ), stream as (
-  delete from ${t.stream} s using victims v where s.run_id = v.id
+  delete from ${t.stream} s where s.run_id = any (array(select id from victims))
 ), n as (
-  select v.id, v.epoch,
-         coalesce((select count(*) from cp where cp.run_id = v.id), 0) as checkpoints,
-         coalesce((select count(*) from ev where ev.run_id = v.id), 0) as events
+  select v.id, v.epoch, coalesce(cpn.n, 0) as checkpoints, coalesce(evn.n, 0) as events
     from victims v
+    left join (select run_id, count(*) as n from cp group by run_id) cpn on cpn.run_id = v.id
+    left join (select run_id, count(*) as n from ev group by run_id) evn on evn.run_id = v.id
 ), mark as (
   update ${t.runs} r
      set state = r.state || jsonb_build_object('retention', jsonb_build_object(
@@ -88,6 +92,71 @@ with h as (
   delete from ${t.runs} r using victims v where r.id = v.id returning r.id
 )
 select count(*)::int as runs from del`;
+
+/**
+ * Whether a partition of ai_events may go whole (EventPartitionsStore.dropIfPast): of the runs with
+ * events in `partition`, how many are neither pruned already nor prunable now by RETENTION_PRUNE_SQL's
+ * rule ($1 statuses, finished $2 ms ago, no unsettled command). Locks those runs (FOR UPDATE, waited
+ * on under the caller's lock_timeout) so none changes before the drop. Reads the partition once.
+ */
+export const RETENTION_PARTITION_CHECK_SQL = (t: DurableNames, partition: string): string => `
+with h as (
+  select now() - $2::float8 * interval '1 millisecond' as before
+), c as (
+  select r.state ? 'retention' as pruned,
+         (r.status = any($1::text[]) and r.created_at < h.before and r.finished_at < h.before
+          and ${noOpenCommand(t)}) as ok
+    from ${t.runs} r, h
+   where r.id in (select e.run_id from ${partition} e)
+     for update of r
+)
+select count(*) filter (where not pruned and not ok)::int as blockers from c`;
+
+/**
+ * With RETENTION_PARTITION_CHECK_SQL's answer 0, in its transaction: prunes the runs with events in
+ * `partition` not pruned yet as RETENTION_PRUNE_SQL does, except their events inside the partition
+ * (the drop that follows takes them): counted, not deleted. $1 age in ms (the note's `finishedBefore`),
+ * $2/$3 the partition's range (null: unbounded).
+ */
+export const RETENTION_PARTITION_PRUNE_SQL = (t: DurableNames, partition: string): string => `
+with h as (
+  select now() - $1::float8 * interval '1 millisecond' as before
+), victims as (
+  select r.id, r.epoch from ${t.runs} r
+   where r.id in (select e.run_id from ${partition} e) and not (r.state ? 'retention')
+), inside as (
+  select e.run_id, count(*) as n from ${partition} e join victims v on v.id = e.run_id group by e.run_id
+), cp as (
+  delete from ${t.checkpoints} c where c.run_id = any (array(select id from victims)) returning c.run_id
+), ev as (
+  delete from ${t.events} e
+   where e.run_id = any (array(select id from victims)) and (e.created_at < $2::timestamptz or e.created_at >= $3::timestamptz)
+  returning e.run_id
+), sig as (
+  delete from ${t.signals} s where s.run_id = any (array(select id from victims)) returning s.run_id
+), stream as (
+  delete from ${t.stream} s where s.run_id = any (array(select id from victims))
+), n as (
+  select v.id, v.epoch, coalesce(cpn.n, 0) as checkpoints, coalesce(evn.n, 0) + coalesce(i.n, 0) as events
+    from victims v
+    left join (select run_id, count(*) as n from cp group by run_id) cpn on cpn.run_id = v.id
+    left join (select run_id, count(*) as n from ev group by run_id) evn on evn.run_id = v.id
+    left join inside i on i.run_id = v.id
+), mark as (
+  update ${t.runs} r
+     set state = r.state || jsonb_build_object('retention', jsonb_build_object(
+           'prunedAt', now(), 'checkpoints', n.checkpoints, 'events', n.events, 'partition', true))
+    from n where r.id = n.id
+), note as (
+  insert into ${t.events} (run_id, event_type, epoch, payload)
+  select n.id, 'run.pruned', n.epoch,
+         jsonb_build_object('by', 'retention', 'checkpoints', n.checkpoints, 'events', n.events,
+                            'finishedBefore', h.before)
+    from n, h
+)
+select (select count(*) from victims)::int as runs,
+       (select coalesce(sum(checkpoints), 0) from n)::int as checkpoints,
+       (select coalesce(sum(events), 0) from n)::int as events`;
 
 /** What one prune batch did, and the key of the last run it took (null when it took none). */
 export interface PruneBatch {

@@ -91,7 +91,9 @@ const PROVIDERS = [Doubler, Ledger, SchemaFlow, SchemaEcho];
 async function tablesIn(db: TestDatabase, schema: string): Promise<string[]> {
   const rows = await db.query<{ table_name: string }>(
     `select table_name from information_schema.tables
-      where table_schema = $1 and table_name like 'ai\\_%' order by table_name`,
+      where table_schema = $1 and table_name like 'ai\\_%'
+        and not (select relispartition from pg_class where oid = format('%I.%I', table_schema, table_name)::regclass)
+      order by table_name`,
     [schema],
   );
   return rows.map((r) => r.table_name);

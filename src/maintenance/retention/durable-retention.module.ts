@@ -2,6 +2,7 @@ import { DynamicModule, FactoryProvider, Module, ModuleMetadata } from '@nestjs/
 import { InvalidOptionsError } from '../../errors/invalid-options.error';
 import { DURABLE_RETENTION_OPTIONS, DurableRetention } from './durable-retention.service';
 import { RetentionStore } from '../../store/retention.store';
+import { EventPartitionsStore } from '../../store/event-partitions.store';
 import { DurableJobs } from '../../engine/durable-jobs';
 import { cronProblem } from '../../util/cron';
 import type { DurableRetentionOptions, ResolvedRetentionOptions } from './retention-options.interface';
@@ -36,6 +37,7 @@ export function resolveRetentionOptions(o: DurableRetentionOptions): ResolvedRet
     intervalMs: o.intervalMs ?? HOUR,
     ...(o.cron !== undefined ? { cron: o.cron } : {}),
     enabled: o.enabled ?? true,
+    eventPartitions: o.eventPartitions ?? true,
   };
 }
 
@@ -58,6 +60,7 @@ export class DurableRetentionModule {
         { provide: DURABLE_RETENTION_OPTIONS, useValue: resolved },
         DurableRetention,
         RetentionStore,
+        EventPartitionsStore,
         DurableJobs,
       ],
       exports: [DurableRetention],
@@ -88,6 +91,7 @@ export class DurableRetentionModule {
         },
         DurableRetention,
         RetentionStore,
+        EventPartitionsStore,
         DurableJobs,
       ],
       exports: [DurableRetention],

@@ -1,5 +1,12 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  BeforeApplicationShutdown,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
 import { RetentionStore } from '../../store/retention.store';
+import { EventPartitionsStore } from '../../store/event-partitions.store';
 import type { RunCursorKey } from '../../util/run-cursor';
 import { IntervalTask } from '../interval-task';
 import { DURABLE_JOB_NAMES, DurableJobs } from '../../engine/durable-jobs';
@@ -16,6 +23,8 @@ export const RETENTION_INTERVAL_NAME = DURABLE_JOB_NAMES.retention;
 
 /** Statuses whose history can go: nothing can replay a succeeded or cancelled run again. */
 const PRUNABLE = ['succeeded', 'cancelled'];
+/** Weekly partitions of ai_events kept made ahead of the current week. */
+const WEEKS_AHEAD = 4;
 
 /**
  * Deletes the history of old finished runs in batches, as a job (`durable-execution:retention` in the
@@ -23,7 +32,7 @@ const PRUNABLE = ['succeeded', 'cancelled'];
  * can still be retried, or a run with a command an operator must settle.
  */
 @Injectable()
-export class DurableRetention implements OnApplicationBootstrap, OnApplicationShutdown {
+export class DurableRetention implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
   private readonly sweeps = new IntervalTask('retention sweep', () => this.sweepAndLog());
 
@@ -32,6 +41,7 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
     private readonly store: RetentionStore,
     @Inject(DURABLE_RETENTION_OPTIONS) private readonly options: ResolvedRetentionOptions,
     private readonly jobs: DurableJobs,
+    private readonly partitions: EventPartitionsStore,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -42,7 +52,8 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
     this.sweeps.start(this.jobs, DURABLE_JOB_NAMES.retention, cadence, { keepAlive: false });
   }
 
-  onApplicationShutdown(): Promise<void> {
+  /** Stops the job and waits for a sweep in flight before the phase that ends the pool. */
+  beforeApplicationShutdown(): Promise<void> {
     return this.sweeps.stop();
   }
 
@@ -62,6 +73,7 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
       deletedRuns: 0,
       batches: 0,
     };
+    if (o.eventPartitions) out.partitions = await this.sweepPartitions(out);
     let after: RunCursorKey | null = null;
     while (out.batches < o.maxBatchesPerSweep) {
       const r = await this.store.prune(PRUNABLE, o.pruneAfterMs, after, o.batchSize);
@@ -83,8 +95,36 @@ export class DurableRetention implements OnApplicationBootstrap, OnApplicationSh
     return out;
   }
 
+  /**
+   * Partitions first: make the coming weeks, then drop whole each week past the horizon whose runs may
+   * all go (pruning them with it), before the row-by-row prune, which then finds them pruned.
+   */
+  private async sweepPartitions(out: RetentionResult): Promise<RetentionResult['partitions']> {
+    const parts = await this.partitions.list();
+    if (!parts.length) return undefined;
+    const result = {
+      made: await this.partitions.ensureAhead(WEEKS_AHEAD),
+      dropped: [] as string[],
+      kept: [] as string[],
+    };
+    const horizon = Date.now() - this.options.pruneAfterMs;
+    for (const p of parts) {
+      if (p.isDefault || p.to === null || p.to.getTime() > horizon) continue;
+      const d = await this.partitions.dropIfPast(p, PRUNABLE, this.options.pruneAfterMs);
+      (d.dropped ? result.dropped : result.kept).push(p.name);
+      out.prunedRuns += d.runs;
+      out.events += d.events;
+      out.checkpoints += d.checkpoints;
+      if (d.busy) this.logger.warn(`retention: partition ${p.name} left for the next sweep: ${d.busy}`);
+    }
+    return result;
+  }
+
   private async sweepAndLog(): Promise<void> {
     const r = await this.sweep();
+    if (r.partitions?.dropped.length) {
+      this.logger.log(`retention: dropped event partition(s) ${r.partitions.dropped.join(', ')}`);
+    }
     if (r.prunedRuns || r.deletedRuns) {
       this.logger.log(
         `retention: pruned ${r.prunedRuns} run(s) (${r.events} events, ${r.checkpoints} checkpoints), deleted ${r.deletedRuns} run(s)`,

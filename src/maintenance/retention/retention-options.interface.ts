@@ -21,6 +21,15 @@ export interface DurableRetentionOptions {
   cron?: string;
   /** Sweep on the interval in this process. Default true; off: call `DurableRetention.sweep()` yourself. */
   enabled?: boolean;
+  /**
+   * With ai_events partitioned by week (migration 1767000000000), each sweep first makes the partitions
+   * of the coming weeks, then drops whole each week older than `pruneAfterMs` whose runs are all
+   * prunable or pruned (pruning those with it); a week holding events of a run that is open, retryable,
+   * recent or holds an unsettled command is kept, and its runs are pruned row by row as before.
+   * Default true; false: row-by-row deletes only, and no partition is made (the DEFAULT partition takes
+   * the rows of weeks with none).
+   */
+  eventPartitions?: boolean;
 }
 
 /** Options with defaults filled in. @internal */
@@ -38,4 +47,10 @@ export interface RetentionResult {
   deletedRuns: number;
   /** Statements run (each one batch). */
   batches: number;
+  /**
+   * Partitions of ai_events (when it is partitioned and `eventPartitions` is on): weeks made ahead,
+   * weeks dropped whole (their runs' counts are in the fields above), and weeks past the horizon kept
+   * because a run there is not past retention (or a lock was not had in time).
+   */
+  partitions?: { made: string[]; dropped: string[]; kept: string[] };
 }
