@@ -6,16 +6,17 @@ import { log, type BenchMode } from './cli';
 import { ensurePeersInstalled } from './peers';
 
 /**
- * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale,limits,transport] [-- --out FILE]`
+ * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale,limits,transport,processes,history] [-- --out FILE]`
  * The whole bench in one run: the engine against the raw node-postgres limit (bench/run.ts), the peer
  * libraries (bench/peers.ts), workers as OS processes with pickup latency and memory
  * (bench/workers.ts), claim cost as history grows (bench/scale.ts) and with concurrency limits
- * (bench/limits.ts), one after the other on the
- * same server; and the fenced transport's cost per HTTP request (bench/transport.ts, no database). Each part is its own process and its own throw-away database(s); this file then puts
+ * (bench/limits.ts), many worker pods on one primary, direct and through PgBouncer (bench/processes.ts),
+ * the event history partitioned and not (bench/history.ts), one after the other on the same server;
+ * and the fenced transport's cost per HTTP request (bench/transport.ts, no database). Each part is its own process and its own throw-away database(s); this file then puts
  * the headline figures side by side, as ratios against their targets, and writes bench/results.json.
  */
 
-const PARTS = ['core', 'peers', 'workers', 'scale', 'limits', 'transport'] as const;
+const PARTS = ['core', 'peers', 'workers', 'scale', 'limits', 'transport', 'processes', 'history'] as const;
 type Part = (typeof PARTS)[number];
 
 const SCRIPT: Record<Part, string> = {
@@ -25,15 +26,18 @@ const SCRIPT: Record<Part, string> = {
   scale: 'scale.ts',
   limits: 'limits.ts',
   transport: 'transport.ts',
+  processes: 'processes.ts',
+  history: 'history.ts',
 };
 
-const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale,limits,transport] [--out FILE]
+const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale,limits,transport,processes,history] [--out FILE]
   --smoke      every part with tiny workloads (~3 minutes; .ci/run does this so that no part rots)
   --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~14 minutes)
   --parts      run only these parts (their figures only; the headline shows '-' for the rest)
   --out FILE   the combined JSON results (default bench/results.json; Markdown tables beside it, .md)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)
 Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale | bench:limits,
+  bench:processes (worker pods, direct and through PgBouncer) | bench:history (partitioned events),
   node -r ts-node/register/transpile-only bench/transport.ts`;
 
 function parseArgs(argv: string[]): { mode: BenchMode; parts: Part[]; out: string } {
