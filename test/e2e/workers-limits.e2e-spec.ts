@@ -58,18 +58,31 @@ describe('concurrency limits across worker processes, with workers SIGKILLed', (
   /**
    * SIGKILLs a live worker while it holds a slot (a limited run in a step). A run may finish between the
    * look and the signal; then the kill stranded nothing, so a replacement worker starts and the next
-   * holder is killed, until a kill leaves a running run behind for the reconciler.
+   * holder is killed, until a kill leaves a running run behind for the reconciler, or no limited run is
+   * left to hold a slot (the others finished while replacements started; the test then requires that
+   * at least one kill stranded a run: `strandingKills`).
    */
+  let strandingKills = 0;
   const killAHolder = async () => {
     for (;;) {
       let victim: string | undefined;
+      let left = 1;
       await waitFor(
         async () => {
           const rows = await db.query(
             `select worker_id from ai_runs where status = 'running' and kind in ('limited', 'tenant')`,
           );
           victim = rows.map((r: any) => r.worker_id).find((w: string) => byId.has(w));
-          return victim !== undefined;
+          if (victim === undefined) {
+            left = (
+              await db.query(
+                `select count(*)::int as n from ai_runs
+                  where status not in ('succeeded', 'failed', 'cancelled', 'dead_lettered')
+                    and kind in ('limited', 'tenant')`,
+              )
+            )[0].n;
+          }
+          return victim !== undefined || left === 0;
         },
         // Generous: on a loaded machine (CI once saw 10 s pass) the holders may be the killed worker's,
         // whose slots come back only when its leases expire and a reconciler sweeps.
@@ -83,7 +96,8 @@ describe('concurrency limits across worker processes, with workers SIGKILLed', (
           `${(err as Error).message}; live workers ${[...byId.keys()]}; runs ${JSON.stringify(rows)}`,
         );
       });
-      const w = byId.get(victim!)!;
+      if (victim === undefined) return; // every limited run finished: nothing holds a slot
+      const w = byId.get(victim)!;
       w.child.kill('SIGKILL');
       byId.delete(victim!);
       await w.exited;
@@ -91,7 +105,10 @@ describe('concurrency limits across worker processes, with workers SIGKILLed', (
         `select count(*)::int as n from ai_runs where status = 'running' and worker_id = $1`,
         [victim],
       );
-      if (stranded[0].n > 0) return;
+      if (stranded[0].n > 0) {
+        strandingKills++;
+        return;
+      }
       await spawn().ready;
     }
   };
@@ -122,6 +139,7 @@ describe('concurrency limits across worker processes, with workers SIGKILLed', (
       'every run to succeed',
     );
 
+    expect(strandingKills).toBeGreaterThanOrEqual(1); // a SIGKILL left a slot holder for the reconciler
     const events = await db.query(
       `select e.id, e.run_id, e.event_type, e.epoch, e.payload from ai_events e order by e.id`,
     );
