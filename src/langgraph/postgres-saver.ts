@@ -195,7 +195,7 @@ export class DurablePostgresSaver extends BaseCheckpointSaver {
     return row?.entries ?? [];
   }
 
-  /** The tuple of a row: its channel values, pending writes, and the pending sends of a v < 4. */
+  /** The tuple of a row: its channel values, pending writes, and the pending sends of a checkpoint older than version 4. */
   private async tupleOf(row: CheckpointRow): Promise<CheckpointTuple> {
     const { checkpoint, tuple } = await loadRow(this.serde, row);
     const keys = [row.thread_id, row.checkpoint_ns];

@@ -145,8 +145,9 @@ export function durableModel(
 
 /**
  * A model provider of the OpenAI Agents SDK made durable inside a run: pass it as the runner's
- * `modelProvider` (`new Runner({ modelProvider: durableModelProvider(ctx, provider), tracingDisabled:
- * true })`). Each model it hands out is `durableModel(ctx, model, { modelName })`. An agent whose
+ * `modelProvider`, as in
+ * `new Runner({ modelProvider: durableModelProvider(ctx, provider), tracingDisabled: true })`.
+ * Each model it hands out is `durableModel(ctx, model, { modelName })`. An agent whose
  * `model` is a Model object (not a name) does not go through the provider: `durableAgent` wraps those.
  */
 export function durableModelProvider(
