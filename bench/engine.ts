@@ -46,7 +46,20 @@ export class BenchWorkflow {
       probe.inStep = false;
       probe.statementsPerStep.push(probe.statementsInStep);
     }
-    if (probe.active) probe.walTo = await probe.walPosition();
+    if (probe.active) {
+      // A step's commit is sent when the next call starts (or on the next event-loop turn), so each
+      // window above holds the commit of the step before it. One more step, then a turn that writes
+      // its commit alone (a last step followed only by `return` would ride on the finish): every step
+      // of this run is written by a statement of its own inside the counted windows and the WAL window.
+      for (const settle of [() => this.step(input.steps), () => sleep(20)]) {
+        probe.inStep = true;
+        probe.statementsInStep = 0;
+        await settle();
+        probe.inStep = false;
+        probe.statementsPerStep.push(probe.statementsInStep);
+      }
+      probe.walTo = await probe.walPosition();
+    }
     return { steps: input.steps };
   }
 
@@ -78,9 +91,11 @@ function patch<T extends object, K extends keyof T>(
 export interface SequentialResult {
   /** Step call duration (workflow view), ms. */
   stepMs: number[];
+  /** Step commits written inside the counted windows (the measured steps and one more). */
+  stepsWritten: number;
   /** RunStateStore.writeStep duration (the commit round trip as the engine issues it), ms. */
   writeStepMs: number[];
-  /** Statements sent on the engine's pool while each step ran. */
+  /** Statements sent on the engine's pool in each window (a step's call, then the two settling ones). */
   statementsPerStep: number[];
   /** Statement names seen inside steps. */
   stepStatementNames: Record<string, number>;
@@ -222,6 +237,7 @@ export class EngineBench {
     if (probe.stepMs.length !== steps) throw new Error(`recorded ${probe.stepMs.length} of ${steps} steps`);
     return {
       stepMs: probe.stepMs,
+      stepsWritten: steps + 1,
       writeStepMs,
       statementsPerStep: probe.statementsPerStep,
       stepStatementNames,
@@ -234,7 +250,17 @@ export class EngineBench {
    * (2) `runs` runs of `steps` compute steps, the worker's `concurrency` in flight: wall-clock time,
    * steady-state rates (claims, step commits and finishes timed at RunStateStore, the engine's store), client CPU.
    */
-  async throughput(runs: number, steps: number): Promise<LoopResult> {
+  async throughput(runs: number, steps: number, groupCommit?: number): Promise<LoopResult> {
+    const configured = this.store.steps.maxInFlight;
+    if (groupCommit !== undefined) this.store.steps.maxInFlight = groupCommit;
+    try {
+      return await this.measureThroughput(runs, steps);
+    } finally {
+      this.store.steps.maxInFlight = configured;
+    }
+  }
+
+  private async measureThroughput(runs: number, steps: number): Promise<LoopResult> {
     await this.db.insertPending(runs, ENGINE_KIND, steps);
     const meter = new SteadyMeter();
     const undo = [

@@ -47,6 +47,7 @@ export const FIGURES: FigureDef[] = [
     ['engine.writeStep.seq.p50', 'ms', 'RunStateStore.writeStep, sequential, p50'],
     ['engine.writeStep.seq.p99', 'ms', 'RunStateStore.writeStep, sequential, p99'],
     ['engine.steps.c16.perSec', 'steps/s', 'steps/s, 10-step runs, 16 in flight'],
+    ['engine.steps.c16.alone.perSec', 'steps/s', '  same, group commit off (worker.groupCommit 0)'],
     ['engine.runs10.c16.perSec', 'runs/s', '10-step runs/s, 16 in flight'],
     ['engine.runs10.c16.wallPerSec', 'runs/s', '  same, wall clock incl. ramp and tail'],
     ['engine.run3.c16.perSec', 'runs/s', '3-step runs/s, 16 in flight'],
@@ -71,6 +72,7 @@ export const FIGURES: FigureDef[] = [
     ['raw.update.c16.cpuUs', 'µs', '1b client CPU per fenced UPDATE @16'],
     ['raw.stepWrite.c16.cpuUs', 'µs', '1a client CPU per STEP_WRITE_SQL @16'],
     ['engine.steps.c16.cpuUs', 'µs', 'client CPU per engine step @16 (10-step runs)'],
+    ['engine.steps.c16.alone.cpuUs', 'µs', '  same, group commit off'],
     ['raw.run3.cpuUs', 'µs', '1c client CPU per raw 3-step run'],
     ['engine.run3.cpuUs', 'µs', 'client CPU per engine 3-step run'],
   ]),
@@ -121,6 +123,12 @@ export const RATIOS: RatioDef[] = [
     label: '  raw STEP_WRITE_SQL/s @16 / raw fenced UPDATE/s @16',
     num: 'raw.stepWrite.c16.perSec',
     den: 'raw.update.c16.perSec',
+  },
+  {
+    key: 'groupCommit',
+    label: '  engine steps/s @16: group commit on / off',
+    num: 'engine.steps.c16.perSec',
+    den: 'engine.steps.c16.alone.perSec',
   },
   {
     key: 'engineOverThroughput',

@@ -197,7 +197,7 @@ async function repeatOnce(
   put('engine.writeStep.seq.p50', write.p50);
   put('engine.writeStep.seq.p99', write.p99);
   const perStep = eng.flatMap((e) => e.statementsPerStep);
-  const steps = perStep.length;
+  const steps = eng.reduce((n, e) => n + e.stepsWritten, 0);
   put('engine.statementsPerStep', perStep.reduce((a, b) => a + b, 0) / steps);
   put('engine.statementsPerStep.max', Math.max(...perStep));
   const walEng = emptyWal();
@@ -236,6 +236,7 @@ async function repeatOnce(
   const rawUpdC: ConcurrentRaw[] = [];
   const rawStepC: ConcurrentRaw[] = [];
   const engC: LoopResult[] = [];
+  const engAlone: LoopResult[] = [];
   try {
     await conc.fencedUpdate(300, 0);
     await conc.stepWrite(300, 0);
@@ -246,6 +247,10 @@ async function repeatOnce(
       async () => void rawStepC.push(await conc.stepWrite(ms, cfg.concurrentWarmupMs)),
       async () =>
         void engC.push(await engine.throughput(Math.round(cfg.throughputRuns / B), cfg.throughputSteps)),
+      async () =>
+        void engAlone.push(
+          await engine.throughput(Math.round(cfg.throughputRuns / B), cfg.throughputSteps, 0),
+        ),
     ]);
   } finally {
     conc.close();
@@ -263,6 +268,9 @@ async function repeatOnce(
   put('engine.runs10.c16.perSec', e.runsPerSec);
   put('engine.runs10.c16.wallPerSec', e.wallRunsPerSec);
   put('engine.steps.c16.cpuUs', e.cpuUsPerRun / cfg.throughputSteps);
+  const ea = sumLoop(engAlone);
+  put('engine.steps.c16.alone.perSec', ea.stepsPerSec);
+  put('engine.steps.c16.alone.cpuUs', ea.cpuUsPerRun / cfg.throughputSteps);
   report.detail(r, 'throughput', { engineBlocks: engC, allSteady: e.allSteady });
 
   // Phase C: 3-step runs at `concurrency` (1c raw loop vs engine).

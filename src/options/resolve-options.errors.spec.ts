@@ -134,6 +134,11 @@ describe('resolveOptions', () => {
         'leaseTtlMs must not be less than 100',
       ],
       [
+        'worker.groupCommit',
+        { database: { url: URL }, worker: { groupCommit: -1 } },
+        'groupCommit must not be less than 0',
+      ],
+      [
         'worker.drainTimeoutMs',
         { database: { url: URL }, worker: { drainTimeoutMs: -1 } },
         'drainTimeoutMs must not be less than 0',

@@ -109,6 +109,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     leaseTtlMs: 30_000,
     heartbeatMs: 10_000,
     drainTimeoutMs: 10_000,
+    groupCommit: 2,
     workerId: defaultWorkerId(),
     presenceIntervalMs: 10_000,
     fencedTransport: true,

@@ -102,6 +102,10 @@ export const EXCEPTIONS: Record<string, Exception> = {
     'FINDING: one heartbeat renews every lease of a worker (id = any of an array): a multi-shard UPDATE; send one per shard group',
     true,
   ),
+  [`${RS}step-batch.ts#STEP_BATCH_SQL`]: cross(
+    'FINDING: group commit writes the steps of several runs of one worker (each row fenced by its run) in one statement: a multi-shard write; batch per shard group (SCALE-OUT.md "Group commit")',
+    true,
+  ),
   [`${RS}child-start.ts#START_CHILD_SQL`]: cross(
     "child start: the parent's fenced write and the child's insert (another shard) in one statement",
   ),

@@ -15,6 +15,7 @@ import { CommandOutcomeWrite, recordCommand } from './record-command';
 import { CommandToReserve, reserveCommand } from './reserve-command';
 import { markCommandInDoubt } from './command-in-doubt';
 import { setTags, writeProgress, writeStep } from './step-write';
+import { StepWriteBatcher } from './step-batch';
 import { SettleWrite, settleWaits } from './settle-waits';
 import { cancelChild, ChildStart, startChild } from './child-start';
 import { emitEntry, StreamWrite } from './stream-emit';
@@ -41,10 +42,15 @@ const OTHER_KINDS_SQL: SqlText = (t) =>
  */
 @Injectable()
 export class RunStateStore implements StoreContext {
+  /** Group commit of step writes (see StepWriteBatcher). */
+  readonly steps: StepWriteBatcher;
+
   constructor(
     readonly db: DurableDatabase,
     @Inject(DURABLE_EXECUTION_OPTIONS) readonly options: ResolvedDurableOptions,
-  ) {}
+  ) {
+    this.steps = new StepWriteBatcher(this, options.worker.groupCommit);
+  }
 
   /** Claims due runs (SKIP LOCKED), raising epoch and attempts. See `claimRuns`. */
   claim(

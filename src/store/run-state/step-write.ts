@@ -11,6 +11,7 @@ import {
   StoreContext,
 } from './fence';
 import type { SqlText } from '../durable-names';
+import type { StepWriteBatcher } from './step-batch';
 
 /**
  * The fenced step write: ONE statement, one round trip. Used for the step commit (checkpoint + cursor
@@ -43,11 +44,13 @@ ${fencedRun(t, `cursor = $4::jsonb, ${extendLeaseBy('$5')}, updated_at = now()`,
 select cancel_requested from run`;
 
 /**
- * The step write (commit, or `started` mark when `progressMade` is false). Returns whether
- * cancellation was requested; LeaseLostError when the fence no longer matches.
+ * The step write (commit, or `started` mark when `progressMade` is false), through the worker's
+ * group commit (StepWriteBatcher): alone when nothing else is being written, else in one statement
+ * with other runs' writes. Returns whether cancellation was requested; LeaseLostError when the fence
+ * no longer matches.
  */
-export async function writeStep(
-  s: StoreContext,
+export function writeStep(
+  s: StoreContext & { readonly steps: StepWriteBatcher },
   fence: Fence,
   cursor: RunCursor,
   checkpoints: CheckpointWrite[],
@@ -55,23 +58,27 @@ export async function writeStep(
   payload: Record<string, unknown>,
   progressMade: boolean,
 ): Promise<{ cancelRequested: boolean }> {
-  const row = await runFenced<{ cancel_requested: boolean }>(
-    s,
-    fence,
-    `${event} of step ${cursor.name}`,
-    STEP_WRITE_SQL,
-    [
-      JSON.stringify(cursor),
-      s.options.worker.leaseTtlMs,
-      recordset(checkpoints),
-      cursor.attempt,
-      event,
-      eventPayload(s.options, event, payload),
-      progressMade,
-    ],
-    'dx_step_write',
-  );
-  return { cancelRequested: row.cancel_requested };
+  const cursorJson = JSON.stringify(cursor);
+  const records = recordset(checkpoints);
+  const payloadJson = eventPayload(s.options, event, payload);
+  const during = `${event} of step ${cursor.name}`;
+  return s.steps.write({
+    runId: fence.runId,
+    epoch: fence.epoch,
+    during,
+    json: `{"id":${JSON.stringify(fence.runId)},"worker_id":${JSON.stringify(fence.workerId)},"epoch":${fence.epoch},"cursor":${cursorJson},"attempt":${cursor.attempt},"event":${JSON.stringify(event)},"payload":${payloadJson},"progress":${progressMade},"records":${records}}`,
+    alone: async () => {
+      const row = await runFenced<{ cancel_requested: boolean }>(
+        s,
+        fence,
+        during,
+        STEP_WRITE_SQL,
+        [cursorJson, s.options.worker.leaseTtlMs, records, cursor.attempt, event, payloadJson, progressMade],
+        'dx_step_write',
+      );
+      return { cancelRequested: row.cancel_requested };
+    },
+  });
 }
 
 /** Moves the intra-step cursor (ctx.progress), fenced. */
