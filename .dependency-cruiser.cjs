@@ -48,16 +48,33 @@ module.exports = {
     {
       name: 'ai-sdk-public-api-only',
       severity: 'error',
-      comment: 'src/ai-sdk (the nestjs-durable-execution/ai-sdk subpath) builds on the public API only: src/index.ts.',
+      comment:
+        'src/ai-sdk (the nestjs-durable-execution/ai-sdk subpath) builds on the public API only: src/index.ts (and src/agent-shared, built on it too).',
       from: { path: '^src/ai-sdk/' },
-      to: { path: '^src/(?!ai-sdk/|index[.]ts$)' },
+      to: { path: '^src/(?!ai-sdk/|agent-shared/|index[.]ts$)' },
     },
     {
       name: 'openai-agents-public-api-only',
       severity: 'error',
-      comment: 'src/openai-agents (the nestjs-durable-execution/openai-agents subpath) builds on the public API only: src/index.ts.',
+      comment:
+        'src/openai-agents (the nestjs-durable-execution/openai-agents subpath) builds on the public API only: src/index.ts (and src/agent-shared, built on it too).',
       from: { path: '^src/openai-agents/' },
-      to: { path: '^src/(?!openai-agents/|index[.]ts$)' },
+      to: { path: '^src/(?!openai-agents/|agent-shared/|index[.]ts$)' },
+    },
+    {
+      name: 'agent-shared-public-api-only',
+      severity: 'error',
+      comment:
+        'src/agent-shared (what the ai-sdk and openai-agents subpaths share, no subpath of its own) builds on the public API only: src/index.ts.',
+      from: { path: '^src/agent-shared/' },
+      to: { path: '^src/(?!agent-shared/|index[.]ts$)' },
+    },
+    {
+      name: 'agent-shared-for-the-agent-subpaths-only',
+      severity: 'error',
+      comment: 'Only src/ai-sdk and src/openai-agents use src/agent-shared: the core and the other subpaths do not.',
+      from: { path: '^src/', pathNot: '^src/(ai-sdk|openai-agents|agent-shared)/' },
+      to: { path: '^src/agent-shared/' },
     },
     {
       name: 'langgraph-public-api-only',

@@ -2,9 +2,8 @@ import type { LanguageModel } from 'ai';
 import { currentRun } from '../index';
 import type { RetryPolicy, RunContext } from '../index';
 import { fromAiJson, toAiJson } from './ai-values';
-import { stepCaller } from './durable-calls';
+import { checkRunning, stepCaller } from '../agent-shared/calls';
 import { DeltaEmitter } from './delta-emitter';
-import { checkRunning } from './engine-stops';
 import { countedAttempts, DEFAULT_MODEL_ATTEMPTS } from './model-attempts';
 
 /** A language model of the AI SDK's provider specification v3 (what `ai` 6's providers return). */
@@ -74,13 +73,16 @@ export function durableModel(
       'durableModel takes a language model object of the AI SDK provider specification v3 (ai 6: e.g. createOpenAICompatible(...)(modelId))',
     );
   const maxAttempts = options.retry?.maxAttempts ?? DEFAULT_MODEL_ATTEMPTS;
-  const step = stepCaller({
-    name: options.name ?? `model:${model.modelId}`,
-    kind: 'model',
-    budget: options.budget,
-    retry: { ...options.retry, maxAttempts },
-    timeoutMs: options.timeoutMs,
-  });
+  const step = stepCaller(
+    {
+      name: options.name ?? `model:${model.modelId}`,
+      kind: 'model',
+      budget: options.budget,
+      retry: { ...options.retry, maxAttempts },
+      timeoutMs: options.timeoutMs,
+    },
+    'AiStep',
+  );
   const topic = options.streamTopic === undefined ? 'ai.delta' : options.streamTopic;
   const keepBody = options.recordRequestBody === true;
 

@@ -7,8 +7,9 @@ import type {
   RetryPolicy,
   RunContext,
 } from '../index';
+import { commandsByName, toolCaller, toolCommandContexts } from '../agent-shared/tools';
+import type { ToolCall, ToolValues } from '../agent-shared/tools';
 import { fromAiJson, toAiJson } from './ai-values';
-import { commandCaller, stepCaller } from './durable-calls';
 
 /** How a tool with side effects runs as a command (`@IdempotentCommand` options, per tool). */
 export interface ToolCommandOptions {
@@ -54,8 +55,6 @@ export interface DurableToolsOptions<T extends ToolSet = ToolSet> {
   plain?: Array<keyof T & string>;
 }
 
-const commandContexts = new WeakMap<object, CommandContext>();
-
 /**
  * Inside a command tool's `execute(input, options)`: the command's context (`idempotencyKey`, the
  * claim's fencing token `fence`, `signal`). Send the key to the target so that a call sent again
@@ -63,7 +62,7 @@ const commandContexts = new WeakMap<object, CommandContext>();
  * Undefined outside a run and in tools that are not commands.
  */
 export function toolCommandContext(options: ToolExecutionOptions): CommandContext | undefined {
-  return commandContexts.get(options);
+  return toolCommandContexts.get(options);
 }
 
 /**
@@ -82,7 +81,7 @@ export function durableTools<T extends ToolSet>(
 ): T {
   if (!ctx || typeof ctx.uuid !== 'function')
     throw new TypeError("durableTools takes the run's context first: durableTools(ctx, tools, options)");
-  const commands = commandOptions(options);
+  const commands = commandsByName<ToolCommandOptions>(options.commands);
   const plain = new Set<string>(options.plain ?? []);
   for (const name of Object.keys(commands))
     if (!(name in tools))
@@ -94,69 +93,31 @@ export function durableTools<T extends ToolSet>(
       out[name] = tool;
       continue;
     }
-    const run = execute.bind(tool) as (input: unknown, o: ToolExecutionOptions) => unknown;
-    const command = commands[name];
-    out[name] = {
-      ...tool,
-      execute: command ? asCommand(name, run, command, options.inDoubt) : asStep(name, run, options.retry),
-    };
+    const run = execute.bind(tool) as Execute;
+    const call = toolCaller(name, commands[name], options, AI_TOOL_VALUES);
+    out[name] = { ...tool, execute: durableExecute(run, call) };
   }
   return out as T;
 }
 
-function commandOptions<T extends ToolSet>(
-  options: DurableToolsOptions<T>,
-): Record<string, ToolCommandOptions> {
-  const c = options.commands;
-  if (!c) return {};
-  if (Array.isArray(c)) return Object.fromEntries(c.map((n) => [n, {}]));
-  return Object.fromEntries(Object.entries(c).filter(([, v]) => v) as Array<[string, ToolCommandOptions]>);
-}
-
 type Execute = (input: unknown, options: ToolExecutionOptions) => unknown;
 
-function asCommand(
-  name: string,
-  run: Execute,
-  o: ToolCommandOptions,
-  inDoubt: InDoubtPolicy | undefined,
-): Execute {
-  const approval = o.requiresApproval;
-  const command = commandCaller(
-    {
-      name,
-      inDoubt: o.inDoubt ?? inDoubt ?? 'manual',
-      retry: o.retry,
-      definiteError: o.definiteError,
-      requiresApproval:
-        typeof approval === 'function'
-          ? (args: { input: unknown }) => approval(fromAiJson(args.input))
-          : approval,
-    },
-    o.lookup &&
-      (async (key, context) => {
-        const found = await o.lookup!(key, context);
-        return found.found ? { found: true, result: toAiJson(found.result) ?? null } : found;
-      }),
-  );
-  return async (input, options) => {
-    const args = { toolCallId: options.toolCallId, input: toAiJson(input) ?? null };
-    const result = await command(args, async (cmd) => {
-      const o2 = { ...options, abortSignal: cmd?.signal ?? options.abortSignal };
-      if (cmd) commandContexts.set(o2, cmd);
-      return toAiJson(await lastValue(run(input, o2))) ?? null;
-    });
-    return fromAiJson(result);
-  };
-}
+const AI_TOOL_VALUES: ToolValues = {
+  store: toAiJson,
+  load: fromAiJson,
+  approvalInput: fromAiJson,
+  host: 'Ai',
+};
 
-function asStep(name: string, run: Execute, retry: RetryPolicy | undefined): Execute {
-  const step = stepCaller({ name: `tool:${name}`, kind: 'tool', retry });
-  return async (input, options) => {
-    const args = { toolCallId: options.toolCallId, input: toAiJson(input) ?? null };
-    const result = await step(args, async () => toAiJson(await lastValue(run(input, options))) ?? null);
-    return fromAiJson(result);
-  };
+/** A tool's `execute` as one durable call: the recorded arguments are the model's `toolCallId` and the input. */
+function durableExecute(run: Execute, call: ToolCall): Execute {
+  return async (input, options) =>
+    call({ toolCallId: options.toolCallId, input: toAiJson(input) ?? null }, (cmd) => {
+      if (!cmd) return lastValue(run(input, options));
+      const o2 = { ...options, abortSignal: cmd.signal ?? options.abortSignal };
+      toolCommandContexts.set(o2, cmd);
+      return lastValue(run(input, o2));
+    });
 }
 
 /** A tool's `execute` may return a value, a promise, or an async iterable of preliminary outputs: the last one. */

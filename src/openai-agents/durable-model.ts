@@ -7,7 +7,8 @@ import type {
   StreamEvent,
 } from '@openai/agents';
 import type { RetryPolicy, RunContext } from '../index';
-import { checkRunning, linkedSignal, stepCaller } from './calls';
+import { checkRunning, stepCaller } from '../agent-shared/calls';
+import { linkedSignal } from './calls';
 import { DeltaEmitter } from './delta-emitter';
 import { fromJsonValue, toJsonValue } from './values';
 
@@ -61,13 +62,16 @@ export function durableModel(
       'durableModel takes a Model of the OpenAI Agents SDK (getResponse, getStreamedResponse)',
     );
   const modelName = options.modelName ?? null;
-  const step = stepCaller({
-    name: options.name ?? (modelName ? `model:${modelName}` : 'model'),
-    kind: 'model',
-    budget: options.budget,
-    retry: options.retry,
-    timeoutMs: options.timeoutMs,
-  });
+  const step = stepCaller(
+    {
+      name: options.name ?? (modelName ? `model:${modelName}` : 'model'),
+      kind: 'model',
+      budget: options.budget,
+      retry: options.retry,
+      timeoutMs: options.timeoutMs,
+    },
+    'AgentsStep',
+  );
   const topic = options.streamTopic === undefined ? 'agents.delta' : options.streamTopic;
 
   const call = async (

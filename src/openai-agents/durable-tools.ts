@@ -7,7 +7,10 @@ import type {
   RetryPolicy,
   RunContext,
 } from '../index';
-import { checkRunning, commandCaller, linkedSignal, stepCaller } from './calls';
+import { checkRunning } from '../agent-shared/calls';
+import { commandsByName, toolCaller, toolCommandContexts } from '../agent-shared/tools';
+import type { ToolCall, ToolValues } from '../agent-shared/tools';
+import { linkedSignal } from './calls';
 import { fromJsonValue, toOrderedJson } from './values';
 
 /** How a function tool with side effects runs as a command (`@IdempotentCommand` options, per tool). */
@@ -49,9 +52,6 @@ export interface DurableAgentToolsOptions {
 }
 
 type Invoke = FunctionTool['invoke'];
-type Details = Parameters<Invoke>[2];
-
-const commandContexts = new WeakMap<object, CommandContext>();
 
 /**
  * Inside a command tool's `execute(args, runContext, details)`: the command's context
@@ -59,7 +59,7 @@ const commandContexts = new WeakMap<object, CommandContext>();
  * call sent again is applied once. Undefined outside a run and in tools that are not commands.
  */
 export function agentToolCommandContext(details: object | undefined): CommandContext | undefined {
-  return details ? commandContexts.get(details) : undefined;
+  return details ? toolCommandContexts.get(details) : undefined;
 }
 
 /**
@@ -100,11 +100,12 @@ export function wrapTools<T extends Tool<any>>(
   return tools.map((t) => {
     if (t.type !== 'function' || plain.has(t.name)) return t;
     const tool = t as FunctionTool<any, any, any>;
-    const command = commands[tool.name];
     const invoke = tool.invoke.bind(tool) as Invoke;
-    const durable = command
-      ? asCommand(ctx, tool.name, invoke, command, options.inDoubt)
-      : asStep(ctx, tool.name, invoke, options.retry);
+    const durable = durableInvoke(
+      ctx,
+      invoke,
+      toolCaller(tool.name, commands[tool.name], options, AGENT_TOOL_VALUES),
+    );
     // The tool as the SDK made it (symbol-keyed metadata too), with the durable invoke.
     const copy = Object.create(
       Object.getPrototypeOf(tool),
@@ -116,61 +117,27 @@ export function wrapTools<T extends Tool<any>>(
 }
 
 export function commandOptions(options: DurableAgentToolsOptions): Record<string, AgentToolCommandOptions> {
-  const c = options.commands;
-  if (!c) return {};
-  if (Array.isArray(c)) return Object.fromEntries(c.map((n) => [n, {}]));
-  return Object.fromEntries(
-    Object.entries(c).filter(([, v]) => v) as Array<[string, AgentToolCommandOptions]>,
-  );
+  return commandsByName<AgentToolCommandOptions>(options.commands);
 }
 
-function callArgs(input: string, details: Details): { toolCallId: string | null; input: string } {
-  return { toolCallId: details?.toolCall?.callId ?? null, input };
-}
+const AGENT_TOOL_VALUES: ToolValues = {
+  store: toOrderedJson,
+  load: fromJsonValue,
+  approvalInput: (input) => parsed(String(input)),
+  host: 'Agents',
+};
 
-function asCommand(
-  ctx: RunContext,
-  name: string,
-  invoke: Invoke,
-  o: AgentToolCommandOptions,
-  inDoubt: InDoubtPolicy | undefined,
-): Invoke {
-  const approval = o.requiresApproval;
-  const command = commandCaller(
-    {
-      name,
-      inDoubt: o.inDoubt ?? inDoubt ?? 'manual',
-      retry: o.retry,
-      definiteError: o.definiteError,
-      requiresApproval:
-        typeof approval === 'function' ? (args: { input: string }) => approval(parsed(args.input)) : approval,
-    },
-    o.lookup &&
-      (async (key, context) => {
-        const found = await o.lookup!(key, context);
-        return found.found ? { found: true, result: toOrderedJson(found.result) ?? null } : found;
-      }),
-  );
+/** A function tool's `invoke` as one durable call: recorded arguments the model's call id and the arguments. */
+function durableInvoke(ctx: RunContext, invoke: Invoke, call: ToolCall): Invoke {
   return async (runContext, input, details) => {
-    const result = await command(callArgs(input, details), async (cmd) => {
+    const args = { toolCallId: details?.toolCall?.callId ?? null, input };
+    const result = await call(args, (cmd) => {
       const d = { ...details, signal: linkedSignal(details?.signal, ctx, cmd?.signal) };
-      if (cmd) commandContexts.set(d, cmd);
-      return toOrderedJson(await invoke(runContext, input, d)) ?? null;
+      if (cmd) toolCommandContexts.set(d, cmd);
+      return invoke(runContext, input, d);
     });
     checkRunning(ctx);
-    return fromJsonValue(result);
-  };
-}
-
-function asStep(ctx: RunContext, name: string, invoke: Invoke, retry: RetryPolicy | undefined): Invoke {
-  const step = stepCaller({ name: `tool:${name}`, kind: 'tool', retry });
-  return async (runContext, input, details) => {
-    const result = await step(callArgs(input, details), async () => {
-      const d = { ...details, signal: linkedSignal(details?.signal, ctx) };
-      return toOrderedJson(await invoke(runContext, input, d)) ?? null;
-    });
-    checkRunning(ctx);
-    return fromJsonValue(result);
+    return result;
   };
 }
 
