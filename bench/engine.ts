@@ -252,11 +252,12 @@ export class EngineBench {
    */
   async throughput(runs: number, steps: number, groupCommit?: number): Promise<LoopResult> {
     const configured = this.store.steps.maxInFlight;
-    if (groupCommit !== undefined) this.store.steps.maxInFlight = groupCommit;
+    if (groupCommit !== undefined)
+      this.store.steps.maxInFlight = this.store.finishes.maxInFlight = groupCommit;
     try {
       return await this.measureThroughput(runs, steps);
     } finally {
-      this.store.steps.maxInFlight = configured;
+      this.store.steps.maxInFlight = this.store.finishes.maxInFlight = configured;
     }
   }
 

@@ -98,10 +98,10 @@ export interface WorkerOptions {
   /** How long shutdown waits for in-flight steps before releasing their leases. Default 10 s. */
   drainTimeoutMs?: number;
   /**
-   * Group commit: while this many step writes of this process are in flight, further step writes of
-   * other runs wait and then go together in one statement (each fenced by its own run; a stale or
-   * refused one fails alone). A step written while fewer are in flight goes at once, alone. Default 2;
-   * 0 sends every step write alone (one run per statement, as on a sharded PostgreSQL).
+   * Group commit: while this many step writes (finishes) of this process are in flight, further step
+   * writes (finishes) of other runs wait and then go together in one statement, each fenced by its own
+   * run (a stale or refused one fails alone). One written while fewer are in flight goes at once,
+   * alone. Default 2; 0 sends every one alone (one run per statement, as on a sharded PostgreSQL).
    */
   groupCommit?: number;
   /** Worker identity in the record. Default `host:pid:random`. */

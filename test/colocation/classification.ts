@@ -106,6 +106,10 @@ export const EXCEPTIONS: Record<string, Exception> = {
     'FINDING: group commit writes the steps of several runs of one worker (each row fenced by its run) in one statement: a multi-shard write; batch per shard group (SCALE-OUT.md "Group commit")',
     true,
   ),
+  [`${RS}finish-batch.ts#FINISH_BATCH_SQL`]: cross(
+    'FINDING: group commit of finishes (several runs of one worker, each row fenced by its run) in one statement: a multi-shard write; batch per shard group (SCALE-OUT.md "Group commit")',
+    true,
+  ),
   [`${RS}child-start.ts#START_CHILD_SQL`]: cross(
     "child start: the parent's fenced write and the child's insert (another shard) in one statement",
   ),

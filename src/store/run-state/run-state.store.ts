@@ -16,6 +16,7 @@ import { CommandToReserve, reserveCommand } from './reserve-command';
 import { markCommandInDoubt } from './command-in-doubt';
 import { setTags, writeProgress, writeStep } from './step-write';
 import { StepWriteBatcher } from './step-batch';
+import { FinishBatcher } from './finish-batch';
 import { SettleWrite, settleWaits } from './settle-waits';
 import { cancelChild, ChildStart, startChild } from './child-start';
 import { emitEntry, StreamWrite } from './stream-emit';
@@ -44,12 +45,15 @@ const OTHER_KINDS_SQL: SqlText = (t) =>
 export class RunStateStore implements StoreContext {
   /** Group commit of step writes (see StepWriteBatcher). */
   readonly steps: StepWriteBatcher;
+  /** Group commit of finishes (see FinishBatcher). */
+  readonly finishes: FinishBatcher;
 
   constructor(
     readonly db: DurableDatabase,
     @Inject(DURABLE_EXECUTION_OPTIONS) readonly options: ResolvedDurableOptions,
   ) {
     this.steps = new StepWriteBatcher(this, options.worker.groupCommit);
+    this.finishes = new FinishBatcher(this, options.worker.groupCommit);
   }
 
   /** Claims due runs (SKIP LOCKED), raising epoch and attempts. See `claimRuns`. */
