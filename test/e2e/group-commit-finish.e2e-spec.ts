@@ -1,5 +1,4 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { Client } from 'pg';
 import { DurableStep, DurableWorkflow, LeaseLostError, RunContext, RunRepository } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
 import type { Fence } from '../../src/store/run-state/fence';
@@ -8,7 +7,7 @@ import { finishRun, FinishWrite } from '../../src/store/run-state/finish-run';
 import { RunStateStore } from '../../src/store/run-state/run-state.store';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
-import { waitFor } from '../helpers/processes';
+import { claimInserted, RowLocks, startAllAndDrive } from '../helpers/row-locks';
 
 /**
  * Issue 38: group commit of finishes. Finishes of several runs that wait behind one in flight go as ONE
@@ -46,39 +45,23 @@ class OneStep {
 describe('group commit of finishes (issue 38)', () => {
   let app: INestApplication;
   let store: RunStateStore;
-  const lockers: Client[] = [];
+  let locks: RowLocks;
 
   beforeAll(async () => {
     db = await createTestDatabase('group_commit_finish');
     app = await bootApp(db.url, [Steps, Capped, OneStep], { worker: { concurrency: 24 } });
     store = app.get(RunStateStore, { strict: false });
+    locks = new RowLocks(db.url);
   });
-  afterEach(async () => {
-    await Promise.all(lockers.splice(0).map((c) => c.end().catch(() => undefined)));
-  });
+  afterEach(() => locks.endAll());
   afterAll(async () => {
     await app?.close();
     await db?.drop();
   });
 
-  async function claim(kind: string, n: number, insert = n, limited = false): Promise<Fence[]> {
-    await db.query(`insert into ai_runs (kind, input) select $1, '{}'::jsonb from generate_series(1, $2)`, [
-      kind,
-      insert,
-    ]);
-    const { runs } = await store.claim('w1', [kind], n, [], limited);
-    return runs.map((r) => ({ runId: r.id, workerId: 'w1', epoch: r.epoch, timeline: r.timeline }));
-  }
-
-  /** Holds `runId`'s row lock until the returned function commits. */
-  async function lockRun(runId: string): Promise<() => Promise<void>> {
-    const c = new Client({ connectionString: db.url });
-    lockers.push(c);
-    await c.connect();
-    await c.query('begin');
-    await c.query(`select 1 from ai_runs where id = $1 for update`, [runId]);
-    return async () => void (await c.query('commit'));
-  }
+  const claim = (kind: string, n: number, insert = n, limited = false) =>
+    claimInserted(db, store, kind, n, insert, limited);
+  const lockRun = (runId: string) => locks.lock(runId);
 
   const finish = (b: FinishBatcher, f: Fence, w: FinishWrite) =>
     finishRun({ db: store.db, options: store.options, finishes: b }, f, w);
@@ -206,24 +189,8 @@ describe('group commit of finishes (issue 38)', () => {
 
   it('through the worker: 30 one-step runs at once share finish statements and all end succeeded', async () => {
     const runs = app.get(RunRepository);
-    const worker = app.get(DurableWorker);
     const before = { ...store.finishes.stats };
-    const ids = await Promise.all(
-      Array.from({ length: 30 }, async () => (await runs.start(OneStep, {})).run.id),
-    );
-    await waitFor(
-      async () => {
-        await worker.tick();
-        await worker.idle();
-        const [r] = await db.query(
-          `select count(*)::int as n from ai_runs where id = any($1::uuid[]) and status = 'succeeded'`,
-          [ids],
-        );
-        return r.n === ids.length;
-      },
-      60_000,
-      'the 30 runs to succeed',
-    );
+    const ids = await startAllAndDrive(app, db, OneStep, 30);
     expect(store.finishes.stats.batches).toBeGreaterThan(before.batches);
     for (const id of ids) {
       expect((await runs.get(id))?.output).toEqual({ runId: id });

@@ -1,5 +1,4 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { Client } from 'pg';
 import { DurableStep, DurableWorkflow, LeaseLostError, RunContext, RunRepository } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
 import type { Fence } from '../../src/store/run-state/fence';
@@ -9,6 +8,7 @@ import { writeStep } from '../../src/store/run-state/step-write';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
+import { claimInserted, RowLocks, startAllAndDrive } from '../helpers/row-locks';
 
 /**
  * Issue 38: group commit. Step writes of several runs of one worker that wait behind a write in flight
@@ -40,43 +40,22 @@ class FiveSteps {
 describe('group commit of step writes (issue 38)', () => {
   let app: INestApplication;
   let store: RunStateStore;
-  const lockers: Client[] = [];
+  let locks: RowLocks;
 
   beforeAll(async () => {
     db = await createTestDatabase('group_commit');
     app = await bootApp(db.url, [Steps, FiveSteps], { worker: { concurrency: 24 } });
     store = app.get(RunStateStore, { strict: false });
+    locks = new RowLocks(db.url);
   });
-  afterEach(async () => {
-    await Promise.all(lockers.splice(0).map((c) => c.end().catch(() => undefined)));
-  });
+  afterEach(() => locks.endAll());
   afterAll(async () => {
     await app?.close();
     await db?.drop();
   });
 
-  /** `n` runs of a kind no worker serves, claimed by worker `w1`: their fences. */
-  async function claimRaw(n: number): Promise<Fence[]> {
-    await db.query(`insert into ai_runs (kind, input) select $1, '{}'::jsonb from generate_series(1, $2)`, [
-      RAW,
-      n,
-    ]);
-    const { runs } = await store.claim('w1', [RAW], n);
-    expect(runs).toHaveLength(n);
-    return runs.map((r) => ({ runId: r.id, workerId: 'w1', epoch: r.epoch, timeline: r.timeline }));
-  }
-
-  /** Holds the row lock of `runId` in a transaction of its own until the returned function ends it. */
-  async function lockRun(runId: string): Promise<(how?: 'commit' | 'rollback') => Promise<void>> {
-    const c = new Client({ connectionString: db.url });
-    lockers.push(c);
-    await c.connect();
-    await c.query('begin');
-    await c.query(`select 1 from ai_runs where id = $1 for update`, [runId]);
-    return async (how = 'commit') => {
-      await c.query(how);
-    };
-  }
+  const claimRaw = (n: number) => claimInserted(db, store, RAW, n);
+  const lockRun = (runId: string) => locks.lock(runId);
 
   /** A step commit of `index` for run `f` through `batcher`, its output naming the run. */
   const commit = (batcher: StepWriteBatcher, f: Fence, index = 0, attempt = 0) =>
@@ -220,24 +199,8 @@ describe('group commit of step writes (issue 38)', () => {
 
   it('through the worker: 20 five-step runs at once share statements, and every record is complete', async () => {
     const runs = app.get(RunRepository);
-    const worker = app.get(DurableWorker);
     const before = { ...store.steps.stats };
-    const ids = await Promise.all(
-      Array.from({ length: 20 }, async () => (await runs.start(FiveSteps, {})).run.id),
-    );
-    await waitFor(
-      async () => {
-        await worker.tick();
-        await worker.idle();
-        const [row] = await db.query(
-          `select count(*)::int as n from ai_runs where id = any($1::uuid[]) and status = 'succeeded'`,
-          [ids],
-        );
-        return row.n === ids.length;
-      },
-      60_000,
-      'the 20 runs to succeed',
-    );
+    const ids = await startAllAndDrive(app, db, FiveSteps, 20);
     const writes = store.steps.stats.writes - before.writes;
     const statements = store.steps.stats.statements - before.statements;
     expect(store.steps.stats.batches).toBeGreaterThan(before.batches);
