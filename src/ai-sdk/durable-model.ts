@@ -4,7 +4,9 @@ import type { RetryPolicy, RunContext } from '../index';
 import { fromAiJson, toAiJson } from './ai-values';
 import { checkRunning, stepCaller } from '../agent-shared/calls';
 import { DeltaEmitter } from './delta-emitter';
-import { countedAttempts, DEFAULT_MODEL_ATTEMPTS } from './model-attempts';
+
+/** The attempts a model call gets in all when `durableModel`'s `retry` names none. */
+const DEFAULT_MODEL_ATTEMPTS = 3;
 
 /** A language model of the AI SDK's provider specification v3 (what `ai` 6's providers return). */
 export type AiLanguageModel = Extract<LanguageModel, { specificationVersion: 'v3' }>;
@@ -98,7 +100,8 @@ export function durableModel(
     };
     let recorded: RecordedCall;
     try {
-      recorded = (await step(args, countedAttempts(ctx, maxAttempts, body))) as RecordedCall;
+      // The step's policy counts the failed attempts across claims (the engine records each one).
+      recorded = (await step(args, body)) as RecordedCall;
     } catch (err) {
       // The step's retries were the only ones: its failure (recorded, rebuilt the same on a replay) is
       // final for the run too, so no later claim sends the request again. An engine stop stays as it is.

@@ -48,13 +48,17 @@ export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Runs `fn` under the policy, retrying transient errors; stops at once when `signal` aborts. */
+/**
+ * Runs `fn` under the policy, retrying transient errors; stops at once when `signal` aborts. `first`:
+ * the number of this first attempt (attempts an earlier claim made count against `maxAttempts`).
+ */
 export async function withRetry<T>(
   policy: Required<RetryPolicy>,
   signal: AbortSignal,
   fn: () => Promise<T>,
+  first = 1,
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = first; ; attempt++) {
     try {
       return await fn();
     } catch (err) {

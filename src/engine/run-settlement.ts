@@ -13,6 +13,7 @@ import { toStoredJson } from '../util/codec';
 import type { CheckpointWrite } from '../store/run-state/fence';
 import { crashPoint } from './crash-points';
 import { stepFailuresIn } from './stored-error';
+import { forgetFailures } from './steps/step-attempts';
 
 /** The run fails for good with `err`; `reason` goes into the `run.failed` event. @internal */
 export function failedWrite(err: unknown, reason: 'non_retryable' | 'usage' | 'recorded'): FinishWrite {
@@ -133,7 +134,8 @@ export function isRecordedOutcome(err: unknown): boolean {
 /**
  * What a finish carries beside its own transition: the values still pending, except a step failure
  * the run ended with (the workflow did not get past it: a retry of the run runs that step again), and
- * the last step's commit when it was held for the finish (HeldStep: one statement for both).
+ * the last step's commit when it was held for the finish (HeldStep: one statement for both). The
+ * failed attempts the cursor counts of a step the run ended with are dropped first (forgetFailures).
  * @internal
  */
 export async function finishCarries(
@@ -141,6 +143,8 @@ export async function finishCarries(
 ): Promise<{ pending: CheckpointWrite[]; step?: FinishWrite['step'] }> {
   const held = await run.held.take();
   const endedWith = stepFailuresIn(run.endedWith);
+  const forgetting = forgetFailures(run, endedWith);
+  if (forgetting) await forgetting;
   const pending = run.log.takePending().filter((r) => !(r.failure && endedWith.has(r.index)));
   if (!held) return { pending };
   crashPoint('before-step-commit', held.index);

@@ -1,5 +1,7 @@
 import type { Stored } from './stored-types.interface';
 import type { LimitScope } from './run-reads.interface';
+import type { RunCursor } from './run-cursor.interface';
+export type { RunCursor } from './run-cursor.interface';
 /** Lifecycle state of a run. `dead_lettered` = attempts spent; re-drivable with `RunRepository.retry`. */
 export type RunStatus =
   'pending' | 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled' | 'dead_lettered';
@@ -17,17 +19,6 @@ export const RUN_STATUSES: readonly RunStatus[] = [
 
 /** Statuses from which a run never moves again on its own. */
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
-
-/** Where a run is: the step index and name, and whether that step has started or is done. */
-export interface RunCursor {
-  step: number;
-  name: string | null;
-  status: 'pending' | 'started' | 'done';
-  attempt: number;
-  /** Intra-step position recorded by `ctx.progress(item, partial)`. */
-  item: number | null;
-  partial?: unknown;
-}
 
 /** A run as `RunRepository` returns it. */
 export interface RunView<I = unknown, O = unknown> {

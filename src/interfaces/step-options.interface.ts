@@ -12,7 +12,11 @@ export interface DurableStepOptions {
    * visible as such; `compute` steps go straight to the commit (one round trip). Default `compute`.
    */
   kind?: StepKind;
-  /** Retry policy inside one claim; merged over the module's `defaultRetry`. */
+  /**
+   * Retry policy, merged over the module's `defaultRetry`. `maxAttempts` counts the body's failed
+   * attempts across claims (`RunCursor.failures`): a worker killed between two attempts leaves the next
+   * claim only those left. An engine stop (lost lease, cancel, drain) is not an attempt.
+   */
   retry?: RetryPolicy;
   /** Abort the step (and retry it) when it runs longer than this. */
   timeoutMs?: number;

@@ -21,7 +21,8 @@ export interface DurableAgentModelOptions {
   /**
    * The one retry policy of a call (merged over the module's `defaultRetry`): a request that failed
    * with a retryable error (a 5xx, 408, 409, 429, a lost connection) is sent again up to `maxAttempts`
-   * in all; a 400, 401, 403, 404 or 422 is never sent again. The OpenAI client's own retries are
+   * in all, counted across claims (a worker that dies between two attempts leaves the next claim only
+   * those left); a 400, 401, 403, 404 or 422 is never sent again. The OpenAI client's own retries are
    * turned off for each request, and the runner's (`modelSettings.retry`) are vetoed.
    */
   retry?: RetryPolicy;

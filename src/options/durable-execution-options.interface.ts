@@ -3,7 +3,11 @@ import type { RedactHook } from './redact';
 
 /** Retry policy of a step or command: exponential backoff with jitter. */
 export interface RetryPolicy {
-  /** Total attempts inside one claim, first call included. Default 3. */
+  /**
+   * Total attempts, first call included. Default 3. A step's failed attempts count across claims (each
+   * is recorded before its retry: a worker that dies between two attempts leaves the next claim only
+   * those left); a command's count within one claim.
+   */
   maxAttempts?: number;
   /** Delay before the first retry. Default 200 ms. */
   initialDelayMs?: number;

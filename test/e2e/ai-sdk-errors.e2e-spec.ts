@@ -154,7 +154,8 @@ describe('ai-sdk: one retry owner across claims', () => {
     // counts as cut off, and is sent again.)
     await waitFor(async () => server.modelRequests.length >= 2, 20_000, 'two attempts');
     const recorded = async () =>
-      (await db.query(`select cursor->>'item' as n from ai_runs where id = $1`, [id]))[0].n === '2';
+      (await db.query(`select cursor->'failures'->>'count' as n from ai_runs where id = $1`, [id]))[0].n ===
+      '2';
     await waitFor(recorded, 1000, 'the second failure recorded').catch(() => undefined);
     first.child.kill('SIGKILL');
     await first.exited;

@@ -5,13 +5,13 @@ import { crashArmed, crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
 import { pauseHooked } from '../pause-points';
 import { withRetry, withTimeout } from '../retry';
-import { serializeError } from '../serialize-error';
 import { eventPayload } from '../../store/event-payload';
 import { errorFromStored, markStepFailure } from '../stored-error';
 import { gated } from '../wire/wire-gate';
 import { cursorAt, goLive, StepEnv } from './step-env';
 import { admit, BudgetWait, parkForBudget } from './budget';
 import { usedTokens } from '../../store/run-state/budget-charge';
+import { countFailure, recordedFailures, spentAttempts, storedStepError } from './step-attempts';
 
 const noop = (): void => undefined;
 
@@ -74,9 +74,7 @@ async function failed(
   err: unknown,
 ): Promise<never> {
   if (env.control.stop) throw env.control.error ?? err;
-  // The error's own primitive fields too (`status`, `retryAfterMs`): the workflow may branch on them.
-  const error = serializeError(err, { fields: true });
-  const stored = encodeValue(error, `error of step "${meta.name}"`, Number.MAX_SAFE_INTEGER);
+  const stored = encodeValue(storedStepError(err), `error of step "${meta.name}"`, Number.MAX_SAFE_INTEGER);
   const seq = env.log.takeSeq();
   const event = {
     step: index,
@@ -115,7 +113,10 @@ async function markStarted(env: StepEnv, meta: StepMetadata, index: number): Pro
   );
 }
 
-/** Executes a step not yet recorded: `started` mark (model/tool), the call with retries, the commit. */
+/**
+ * Executes a step not yet recorded: `started` mark (model/tool), the call with retries (its failed
+ * attempts counted across claims, see step-attempts.ts), the commit.
+ */
 async function runStep(
   env: StepEnv,
   meta: StepMetadata,
@@ -126,15 +127,19 @@ async function runStep(
   // A step commit held for the finish is durable before this step's body (or its budget) is reached.
   const held = flushBeforeCall(env);
   if (held) await held;
+  const policy = { ...env.options.defaultRetry, ...meta.retry };
+  // Attempts an earlier claim made count: spent, the step fails as the policy failed it, not run again.
+  const prior = recordedFailures(env, index, meta.name);
+  let failures = prior?.count ?? 0;
+  if (prior && failures >= policy.maxAttempts) throw spentAttempts(prior);
   // Every attempt is a call the provider counts: each one is admitted on the budget first (the first
   // before the `started` mark, so a run parked over budget did not start the step).
   let useId: string | null = meta.budget ? await admit(env, meta, index) : null;
   if (meta.kind !== 'compute') await markStarted(env, meta, index);
-  const policy = { ...env.options.defaultRetry, ...meta.retry };
   let previous: Promise<unknown> | null = null;
   let attempts = 0;
   let tries = 0;
-  const output = await withRetry(policy, env.control.signal, async () => {
+  const attempt = async () => {
     // An attempt that timed out may still run: the next one starts only once it has settled.
     if (previous) await previous.then(noop, noop);
     if (meta.budget && attempts++ > 0) useId = await admit(env, meta, index);
@@ -152,8 +157,14 @@ async function runStep(
       false,
     );
     previous = body;
-    return withTimeout(body, meta.timeoutMs, meta.name);
-  });
+    try {
+      return await withTimeout(body, meta.timeoutMs, meta.name);
+    } catch (err) {
+      failures = await countFailure(env, meta.name, index, err, failures); // durable before a retry
+      throw err;
+    }
+  };
+  const output = await withRetry(policy, env.control.signal, attempt, failures + 1);
   if (meta.kind === 'model') crashPoint('after-model-output', index);
   env.control.checkActive(false);
   // A step that returns nothing records null: its effect happened, and replay returns the same.

@@ -87,7 +87,8 @@ export interface ReplayOnly {
 
 /**
  * The run's cursor at step `index` of this claim: `started` (a mark before a call leaves the process,
- * with the intra-step position when there is one) or `done` (committed).
+ * with the intra-step position when there is one) or `done` (committed). A `started` cursor keeps the
+ * step's failed attempts recorded so far (see step-attempts.ts).
  */
 export function cursorAt(
   env: StepEnv,
@@ -96,5 +97,9 @@ export function cursorAt(
   status: RunCursor['status'],
   position: { item: number | null; partial?: unknown } = { item: null },
 ): RunCursor {
-  return { step: index, name, status, attempt: env.attempt, ...position };
+  const c = env.cursor;
+  const cursor: RunCursor = { step: index, name, status, attempt: env.attempt, ...position };
+  if (status === 'started' && c.failures && c.step === index && c.name === name && c.status === 'started')
+    cursor.failures = c.failures;
+  return cursor;
 }

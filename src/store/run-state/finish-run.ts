@@ -12,7 +12,7 @@ import {
 import type { DurableNames, SqlText } from '../durable-names';
 import { closeUnsentCommands } from '../run-control.store';
 import { releaseSlots } from './slots';
-import type { FinishBatcher } from './finish-batch';
+import type { BatchItem } from './fenced-batcher';
 
 /**
  * A finish's values as SQL expressions: `$4`.. in the statement of one run, the input row's columns
@@ -175,7 +175,7 @@ export interface FinishWrite {
  * status written: `cancelled` for a success a cancel request beat, `running` when that run cleans up.
  */
 export function finishRun(
-  s: StoreContext & { readonly finishes: FinishBatcher },
+  s: StoreContext & { readonly finishes: { write(item: BatchItem<RunStatus>): Promise<RunStatus> } },
   fence: Fence,
   w: FinishWrite,
 ): Promise<RunStatus> {
