@@ -197,6 +197,34 @@ describe('group commit of step writes (issue 38)', () => {
     expect(r.checkpoints.map((c: { step_index: number }) => c.step_index)).toEqual([0, 1]);
   });
 
+  it('two batches in flight never share a run: a run in one waits for it (no lock-order deadlock)', async () => {
+    const [z1, z2, a, c] = await claimRaw(4);
+    const batcher = new StepWriteBatcher(store, 2);
+    const releaseZ1 = await lockRun(z1.runId);
+    const releaseZ2 = await lockRun(z2.runId);
+    const releaseA = await lockRun(a.runId);
+    const lone = [commit(batcher, z1), commit(batcher, z2)]; // both slots in flight
+    const queued = [
+      commit(batcher, a, 0),
+      commit(batcher, c, 0),
+      commit(batcher, a, 1),
+      commit(batcher, c, 1),
+    ];
+    await releaseZ1();
+    await lone[0]; // the first batch [a0, c0] goes, and waits for a's row lock
+    await releaseZ2();
+    await lone[1]; // a slot is free, but a1 and c1 wait for the batch that holds their runs
+    expect(batcher.stats).toEqual({ statements: 3, writes: 4, batches: 1 });
+    await releaseA();
+    await Promise.all(queued);
+    expect(batcher.stats).toEqual({ statements: 4, writes: 6, batches: 2 });
+    for (const f of [a, c])
+      expect((await record(f.runId)).events).toEqual([
+        { step: 0, name: 'part' },
+        { step: 1, name: 'part' },
+      ]);
+  });
+
   it('through the worker: 20 five-step runs at once share statements, and every record is complete', async () => {
     const runs = app.get(RunRepository);
     const before = { ...store.steps.stats };

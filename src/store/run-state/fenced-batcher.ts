@@ -48,6 +48,12 @@ const rejectedByServer = (err: unknown): boolean => {
 export class FencedBatcher<R, Row extends { id: string }> {
   private readonly queue: Waiting<R>[] = [];
   private inFlight = 0;
+  /**
+   * Runs with a write of theirs in a batch in flight: their next write waits for it. Two batches in
+   * flight then never share a run, so they cannot lock two runs' rows in opposite orders (a deadlock
+   * the server would break only after `deadlock_timeout`), and a run's writes stay in order.
+   */
+  private readonly busy = new Set<string>();
   /** Statements sent, and the writes they carried (tests, the bench). */
   readonly stats = { statements: 0, writes: 0, batches: 0 };
 
@@ -86,6 +92,7 @@ export class FencedBatcher<R, Row extends { id: string }> {
   private next(): void {
     while (this.queue.length && this.inFlight < this.maxInFlight) {
       const batch = this.take();
+      if (!batch.length) return; // each queued write's run is in a batch in flight: its end calls next()
       if (batch.length === 1) {
         const [w] = batch;
         void this.track(() => this.sendAlone(w)).then(w.resolve, w.reject);
@@ -95,13 +102,16 @@ export class FencedBatcher<R, Row extends { id: string }> {
     }
   }
 
-  /** The oldest queued writes, one per run (a run's later write waits for the next batch). */
+  /**
+   * The oldest queued writes, one per run and none of a run in a batch in flight (a run's later write
+   * waits for the next statement).
+   */
   private take(): Waiting<R>[] {
     const runs = new Set<string>();
     const batch: Waiting<R>[] = [];
     for (let i = 0; i < this.queue.length && batch.length < this.maxBatch;) {
       const w = this.queue[i];
-      if (runs.has(w.runId)) {
+      if (runs.has(w.runId) || this.busy.has(w.runId)) {
         i++;
         continue;
       }
@@ -122,6 +132,15 @@ export class FencedBatcher<R, Row extends { id: string }> {
     this.stats.statements++;
     this.stats.writes += batch.length;
     this.stats.batches++;
+    for (const w of batch) this.busy.add(w.runId);
+    try {
+      await this.settleBatch(batch);
+    } finally {
+      for (const w of batch) this.busy.delete(w.runId);
+    }
+  }
+
+  private async settleBatch(batch: Waiting<R>[]): Promise<void> {
     let rows: Row[];
     try {
       rows = await this.statement.send(`[${batch.map((w) => w.json).join(',')}]`);
