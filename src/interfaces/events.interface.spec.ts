@@ -26,6 +26,9 @@ const TEMPLATE = new RegExp(`\`(${PREFIX}\\.[a-z_]*)\\$\\{([^}]+)\\}\``, 'g');
 const NOT_EVENTS: Record<string, string> = {
   // The `redact` hook's type for a cancel: stored as run.cancelled or run.cancel_requested.
   'run.cancel': 'redact key of RunRepository.cancel()',
+  // Columns of STEP_BATCH_SQL's CTE `run` (group commit), handed to insertRecords as SQL.
+  'run.records': 'SQL column of a CTE',
+  'run.attempt': 'SQL column of a CTE',
   // Surfaces of run data the `redact` hook is called with when the admin module shows them.
   ...Object.fromEntries(REDACT_SURFACES.map((s) => [s, 'redact surface, not an event'])),
 };
