@@ -39,7 +39,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   /** Claims (by `<run id>:<epoch>`) whose lease was lost or cancel requested while being prepared. */
   private readonly stopBeforeStart = new Map<string, HeartbeatStop>();
   private draining = false;
-  private claiming = false;
+  /** The claim round under way (tick): a drain waits for it, its runs are in flight too. */
+  private claiming: Promise<void> | null = null;
   private again = false;
   private idleTicks = 0;
   private errors = 0; // claims failed in a row
@@ -48,7 +49,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   /** The claim poll, a job (DurableJobs); the heartbeat is a timer of its own (the drain needs it). */
   private poll?: ScheduledJob;
   private beatTimer?: NodeJS.Timeout;
-  private hooksCheck?: NodeJS.Timeout; // the look for a SIGTERM listener, 2 s after bootstrap
+  private hooksCheck?: NodeJS.Timeout; // the look for a SIGTERM listener
 
   constructor(
     private readonly store: RunStateStore,
@@ -87,10 +88,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     void this.tick().catch(() => undefined);
   }
 
-  /**
-   * One claim round: claims up to `concurrency − inFlight` runs in one statement and starts driving
-   * them. Resolves with how many were claimed (not when they finish).
-   */
+  /** One claim round: up to `concurrency − inFlight` runs in one statement, driven; resolves with how many. */
   async tick(): Promise<number> {
     if (this.draining) return 0;
     this.unguard ??= installStopRejectionGuard(); // from the first claim on, until the drain
@@ -98,7 +96,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       this.again = true;
       return 0;
     }
-    this.claiming = true;
+    let roundEnded!: () => void;
+    this.claiming = new Promise<void>((r) => (roundEnded = r));
     let total = 0;
     try {
       do {
@@ -123,7 +122,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       // while the pool was busy or a connection dropped must not wait for it (backoff up to 5 s).
       if (!this.draining) setTimeout(() => this.tick(), Math.min(5000, 100 * 2 ** this.errors)).unref();
     } finally {
-      this.claiming = false;
+      this.claiming = null;
+      roundEnded();
     }
     return total;
   }
@@ -223,7 +223,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     const drainBeat = setInterval(() => void this.safeHeartbeat(), this.options.worker.heartbeatMs);
     const deadline = new Promise<void>((r) => longTimeout(r, this.options.worker.drainTimeoutMs, true));
     const inFlight = this.inFlight.size;
-    await Promise.race([this.idle(), deadline]);
+    await Promise.race([(this.claiming ?? Promise.resolve()).then(() => this.idle()), deadline]);
     crashPoint('during-drain');
     const left = [...this.inFlight.values()].map((f) => f.run).filter((r): r is ActiveRun => !!r);
     const live = left.filter((r) => r.control.live > 0).length;
@@ -237,10 +237,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   /**
-   * Hands a run back at the end of the drain. One with a call still live here (a step body, a command
-   * in flight) is due only when its lease would have ended: that call may still act until this
-   * process exits, and a worker taking over at once would run it again, or ask the target about a
-   * command before it has answered.
+   * Hands a run back at the end of the drain; with a call still live here, due only at its lease's end
+   * (the call may act until this process exits: a taker would run it again, or ask before it answered).
    */
   private async release(run: ActiveRun): Promise<void> {
     const callInFlight = run.control.live > 0;
