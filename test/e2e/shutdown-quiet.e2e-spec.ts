@@ -102,7 +102,10 @@ describe('shutdown with a maintenance tick in flight', () => {
     expect(
       logger.lines.filter((l) => l.level === 'error' || (l.level === 'warn' && !unserved(l.message))),
     ).toEqual([]);
-    const [row] = await db.query(`select status, worker_id from ai_runs where id = $1 and available_at <= now()`, [run.id]);
+    const [row] = await db.query(
+      `select status, worker_id from ai_runs where id = $1 and available_at <= now()`,
+      [run.id],
+    );
     expect(row).toEqual({ status: 'waiting', worker_id: null }); // handed back, due at once
     const events = await db.query(`select event_type from ai_events where run_id = $1 order by id`, [run.id]);
     expect(events.map((e: { event_type: string }) => e.event_type)).toEqual([
