@@ -174,7 +174,7 @@ export interface FinishWrite {
  * Leaves `running` (terminal, or `waiting` with a due time), fenced, with its event. Returns the
  * status written: `cancelled` for a success a cancel request beat, `running` when that run cleans up.
  */
-export function finishRun(
+export async function finishRun(
   s: StoreContext & { readonly finishes: { write(item: BatchItem<RunStatus>): Promise<RunStatus> } },
   fence: Fence,
   w: FinishWrite,

@@ -49,7 +49,7 @@ select cancel_requested from run`;
  * with other runs' writes. Returns whether cancellation was requested; LeaseLostError when the fence
  * no longer matches.
  */
-export function writeStep(
+export async function writeStep(
   s: StoreContext & { readonly steps: StepWriteBatcher },
   fence: Fence,
   cursor: RunCursor,
