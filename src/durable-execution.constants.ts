@@ -8,6 +8,8 @@ export const CRON_METADATA = 'durable-execution:cron';
 export const STEP_METADATA = 'durable-execution:step';
 /** Metadata key set by `@IdempotentCommand`. */
 export const COMMAND_METADATA = 'durable-execution:command';
+/** Metadata key set by `@DurableTransaction`. */
+export const TRANSACTION_METADATA = 'durable-execution:transaction';
 /** Name of the worker poll interval (formerly in `SchedulerRegistry`; the timer is now the worker's own). */
 export const WORKER_INTERVAL_NAME = 'durable-execution:worker';
 /** Name of the reconciler interval (formerly in `SchedulerRegistry`; the timer is now the reconciler's own). */

@@ -39,6 +39,8 @@ import { StreamListener } from './store/stream-listener';
 import { RunStreamReader } from './api/run-stream';
 import { RunReadStore } from './store/run-reads.store';
 import { RunStatsReader } from './store/run-stats.reader';
+import { DurableTransactionStore } from './store/transactions/transaction.store';
+import { DurableTransactionHost } from './api/durable-transaction-host';
 
 /**
  * Crash-safe durable execution on PostgreSQL. Import once with `forRoot` or `forRootAsync`. The module
@@ -90,6 +92,8 @@ import { RunStatsReader } from './store/run-stats.reader';
     WorkerPresence,
     ReplicationStore,
     ReplicationCheck,
+    DurableTransactionStore,
+    DurableTransactionHost,
   ],
   exports: [
     DURABLE_EXECUTION_OPTIONS,
@@ -109,6 +113,7 @@ import { RunStatsReader } from './store/run-stats.reader';
     CommandStore,
     ReplayChecker,
     ReplicationStore,
+    DurableTransactionHost,
   ],
 })
 export class DurableExecutionModule extends DurableExecutionConfigurableModule {}

@@ -28,8 +28,7 @@ export type { RedactHook, RedactKey, RedactSurface } from './options/redact';
 export { DurableWorkflow } from './decorators/durable-workflow.decorator';
 export { DurableCron } from './decorators/durable-cron.decorator';
 export type { ScheduledRunInput } from './decorators/durable-cron.decorator';
-export { DurableStep } from './decorators/durable-step.decorator';
-export { IdempotentCommand } from './decorators/idempotent-command.decorator';
+export * from './durable-calls';
 export type {
   DurableStepOptions,
   DurableWorkflowOptions,

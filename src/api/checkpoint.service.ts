@@ -1,6 +1,6 @@
 import type { Stored } from '../interfaces/stored-types.interface';
 import { Injectable } from '@nestjs/common';
-import { COMMAND_METADATA, STEP_METADATA } from '../durable-execution.constants';
+import { COMMAND_METADATA, STEP_METADATA, TRANSACTION_METADATA } from '../durable-execution.constants';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { CheckpointView, RunHistoryQuery } from '../interfaces/run.interface';
 import { RunReadStore } from '../store/run-reads.store';
@@ -97,9 +97,11 @@ function recordedName(step: StepRef): string {
     if (s) return s.name;
     const c = Reflect.getMetadata(COMMAND_METADATA, step) as { name: string } | undefined;
     if (c) return `command:${c.name}`;
+    const t = Reflect.getMetadata(TRANSACTION_METADATA, step) as { name: string } | undefined;
+    if (t) return t.name;
   }
   throw new InvalidArgumentError(
     'step',
-    'must be a step name or a method decorated with @DurableStep or @IdempotentCommand (e.g. Steps.prototype.classify)',
+    'must be a step name or a method decorated with @DurableStep, @IdempotentCommand or @DurableTransaction (e.g. Steps.prototype.classify)',
   );
 }

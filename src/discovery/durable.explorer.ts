@@ -3,6 +3,7 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import {
   COMMAND_METADATA,
+  TRANSACTION_METADATA,
   DURABLE_EXECUTION_OPTIONS,
   STEP_METADATA,
   WORKFLOW_METADATA,
@@ -10,6 +11,7 @@ import {
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import type { CommandMetadata } from '../interfaces/command.interface';
 import type { StepMetadata, WorkflowMetadata } from '../interfaces/step-options.interface';
+import type { TransactionMetadata } from '../interfaces/transaction.interface';
 import { DurableRegistry, RegisteredWorkflow } from '../engine/durable.registry';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { DurableBootState } from '../util/boot-state';
@@ -76,6 +78,8 @@ export class DurableExplorer implements OnModuleInit {
         throw new DurableUsageError(
           `@DurableStep on ${step.declaredAt} draws on budget '${step.budget}', which the module's budgets do not declare (${Object.keys(this.options.budgets).join(', ') || 'none'}): add it to DurableExecutionModule.forRoot({ budgets })`,
         );
+      const tx = Reflect.getMetadata(TRANSACTION_METADATA, proto[m]) as TransactionMetadata | undefined;
+      if (tx) this.registry.addStep(tx.name, tx.declaredAt, metatype);
       const cmd = Reflect.getMetadata(COMMAND_METADATA, proto[m]) as CommandMetadata | undefined;
       if (!cmd) continue;
       this.registry.addStep(`command:${cmd.name}`, cmd.declaredAt, metatype, 'Command name');
@@ -117,10 +121,12 @@ export class DurableExplorer implements OnModuleInit {
   }
 }
 
-/** A method decorated with `@DurableStep` or `@IdempotentCommand`. */
+/** A method decorated with `@DurableStep`, `@IdempotentCommand` or `@DurableTransaction`. */
 function isDurableMethod(f: unknown): boolean {
   return (
     typeof f === 'function' &&
-    (Reflect.hasMetadata(STEP_METADATA, f) || Reflect.hasMetadata(COMMAND_METADATA, f))
+    (Reflect.hasMetadata(STEP_METADATA, f) ||
+      Reflect.hasMetadata(COMMAND_METADATA, f) ||
+      Reflect.hasMetadata(TRANSACTION_METADATA, f))
   );
 }

@@ -18,8 +18,10 @@ import { RunContext, RunContextHost } from './run-context';
 import { RunControl } from './run-control';
 import { runStorage, RunFrame, StepHost } from './run-storage';
 import { RunSuspended } from './run-stop';
-import { executeCommand } from './steps/command-step';
+import { commandCall } from './steps/command-step';
 import { executeStep } from './steps/compute-step';
+import { executeTransaction, TransactionEnv } from './steps/transaction-step';
+import type { TransactionMetadata } from '../interfaces/transaction.interface';
 import type { ReplayOnly, StepEnv } from './steps/step-env';
 import * as values from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
@@ -60,6 +62,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   observers?: DurableObservers;
   /** A kind's declaration where this worker registers it (a child started by name). */
   kindMeta?: (kind: string) => WorkflowMetadata | undefined;
+  /** Where `@DurableTransaction` bodies open their transactions (set by the executor). */
+  transactions?: TransactionEnv['transactions'];
 
   constructor(
     readonly claim: ClaimedRun,
@@ -192,21 +196,16 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     return this.control.calls.calling(executeStep(this, meta, call, args));
   }
 
+  executeTransaction(meta: TransactionMetadata, call: () => unknown, args: unknown[] = []): Promise<unknown> {
+    return this.control.calls.calling(executeTransaction(this, meta, call, args));
+  }
   executeCommand(
     meta: CommandMetadata,
     args: unknown,
     call: (ctx: CommandContext) => unknown,
     lookup?: (command: string, key: string) => Promise<LookupResult>,
   ): Promise<unknown> {
-    // The index is taken now, whatever an observer awaits before it calls on: an observer's timing
-    // never moves a command's index (and key). A command recorded there is a replay: no span.
-    const index = this.log.allocIndex();
-    if (!this.observers || this.log.at(index))
-      return this.control.calls.calling(executeCommand(this, meta, args, call, lookup, index));
-    const info = this.stepInfo(index, meta.name, 'command');
-    return this.control.calls.calling(
-      this.observers.step(info, () => executeCommand(this, meta, args, call, lookup, index)),
-    );
+    return commandCall(this, meta, args, call, lookup);
   }
 
   sleep(ms: number): Promise<void> {

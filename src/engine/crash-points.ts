@@ -13,7 +13,10 @@ export type CrashPointName =
   | 'after-command-dispatch'
   | 'before-heartbeat'
   | 'during-drain'
-  | 'after-child-start';
+  | 'after-child-start'
+  | 'before-transaction-sql'
+  | 'before-transaction-commit'
+  | 'after-transaction-commit';
 
 import { appendFileSync } from 'node:fs';
 

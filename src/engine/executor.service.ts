@@ -10,6 +10,7 @@ import { redactErrorMessage } from '../options/redact';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import type { FinishWrite } from '../store/run-state/finish-run';
 import { RunStateStore } from '../store/run-state/run-state.store';
+import { DurableTransactionStore } from '../store/transactions/transaction.store';
 import { ActiveRun } from './active-run';
 import type { RunStop } from './run-stop';
 import { errorWrite, failedWrite, finishCarries, OUTCOMES, runLabel, successWrite } from './run-settlement';
@@ -35,6 +36,7 @@ export class Executor {
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
     private readonly observers: DurableObservers,
     private readonly checker: ReplayChecker,
+    private readonly transactions: DurableTransactionStore,
   ) {}
 
   /** Prepares the in-memory driver of a claimed run (one query for all its checkpoints and commands). */
@@ -48,6 +50,7 @@ export class Executor {
     const run = new ActiveRun(claim, workerId, checkpoints, commands, this.store, this.options);
     if (this.observers.active) run.observers = this.observers;
     run.kindMeta = (kind) => this.registry.getWorkflow(kind)?.meta;
+    run.transactions = this.transactions;
     return run;
   }
 

@@ -6,11 +6,13 @@ import type {
   LookupResult,
 } from '../interfaces/command.interface';
 import type { StepMetadata } from '../interfaces/step-options.interface';
+import type { TransactionMetadata } from '../interfaces/transaction.interface';
 import type { RunContext } from './run-context';
 
 /** What a decorated method needs from the run it is called in. @internal */
 export interface StepHost {
   executeStep(meta: StepMetadata, call: () => unknown, args: unknown[]): Promise<unknown>;
+  executeTransaction(meta: TransactionMetadata, call: () => unknown, args: unknown[]): Promise<unknown>;
   /** Stops the run for a misuse of the library (a typed usage error) and returns the error to throw. */
   misuse(error: Error): Error;
   executeCommand(

@@ -33,7 +33,7 @@ export interface StepInfo {
   run: RunAttemptInfo;
   index: number;
   name: string;
-  stepKind: 'compute' | 'model' | 'tool' | 'command';
+  stepKind: 'compute' | 'model' | 'tool' | 'command' | 'transaction';
 }
 
 /** `committed` (checkpoint written), `failed` (threw), or `parked` (approval or in-doubt park). */

@@ -138,7 +138,7 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** The app's `@nestjs/typeorm` DataSource registered under `name`, with a clear error when there is none. */
-  private appDataSource(name: string): DurableDataSource {
+  appDataSource(name: string): DurableDataSource {
     const tokens = dataSourceTokens(name);
     for (const token of tokens) {
       try {
@@ -192,6 +192,19 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
       name && this.named ? { name: this.names.statement(name), text, values } : { text, values },
     );
     return { rows: res.rows, rowCount: res.rowCount ?? 0 };
+  }
+
+  /** One statement on a connection the caller holds (a durable transaction's), named as `query` does. */
+  async queryOn<R extends QueryResultRow = QueryResultRow>(
+    client: PoolClient,
+    sql: SqlText,
+    values: unknown[],
+    name: string,
+  ): Promise<R[]> {
+    const text = this.textOf(sql);
+    const config = this.named ? { name: this.names.statement(name), text, values } : { text, values };
+    const res = await client.query<R>(config);
+    return res.rows;
   }
 
   private textOf(sql: SqlText): string {

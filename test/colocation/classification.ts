@@ -22,6 +22,7 @@ export interface PerRun {
 }
 export const PER_RUN: Record<string, PerRun> = {
   [`${RS}step-write.ts#STEP_WRITE_SQL`]: {},
+  [`${RS}step-write.ts#TX_STEP_WRITE_SQL`]: {},
   [`${RS}step-write.ts#PROGRESS_SQL`]: {},
   [`${RS}step-write.ts#SET_TAGS_SQL`]: {},
   [`${RS}record-command.ts#RECORD_COMMAND_SQL`]: {},
@@ -213,6 +214,8 @@ export const INLINE_META: Record<string, string> = {
   'src/store/wake-listener.ts': 'LISTEN (coordinator, see SCALE-OUT.md "Notifications")',
   'src/store/schedules.store.ts': 'the database clock',
   'src/store/event-partitions.store.ts': 'event partition DDL (per node after distribution)',
+  'src/store/transactions/transaction.store.ts':
+    "durable transactions: begin/commit/rollback, a statement's cancel, the same-database probe (advisory lock)",
 };
 
 /** Statements that reach a query through a local variable, with the constants they may be. */
@@ -222,6 +225,8 @@ export const DYNAMIC: Record<string, string[]> = {
     'CHECKPOINT_MARKS_SQL',
     'USER_CHECKPOINTS_SQL',
   ].map((n) => `${S}run-history.ts#${n}.`),
+  // A durable transaction's commit, on the transaction's own connection.
+  'src/store/durable-database.ts#queryOn:config': [`${RS}step-write.ts#TX_STEP_WRITE_SQL`],
 };
 
 /** Functions the migrations leave: per-run (their statements pinned to `new.id`) or an exception. */

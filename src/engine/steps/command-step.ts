@@ -198,3 +198,24 @@ async function dispatch(
   await recordOutcome(env, meta, cmd, { status: 'succeeded', resultJson, event: 'tool.command_succeeded' });
   return JSON.parse(resultJson);
 }
+
+/**
+ * A command called by the workflow (StepHost.executeCommand): its index is taken now, whatever an
+ * observer awaits before it calls on, so an observer's timing never moves a command's index (and
+ * key). A command recorded there is a replay: no span.
+ */
+export function commandCall(
+  env: StepEnv & { readonly observers?: StepEnv['observers'] },
+  meta: CommandMetadata,
+  args: unknown,
+  call: (ctx: CommandContext) => unknown,
+  lookup?: Lookup,
+): Promise<unknown> {
+  const index = env.log.allocIndex();
+  if (!env.observers || env.log.at(index))
+    return env.control.calls.calling(executeCommand(env, meta, args, call, lookup, index));
+  const info = env.stepInfo(index, meta.name, 'command');
+  return env.control.calls.calling(
+    env.observers.step(info, () => executeCommand(env, meta, args, call, lookup, index)),
+  );
+}

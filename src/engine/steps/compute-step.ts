@@ -66,9 +66,9 @@ export async function executeStep(
  * (a workflow that caught it went on). When the run stopped (lease lost, cancel, drain), the workflow
  * gets the stop's error and nothing is recorded.
  */
-async function failed(
+export async function failed(
   env: StepEnv,
-  meta: StepMetadata,
+  meta: { readonly name: string },
   index: number,
   fingerprint: string | null,
   err: unknown,

@@ -69,9 +69,13 @@ export function fencedRun(
 )`;
 }
 
-/** The lease extended from the database clock by `ttlParam` milliseconds. */
-export const extendLeaseBy = (ttlParam: string): string =>
-  `lease_expires_at = now() + ${ttlParam} * interval '1 millisecond'`;
+/**
+ * The lease extended from the database clock by `ttlParam` milliseconds: from the transaction's start
+ * (`now()`), or, in a statement that ends a long transaction (a durable transaction's commit), from
+ * the statement's own time (`clock_timestamp()`), so the lease it grants does not start in the past.
+ */
+export const extendLeaseBy = (ttlParam: string, clock = 'now()'): string =>
+  `lease_expires_at = ${clock} + ${ttlParam} * interval '1 millisecond'`;
 
 /**
  * Two CTEs, `<name>` and `<name>_failed`: the checkpoints of the JSON array `param` (built by

@@ -77,6 +77,20 @@ export class FencedBatcher<R, Row extends { id: string }> {
     });
   }
 
+  /**
+   * Runs `write` (a write of run `runId` that does not go through this batcher: a durable transaction's
+   * commit on its own connection) with the run marked busy: no batch takes a write of the run meanwhile.
+   */
+  async exclusive<T>(runId: string, write: () => Promise<T>): Promise<T> {
+    this.busy.add(runId);
+    try {
+      return await write();
+    } finally {
+      this.busy.delete(runId);
+      this.next();
+    }
+  }
+
   private track<T>(send: () => Promise<T>): Promise<T> {
     this.inFlight++;
     const p = send();

@@ -7,9 +7,12 @@ import {
   insertRecords,
   recordset,
   extendLeaseBy,
+  fenceParams,
   runFenced,
   StoreContext,
 } from './fence';
+import type { PoolClient } from 'pg';
+import { LeaseLostError } from '../../errors/lease-lost.error';
 import type { SqlText } from '../durable-names';
 import type { StepWriteBatcher } from './step-batch';
 
@@ -24,16 +27,35 @@ import type { StepWriteBatcher } from './step-batch';
  * $1 id, $2 worker, $3 epoch, $4 cursor, $5 ttl ms, $6 checkpoints [{step_index, step_name, output, meta}],
  * $7 attempt, $8 event type, $9 event payload, $10 progress made
  */
-export const STEP_WRITE_SQL: SqlText = (t) => `
+export const STEP_WRITE_SQL: SqlText = (t) => stepWriteSql(t, 'now()', 'select cancel_requested from run');
+
+/**
+ * STEP_WRITE_SQL as the last statement of a durable transaction (`@DurableTransaction`, same database):
+ * sent on the transaction's own connection right before its COMMIT, so the body's writes, the
+ * checkpoint and the cursor commit together or not at all, and a claim that moved the epoch on makes
+ * it match no row (the transaction is rolled back). The lease is extended from the statement's own
+ * clock: `now()` is the transaction's start, which may lie a lease in the past. $11 the step's index:
+ * `inserted` says its checkpoint is new (false: an earlier attempt committed it, the caller rolls back).
+ */
+export const TX_STEP_WRITE_SQL: SqlText = (t) =>
+  stepWriteSql(
+    t,
+    'clock_timestamp()',
+    'select cancel_requested, exists (select 1 from cp where step_index = $11) as inserted from run',
+  );
+
+function stepWriteSql(t: Parameters<SqlText>[0], clock: string, answer: string): string {
+  return `
 ${fencedRun(
   t,
   `cursor = $4::jsonb, attempts = case when $10::boolean then 0 else attempts end,
-         ${extendLeaseBy('$5')}, updated_at = now()`,
+         ${extendLeaseBy('$5', clock)}, updated_at = ${clock}`,
 )}, ${insertRecords(t, '$6', '$7')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select run.id, $8, run.epoch, $9::jsonb from run
 )
-select cancel_requested from run`;
+${answer}`;
+}
 
 /**
  * Intra-step progress (ctx.progress): only the cursor moves, fenced. No event: the cursor inside a
@@ -79,6 +101,45 @@ export async function writeStep(
       return { cancelRequested: row.cancel_requested };
     },
   });
+}
+
+/**
+ * The step commit of a durable transaction (TX_STEP_WRITE_SQL) on its own connection, inside it: not
+ * through the group commit (the transaction must be its own). Returns whether cancellation was
+ * requested; LeaseLostError when the fence no longer matches (the caller rolls back).
+ */
+export async function writeStepIn(
+  s: StoreContext,
+  client: PoolClient,
+  fence: Fence,
+  cursor: RunCursor,
+  checkpoints: CheckpointWrite[],
+  payload: Record<string, unknown>,
+  index: number,
+): Promise<{ cancelRequested: boolean }> {
+  const event = 'run.checkpoint_saved';
+  const rows = await s.db.queryOn<{ cancel_requested: boolean; inserted: boolean }>(
+    client,
+    TX_STEP_WRITE_SQL,
+    [
+      ...fenceParams(fence),
+      JSON.stringify(cursor),
+      s.options.worker.leaseTtlMs,
+      recordset(checkpoints),
+      cursor.attempt,
+      event,
+      eventPayload(s.options, event, payload),
+      true,
+      index,
+    ],
+    'dx_tx_step_write',
+  );
+  if (!rows.length) throw new LeaseLostError(fence.runId, fence.epoch, `the commit of ${cursor.name}`);
+  if (!rows[0].inserted)
+    throw new Error(
+      `the checkpoint of ${cursor.name} (step ${index}) is already committed (an earlier attempt's commit whose answer was lost): rolled back`,
+    );
+  return { cancelRequested: rows[0].cancel_requested };
 }
 
 /** Moves the intra-step cursor (ctx.progress), fenced. */

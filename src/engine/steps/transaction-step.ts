@@ -1,0 +1,185 @@
+import { performance } from 'node:perf_hooks';
+import { LeaseLostError } from '../../errors/lease-lost.error';
+import { StepTimeoutError } from '../../errors/step-timeout.error';
+import type { TransactionMetadata } from '../../interfaces/transaction.interface';
+import type { CheckpointWrite } from '../../store/run-state/fence';
+import type { DurableTransactionStore, TransactionTarget } from '../../store/transactions/transaction.store';
+import { TransactionSession, transactionStorage } from '../../store/transactions/transaction-session';
+import { encodeValue } from '../../util/codec';
+import { argsJson, callFingerprint } from '../call-fingerprint';
+import { crashPoint } from '../crash-points';
+import { flushBeforeCall } from '../held-commit';
+import { withRetry } from '../retry';
+import { errorFromStored } from '../stored-error';
+import { LongTimer, longTimeout } from '../../util/timers';
+import { gated } from '../wire/wire-gate';
+import { failed } from './compute-step';
+import { cursorAt, goLive, StepEnv } from './step-env';
+import { countFailure, recordedFailures, spentAttempts } from './step-attempts';
+
+const noop = (): void => undefined;
+
+/** What a durable transaction needs of its run: a step's environment and the transaction store. */
+export type TransactionEnv = StepEnv & { readonly transactions?: DurableTransactionStore };
+
+/**
+ * SQLSTATE classes after which a statement's outcome is unknown or the server is going away
+ * (connection exception, insufficient resources, operator intervention, system and internal errors).
+ */
+const UNKNOWN_OUTCOME = /^(08|53|57|58|XX)/;
+const refusedByServer = (err: unknown): boolean => {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !UNKNOWN_OUTCOME.test(code);
+};
+
+/**
+ * One `@DurableTransaction` call inside a run: the recorded result on replay (in its delivery order),
+ * else the body run in one PostgreSQL transaction whose last statement is the step's fenced commit.
+ */
+export async function executeTransaction(
+  env: TransactionEnv,
+  meta: TransactionMetadata,
+  call: () => unknown,
+  args: unknown[] = [],
+): Promise<unknown> {
+  const index = env.log.allocIndex();
+  const parking = env.control.checkNewCall();
+  if (parking) await parking;
+  const fingerprint = callFingerprint(meta.name, argsJson(args));
+  const rec = env.log.recordedAt(index, meta.name, fingerprint);
+  if (rec) {
+    await env.log.replayed(index);
+    if (rec.failed) throw errorFromStored(rec.output);
+    return rec.output;
+  }
+  const live = goLive(env, index, meta.name);
+  if (live) await live;
+  const run = () => runTransaction(env, meta, index, call, fingerprint);
+  const running = env.observers
+    ? env.observers.step(env.stepInfo(index, meta.name, 'transaction'), run)
+    : run();
+  return env.control.track(running.catch((err) => failed(env, meta, index, fingerprint, err)));
+}
+
+/** The attempts of a transaction not yet recorded, under its retry policy (counted across claims). */
+async function runTransaction(
+  env: TransactionEnv,
+  meta: TransactionMetadata,
+  index: number,
+  call: () => unknown,
+  fingerprint: string | null,
+): Promise<unknown> {
+  const held = flushBeforeCall(env);
+  if (held) await held;
+  const store = env.transactions;
+  if (!store) throw new Error(`@DurableTransaction ${meta.declaredAt}: no transaction store in this run`);
+  const policy = { ...env.options.defaultRetry, ...meta.retry };
+  const prior = recordedFailures(env, index, meta.name);
+  let failures = prior?.count ?? 0;
+  if (prior && failures >= policy.maxAttempts) throw spentAttempts(prior);
+  const target = await store.target(meta.dataSource);
+  let tries = 0;
+  let previous: Promise<unknown> | null = null;
+  const attempt = async () => {
+    // A body abandoned at its deadline may still run: the next attempt starts once it has settled.
+    if (previous) await previous.then(noop, noop);
+    const paused = env.pause('before-call', `transaction:${meta.name}`);
+    if (paused) await paused;
+    const renewing = env.lease.ensure(`transaction ${meta.name}`);
+    if (renewing) await renewing;
+    const body = { promise: null as Promise<unknown> | null };
+    try {
+      return await attemptOnce(env, store, target, meta, index, call, fingerprint, ++tries, body);
+    } catch (err) {
+      failures = await countFailure(env, meta.name, index, err, failures); // durable before a retry
+      throw err;
+    } finally {
+      previous = body.promise;
+    }
+  };
+  return withRetry(policy, env.control.signal, attempt, failures + 1);
+}
+
+/**
+ * One attempt: BEGIN, the body inside the transaction (its gate and frame), then the fenced commit.
+ * Whatever fails before the COMMIT was sent rolls everything back; a commit whose outcome is unknown
+ * (the connection lost while it was under way) stops the run, so the next claim reads the checkpoint
+ * instead of running the body again.
+ */
+async function attemptOnce(
+  env: TransactionEnv,
+  store: DurableTransactionStore,
+  target: TransactionTarget,
+  meta: TransactionMetadata,
+  index: number,
+  call: () => unknown,
+  fingerprint: string | null,
+  attempt: number,
+  body: { promise: Promise<unknown> | null },
+): Promise<unknown> {
+  const session = await store.open(target, meta);
+  try {
+    crashPoint('before-transaction-sql', index);
+    const frame = env.frame({ index, name: meta.name, derived: 0, attempt });
+    frame.gate = env.lease.gate(`transaction ${meta.name}`);
+    body.promise = env.control.track(
+      transactionStorage.run(session, () => gated(frame, () => Promise.resolve().then(call))),
+      false,
+    );
+    const output = await deadline(body.promise, meta, session, store);
+    env.control.checkActive(false);
+    const { json, value } = encodeValue(
+      output === undefined ? null : output,
+      `output of transaction "${meta.name}"`,
+      env.options.limits.maxOutputBytes,
+    );
+    crashPoint('before-transaction-commit', index);
+    if (!target.sameDatabase) throw new Error('another database: not supported yet');
+    const records = env.log.takePending();
+    const seq = env.log.takeSeq();
+    const checkpoint: CheckpointWrite = { index, name: meta.name, outputJson: json, seq, fingerprint };
+    const done = cursorAt(env, index, meta.name, 'done');
+    const payload = { step: index, name: meta.name, kind: 'transaction' };
+    const sentAt = performance.now();
+    let out: { cancelRequested: boolean };
+    try {
+      out = await env.store.steps.exclusive(env.runId, () =>
+        store.commitStep(session, env.fence, done, [...records, checkpoint], payload, index),
+      );
+    } catch (err) {
+      env.log.abandon(seq);
+      if (err instanceof LeaseLostError || !refusedByServer(err))
+        throw env.control.storeFailed(err, `the commit of transaction ${meta.name}`);
+      throw err; // refused by the server (a serialization failure at COMMIT): rolled back, an attempt
+    }
+    env.lease.renewed(sentAt);
+    env.log.durable(records);
+    if (out.cancelRequested) env.control.cancelRequested = true;
+    crashPoint('after-transaction-commit', index);
+    env.control.progressed = true;
+    await env.log.deliverLive(seq);
+    return value;
+  } finally {
+    await store.rollback(session); // nothing when it committed or was abandoned
+  }
+}
+
+/** The body's result, or StepTimeoutError at `meta.timeoutMs`: the transaction is abandoned then. */
+function deadline(
+  body: Promise<unknown>,
+  meta: TransactionMetadata,
+  session: TransactionSession,
+  store: DurableTransactionStore,
+): Promise<unknown> {
+  if (!meta.timeoutMs) return body;
+  let t: LongTimer;
+  const ms = meta.timeoutMs;
+  const timeout = new Promise<never>((_, reject) => {
+    t = longTimeout(() => {
+      const err = new StepTimeoutError(meta.name, ms);
+      void store.abandon(session, err);
+      reject(err);
+    }, ms);
+  });
+  return Promise.race([body, timeout]).finally(() => t.cancel());
+}
