@@ -117,9 +117,14 @@ export class DurableTransactionStore implements OnModuleInit, OnApplicationShutd
     });
   }
 
-  /** The lock and idle timeouts of a durable transaction: half a lease (at least a second). */
-  private get timeoutMs(): number {
-    return Math.max(1000, Math.floor(this.options.worker.leaseTtlMs / 2));
+  /**
+   * A durable transaction's timeouts. Idle in the transaction for half a lease (at least a second): the
+   * server ends the session, so a worker frozen mid-body releases its row locks within half a lease of
+   * its last statement. Waiting for a lock: a whole lease, so a new owner outwaits such a zombie.
+   */
+  private get timeouts(): { idle: number; lock: number } {
+    const ttl = this.options.worker.leaseTtlMs;
+    return { idle: Math.max(1000, Math.floor(ttl / 2)), lock: Math.max(1000, ttl) };
   }
 
   /**
@@ -138,9 +143,9 @@ export class DurableTransactionStore implements OnModuleInit, OnApplicationShutd
     try {
       qr = ds.createQueryRunner();
       const client = (await qr.connect()) as PoolClient;
-      const ms = this.timeoutMs;
+      const { idle, lock } = this.timeouts;
       await client.query(
-        `start transaction isolation level ${meta.isolation}; set local lock_timeout = ${ms}; set local idle_in_transaction_session_timeout = ${ms}`,
+        `start transaction isolation level ${meta.isolation}; set local lock_timeout = ${lock}; set local idle_in_transaction_session_timeout = ${idle}`,
       );
       // TypeORM's own state for a transaction it began: its manager then neither begins nor commits one.
       const state = qr as unknown as { isTransactionActive: boolean; transactionDepth?: number };

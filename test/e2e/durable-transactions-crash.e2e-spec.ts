@@ -1,0 +1,118 @@
+import path from 'node:path';
+import { runDurableMigrations } from '../../src';
+import { createTestDatabase, TestDatabase } from '../helpers/database';
+import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
+
+/**
+ * `@DurableTransaction` with real processes (issue 44): a worker frozen (SIGSTOP) inside a durable
+ * transaction's body, before its statement or between it and the commit, past its lease, while another
+ * worker takes the run over and commits; a worker killed (SIGKILL) at each crash point; a transaction
+ * that runs twice the lease. The app's table (`tx_accounts.activations`) must count each run once.
+ */
+const FIXTURE = path.join(__dirname, '..', 'fixtures', 'tx-worker-app.ts');
+const TRIALS = 5;
+const LEASE = { LEASE_TTL_MS: '1500', HEARTBEAT_MS: '400' };
+
+type Client = 'typeorm' | 'pg';
+type At = 'before-sql' | 'before-commit';
+
+describe('durable transactions: frozen and killed workers', () => {
+  let db: TestDatabase;
+  const workers: WorkerProcess[] = [];
+
+  beforeEach(async () => {
+    db = await createTestDatabase('durable_tx_crash');
+    await runDurableMigrations({ type: 'postgres', url: db.url });
+    await db.query(`create table tx_accounts (id text primary key, activations int not null default 0)`);
+  });
+  afterEach(async () => {
+    for (const w of workers.splice(0)) {
+      w.child.kill('SIGCONT');
+      w.child.kill('SIGKILL');
+      await w.exited;
+    }
+    await db.drop();
+  });
+
+  const start = (env: Record<string, string>) => {
+    const w = spawnWorker({ DB_URL: db.url, ...LEASE, ...env }, FIXTURE);
+    workers.push(w);
+    return w;
+  };
+
+  /** `n` runs of `txz`, each with an account row of its own (`<prefix>-<i>`). */
+  async function startRuns(prefix: string, n: number, client: Client, at: At): Promise<void> {
+    await db.query(`insert into tx_accounts (id) select $1 || '-' || i from generate_series(1, $2) i`, [
+      prefix,
+      n,
+    ]);
+    await db.query(
+      `insert into ai_runs (kind, input)
+       select 'txz', jsonb_build_object('id', $1 || '-' || i, 'client', $3::text, 'at', $4::text)
+         from generate_series(1, $2) i`,
+      [prefix, n, client, at],
+    );
+  }
+
+  const activations = async (prefix: string) =>
+    (
+      await db.query(`select activations from tx_accounts where id like $1 || '-%' order by id`, [prefix])
+    ).map((r) => r.activations as number);
+  const succeeded = async () =>
+    (await db.query(`select count(*)::int as n from ai_runs where status = 'succeeded'`))[0].n as number;
+
+  for (const client of ['typeorm', 'pg'] as const)
+    for (const at of ['before-sql', 'before-commit'] as const)
+      it(`${client}, frozen ${at === 'before-sql' ? 'before its statement' : 'between its statement and the commit'}: each row once`, async () => {
+        const a = start({ PRE_MS: '1000' });
+        await a.ready;
+        let inBody = 0;
+        a.child.on('message', (m: { at?: string }) => {
+          if (m.at === 'in-body') inBody++;
+        });
+        await startRuns('z', TRIALS, client, at);
+        await waitFor(async () => inBody >= TRIALS, 20_000, `${TRIALS} bodies of worker A`);
+        a.child.kill('SIGSTOP');
+        const b = start({ PRE_MS: '100' });
+        await b.ready;
+        await waitFor(async () => (await succeeded()) === TRIALS, 60_000, 'worker B to finish every run');
+        a.child.kill('SIGCONT'); // A's bodies go on: their statements and commits must change nothing
+        await new Promise((r) => setTimeout(r, 2500));
+        expect(await activations('z')).toEqual(Array(TRIALS).fill(1));
+        const taken = await db.query(
+          `select count(*)::int as n from ai_events where event_type = 'run.claimed' and epoch >= 2`,
+        );
+        expect(taken[0].n).toBeGreaterThanOrEqual(TRIALS); // every run was taken over (the premise)
+        const cps = await db.query(
+          `select count(*)::int as n, count(distinct run_id)::int as runs from ai_checkpoints where step_name = 'activate'`,
+        );
+        expect(cps[0]).toEqual({ n: TRIALS, runs: TRIALS });
+      }, 120_000);
+
+  for (const point of ['before-transaction-sql', 'before-transaction-commit', 'after-transaction-commit'])
+    it(`SIGKILL at ${point}: the row is written once, none missing`, async () => {
+      await startRuns('k', 1, 'pg', 'before-commit');
+      const a = start({ PRE_MS: '10', DURABLE_CRASH_AT: point });
+      const exit = await a.exited;
+      expect(exit.signal).toBe('SIGKILL');
+      expect(await activations('k')).toEqual([point === 'after-transaction-commit' ? 1 : 0]);
+      const b = start({ PRE_MS: '10' });
+      await b.ready;
+      await waitFor(async () => (await succeeded()) === 1, 30_000, 'the run to succeed on worker B');
+      expect(await activations('k')).toEqual([1]);
+    }, 60_000);
+
+  it("a transaction that runs twice the lease keeps its own and the worker's other leases", async () => {
+    const a = start({ LONG_MS: '3200', CONCURRENCY: '4' });
+    await a.ready;
+    await db.query(
+      `insert into ai_runs (kind, input) values ('txlong', '{}'), ('txstep', '{}'), ('txstep', '{}'), ('txstep', '{}')`,
+    );
+    await waitFor(async () => (await succeeded()) === 4, 30_000, 'the four runs to succeed');
+    // No run was ever claimed twice: no lease lapsed while the transaction held its connection.
+    const claims = await db.query(`select max(epoch)::int as e from ai_runs`);
+    expect(claims[0].e).toBe(1);
+    const out = await db.query(`select output from ai_runs where kind = 'txlong'`);
+    expect(out[0].output).toBe('long done');
+  }, 60_000);
+});
