@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { PoolClient } from 'pg';
 import type { EntityManager } from 'typeorm';
+import { CREATE_TABLES_SQL } from '../store/transactions/other-database.sql';
 import { currentTransaction, transactionStorage } from '../store/transactions/transaction-session';
 
 /**
@@ -31,6 +32,15 @@ export class DurableTransactionHost {
   /** The transaction's pg client (its connection: do not release it, begin or commit on it). */
   get client(): PoolClient {
     return currentTransaction('client').client;
+  }
+
+  /**
+   * The DDL of the two tables a durable transaction on another database keeps there (`durable_fences`,
+   * `durable_transactions`): created on first use when the role may, else run these in that database
+   * (in a migration of the app's own).
+   */
+  static tablesSql(): string[] {
+    return CREATE_TABLES_SQL.split(';\n');
   }
 
   /** Whether this code runs inside a `@DurableTransaction` body whose transaction is still open. */

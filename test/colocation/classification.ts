@@ -96,7 +96,15 @@ const CLAIM = 'the claim: due runs of any run, SKIP LOCKED (per-shard claim, SCA
 const LIST = 'admin/API list or count across runs: fan-out to every shard, keyset merge on the coordinator';
 const SWEEP = 'maintenance sweep across runs: run per shard (run_command_on_shards / per-shard batches)';
 
+const OTHER_DB = "durable transactions on another database: the app's tables there, not the module's";
+
 export const EXCEPTIONS: Record<string, Exception> = {
+  ...Object.fromEntries(
+    ['MISSING_TABLES_SQL', 'CREATE_TABLES_SQL', 'FENCE_AND_READ_SQL', 'COMPLETE_SQL'].map((n) => [
+      `${S}transactions/other-database.sql.ts#${n}`,
+      other(OTHER_DB),
+    ]),
+  ),
   [`${RS}claim-runs.ts#CLAIM_RUNS_SQL`]: cross(CLAIM),
   [`${RS}claim-limited.ts#CLAIM_LIMITED_SQL`]: cross(`${CLAIM}; takes slots and rate tokens of other groups`),
   [`${RS}heartbeat.ts#HEARTBEAT_SQL`]: cross(

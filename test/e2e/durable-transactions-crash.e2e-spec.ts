@@ -18,12 +18,16 @@ type At = 'before-sql' | 'before-commit';
 
 describe('durable transactions: frozen and killed workers', () => {
   let db: TestDatabase;
+  /** The app's tables in a database of their own (`@DurableTransaction({ dataSource: 'app' })`). */
+  let appDb: TestDatabase;
   const workers: WorkerProcess[] = [];
 
   beforeEach(async () => {
     db = await createTestDatabase('durable_tx_crash');
+    appDb = await createTestDatabase('durable_tx_crash_app');
     await runDurableMigrations({ type: 'postgres', url: db.url });
-    await db.query(`create table tx_accounts (id text primary key, activations int not null default 0)`);
+    for (const d of [db, appDb])
+      await d.query(`create table tx_accounts (id text primary key, activations int not null default 0)`);
   });
   afterEach(async () => {
     for (const w of workers.splice(0)) {
@@ -32,74 +36,99 @@ describe('durable transactions: frozen and killed workers', () => {
       await w.exited;
     }
     await db.drop();
+    await appDb.drop();
   });
 
   const start = (env: Record<string, string>) => {
-    const w = spawnWorker({ DB_URL: db.url, ...LEASE, ...env }, FIXTURE);
+    const w = spawnWorker({ DB_URL: db.url, APP_DB_URL: appDb.url, ...LEASE, ...env }, FIXTURE);
     workers.push(w);
     return w;
   };
 
-  /** `n` runs of `txz`, each with an account row of its own (`<prefix>-<i>`). */
-  async function startRuns(prefix: string, n: number, client: Client, at: At): Promise<void> {
-    await db.query(`insert into tx_accounts (id) select $1 || '-' || i from generate_series(1, $2) i`, [
-      prefix,
-      n,
-    ]);
+  /** `n` runs of `txz`, each with an account row of its own (`<prefix>-<i>`), in the database it writes. */
+  async function startRuns(prefix: string, n: number, client: Client, at: At, other: boolean): Promise<void> {
+    await (other ? appDb : db).query(
+      `insert into tx_accounts (id) select $1 || '-' || i from generate_series(1, $2) i`,
+      [prefix, n],
+    );
     await db.query(
       `insert into ai_runs (kind, input)
-       select 'txz', jsonb_build_object('id', $1 || '-' || i, 'client', $3::text, 'at', $4::text)
+       select 'txz', jsonb_build_object('id', $1 || '-' || i, 'client', $3::text, 'at', $4::text, 'other', $5::boolean)
          from generate_series(1, $2) i`,
-      [prefix, n, client, at],
+      [prefix, n, client, at, other],
     );
   }
 
-  const activations = async (prefix: string) =>
+  const activations = async (prefix: string, other: boolean) =>
     (
-      await db.query(`select activations from tx_accounts where id like $1 || '-%' order by id`, [prefix])
+      await (other ? appDb : db).query(
+        `select activations from tx_accounts where id like $1 || '-%' order by id`,
+        [prefix],
+      )
     ).map((r) => r.activations as number);
   const succeeded = async () =>
     (await db.query(`select count(*)::int as n from ai_runs where status = 'succeeded'`))[0].n as number;
 
-  for (const client of ['typeorm', 'pg'] as const)
-    for (const at of ['before-sql', 'before-commit'] as const)
-      it(`${client}, frozen ${at === 'before-sql' ? 'before its statement' : 'between its statement and the commit'}: each row once`, async () => {
-        const a = start({ PRE_MS: '1000' });
-        await a.ready;
-        let inBody = 0;
-        a.child.on('message', (m: { at?: string }) => {
-          if (m.at === 'in-body') inBody++;
-        });
-        await startRuns('z', TRIALS, client, at);
-        await waitFor(async () => inBody >= TRIALS, 20_000, `${TRIALS} bodies of worker A`);
-        a.child.kill('SIGSTOP');
-        const b = start({ PRE_MS: '100' });
-        await b.ready;
-        await waitFor(async () => (await succeeded()) === TRIALS, 60_000, 'worker B to finish every run');
-        a.child.kill('SIGCONT'); // A's bodies go on: their statements and commits must change nothing
-        await new Promise((r) => setTimeout(r, 2500));
-        expect(await activations('z')).toEqual(Array(TRIALS).fill(1));
-        const taken = await db.query(
-          `select count(*)::int as n from ai_events where event_type = 'run.claimed' and epoch >= 2`,
+  const frozen: Array<[Client, At, boolean]> = [
+    ['typeorm', 'before-sql', false],
+    ['typeorm', 'before-commit', false],
+    ['pg', 'before-sql', false],
+    ['pg', 'before-commit', false],
+    ['typeorm', 'before-commit', true],
+    ['pg', 'before-sql', true],
+  ];
+  const where = (at: At) =>
+    at === 'before-sql' ? 'before its statement' : 'between its statement and the commit';
+  for (const [client, at, other] of frozen)
+    it(`${other ? 'another database, ' : ''}${client}, frozen ${where(at)}: each row once`, async () => {
+      const a = start({ PRE_MS: '1000' });
+      await a.ready;
+      let inBody = 0;
+      a.child.on('message', (m: { at?: string }) => {
+        if (m.at === 'in-body') inBody++;
+      });
+      await startRuns('z', TRIALS, client, at, other);
+      await waitFor(async () => inBody >= TRIALS, 20_000, `${TRIALS} bodies of worker A`);
+      a.child.kill('SIGSTOP');
+      const b = start({ PRE_MS: '100' });
+      await b.ready;
+      await waitFor(async () => (await succeeded()) === TRIALS, 60_000, 'worker B to finish every run');
+      a.child.kill('SIGCONT'); // A's bodies go on: their statements and commits must change nothing
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(await activations('z', other)).toEqual(Array(TRIALS).fill(1));
+      const taken = await db.query(
+        `select count(*)::int as n from ai_events where event_type = 'run.claimed' and epoch >= 2`,
+      );
+      expect(taken[0].n).toBeGreaterThanOrEqual(TRIALS); // every run was taken over (the premise)
+      const cps = await db.query(
+        `select count(*)::int as n, count(distinct run_id)::int as runs from ai_checkpoints where step_name like 'activate%'`,
+      );
+      expect(cps[0]).toEqual({ n: TRIALS, runs: TRIALS });
+      if (other) {
+        // Every completion row there is a new owner's: the frozen claim committed nothing there.
+        const rows = await appDb.query(
+          `select count(*)::int as n from durable_transactions where epoch >= 2`,
         );
-        expect(taken[0].n).toBeGreaterThanOrEqual(TRIALS); // every run was taken over (the premise)
-        const cps = await db.query(
-          `select count(*)::int as n, count(distinct run_id)::int as runs from ai_checkpoints where step_name = 'activate'`,
-        );
-        expect(cps[0]).toEqual({ n: TRIALS, runs: TRIALS });
-      }, 120_000);
+        expect(rows[0].n).toBe(TRIALS);
+      }
+    }, 120_000);
 
-  for (const point of ['before-transaction-sql', 'before-transaction-commit', 'after-transaction-commit'])
-    it(`SIGKILL at ${point}: the row is written once, none missing`, async () => {
-      await startRuns('k', 1, 'pg', 'before-commit');
+  const points = ['before-transaction-sql', 'before-transaction-commit', 'after-transaction-commit'];
+  const kills: Array<[string, boolean]> = [
+    ...points.map((p): [string, boolean] => [p, false]),
+    [points[2], true],
+  ];
+  for (const [point, other] of kills)
+    it(`${other ? 'another database, ' : ''}SIGKILL at ${point}: the row is written once, none missing`, async () => {
+      await startRuns('k', 1, 'pg', 'before-commit', other);
       const a = start({ PRE_MS: '10', DURABLE_CRASH_AT: point });
       const exit = await a.exited;
       expect(exit.signal).toBe('SIGKILL');
-      expect(await activations('k')).toEqual([point === 'after-transaction-commit' ? 1 : 0]);
+      expect(await activations('k', other)).toEqual([point === 'after-transaction-commit' ? 1 : 0]);
       const b = start({ PRE_MS: '10' });
       await b.ready;
       await waitFor(async () => (await succeeded()) === 1, 30_000, 'the run to succeed on worker B');
-      expect(await activations('k')).toEqual([1]);
+      expect(await activations('k', other)).toEqual([1]);
     }, 60_000);
 
   it("a transaction that runs twice the lease keeps its own and the worker's other leases", async () => {

@@ -279,3 +279,149 @@ describe('@DurableTransaction on the module database', () => {
     expect(app.get(DurableDatabase).dataSource).toBe(app.get(DataSource));
   });
 });
+
+@Injectable()
+class OtherAccounts {
+  constructor(private readonly tx: DurableTransactionHost) {}
+  static bodies = 0;
+
+  @DurableTransaction({ name: 'other-activate', dataSource: 'app' })
+  async activate(id: string) {
+    OtherAccounts.bodies++;
+    await this.tx.manager.getRepository(Account).save({ id, active: true, activations: 1 });
+    return { id, db: (await this.tx.client.query('select current_database() as d')).rows[0].d as string };
+  }
+
+  @DurableTransaction({ name: 'same-activate', dataSource: 'same' })
+  async activateSame(id: string) {
+    await this.tx.client.query(`insert into tx_ledger (account, amount) values ($1, 1)`, [id]);
+    return { id };
+  }
+}
+
+@DurableWorkflow('tx-other')
+class OtherWorkflow {
+  constructor(private readonly accounts: OtherAccounts) {}
+  async run(input: { id: string }) {
+    return {
+      other: await this.accounts.activate(input.id),
+      same: await this.accounts.activateSame(input.id),
+    };
+  }
+}
+
+describe('@DurableTransaction on another database (a completion row and a fence row there)', () => {
+  let db: TestDatabase;
+  let appDb: TestDatabase;
+  let app: INestApplication;
+  let runs: RunRepository;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('durable_tx_engine');
+    appDb = await createTestDatabase('durable_tx_app');
+    app = await bootModules({
+      imports: [
+        TypeOrmModule.forRoot({ type: 'postgres', url: db.url }),
+        TypeOrmModule.forRoot({ name: 'same', type: 'postgres', url: db.url }),
+        TypeOrmModule.forRoot({
+          name: 'app',
+          type: 'postgres',
+          url: appDb.url,
+          entities: [Account],
+          synchronize: true,
+        }),
+        DurableExecutionModule.forRoot({
+          database: { dataSourceName: 'default' },
+          worker: { enabled: false },
+          reconciler: { enabled: false },
+          defaultRetry: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 20 },
+        }),
+      ],
+      providers: [OtherAccounts, OtherWorkflow],
+    });
+    await db.query(
+      `create table tx_ledger (id serial primary key, account text not null, amount int not null)`,
+    );
+    runs = app.get(RunRepository);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+    await appDb?.drop();
+  });
+
+  it('commits the body with a completion row there, then the checkpoint; a DataSource on the same database is found the same', async () => {
+    OtherAccounts.bodies = 0;
+    const {
+      run: { id },
+    } = await runs.start('tx-other', { id: 'o1' });
+    const run = await driveUntil(app, db, id);
+    expect(run.status).toBe('succeeded');
+    expect(run.output).toEqual({ other: { id: 'o1', db: appDb.name }, same: { id: 'o1' } });
+    expect(await appDb.query(`select activations from tx_accounts where id = 'o1'`)).toEqual([
+      { activations: 1 },
+    ]);
+    const done = await appDb.query(
+      `select run_id, generation, step_index, step_name, output, epoch from durable_transactions`,
+    );
+    expect(done).toEqual([
+      {
+        run_id: id,
+        generation: 0,
+        step_index: 0,
+        step_name: 'other-activate',
+        output: (run.output as { other: unknown }).other,
+        epoch: '1',
+      },
+    ]);
+    expect(await appDb.query(`select run_id, epoch from durable_fences`)).toEqual([
+      { run_id: id, epoch: '1' },
+    ]);
+    // 'same' reaches the module's database: no completion row for it, its checkpoint in its transaction.
+    expect(await db.query(`select to_regclass('durable_transactions') as t`)).toEqual([{ t: null }]);
+    expect(await db.query(`select count(*)::int as n from tx_ledger where account = 'o1'`)).toEqual([
+      { n: 1 },
+    ]);
+    expect(OtherAccounts.bodies).toBe(1);
+  });
+
+  it('a completion row committed there with no checkpoint (a crash between the two) is read back, not run again', async () => {
+    OtherAccounts.bodies = 0;
+    const {
+      run: { id },
+    } = await runs.start('tx-other', { id: 'o2' });
+    // As if an earlier claim committed the transaction there and died before its checkpoint.
+    await appDb.query(`insert into tx_accounts (id, active, activations) values ('o2', true, 1)`);
+    await appDb.query(
+      `insert into durable_transactions (run_id, generation, step_index, step_name, fingerprint, output, epoch, timeline)
+       values ($1, 0, 0, 'other-activate', null, '{"id":"o2","db":"earlier"}', 0, 1)`,
+      [id],
+    );
+    const run = await driveUntil(app, db, id);
+    expect(run.status).toBe('succeeded');
+    expect((run.output as { other: unknown }).other).toEqual({ id: 'o2', db: 'earlier' });
+    expect(OtherAccounts.bodies).toBe(0);
+    expect(await appDb.query(`select activations from tx_accounts where id = 'o2'`)).toEqual([
+      { activations: 1 },
+    ]);
+  });
+
+  it('a superseded epoch commits nothing there: the fence row was raised by a newer claim', async () => {
+    OtherAccounts.bodies = 0;
+    const {
+      run: { id },
+    } = await runs.start('tx-other', { id: 'o3' });
+    // A newer claim of the run (epoch 2) already wrote there; this worker's claim will be epoch 1.
+    await appDb.query(`insert into durable_fences (run_id, timeline, epoch) values ($1, 1, 2)`, [id]);
+    const worker = app.get(DurableWorker);
+    await worker.tick();
+    await worker.idle();
+    expect(OtherAccounts.bodies).toBe(0);
+    expect(await appDb.query(`select 1 from tx_accounts where id = 'o3'`)).toHaveLength(0);
+    expect(await appDb.query(`select 1 from durable_transactions where run_id = $1`, [id])).toHaveLength(0);
+    expect(await appDb.query(`select epoch from durable_fences where run_id = $1`, [id])).toEqual([
+      { epoch: '2' },
+    ]);
+    expect(await db.query(`select 1 from ai_checkpoints where run_id = $1`, [id])).toHaveLength(0);
+  });
+});

@@ -5,7 +5,8 @@ import type { TransactionMetadata } from '../../interfaces/transaction.interface
 import type { CheckpointWrite } from '../../store/run-state/fence';
 import type { DurableTransactionStore, TransactionTarget } from '../../store/transactions/transaction.store';
 import { TransactionSession, transactionStorage } from '../../store/transactions/transaction-session';
-import { encodeValue } from '../../util/codec';
+import { completeOther, fenceOther } from '../../store/transactions/other-database';
+import { decodeStored, encodeValue } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
@@ -14,23 +15,13 @@ import { errorFromStored } from '../stored-error';
 import { LongTimer, longTimeout } from '../../util/timers';
 import { gated } from '../wire/wire-gate';
 import { failed } from './compute-step';
-import { cursorAt, goLive, StepEnv } from './step-env';
+import { checkpointAfter, commitOrStop, payloadOf, TransactionEnv } from './transaction-commit';
+import { cursorAt, goLive } from './step-env';
 import { countFailure, recordedFailures, spentAttempts } from './step-attempts';
 
 const noop = (): void => undefined;
 
-/** What a durable transaction needs of its run: a step's environment and the transaction store. */
-export type TransactionEnv = StepEnv & { readonly transactions?: DurableTransactionStore };
-
-/**
- * SQLSTATE classes after which a statement's outcome is unknown or the server is going away
- * (connection exception, insufficient resources, operator intervention, system and internal errors).
- */
-const UNKNOWN_OUTCOME = /^(08|53|57|58|XX)/;
-const refusedByServer = (err: unknown): boolean => {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !UNKNOWN_OUTCOME.test(code);
-};
+export type { TransactionEnv };
 
 /**
  * One `@DurableTransaction` call inside a run: the recorded result on replay (in its delivery order),
@@ -101,10 +92,12 @@ async function runTransaction(
 }
 
 /**
- * One attempt: BEGIN, the body inside the transaction (its gate and frame), then the fenced commit.
- * Whatever fails before the COMMIT was sent rolls everything back; a commit whose outcome is unknown
- * (the connection lost while it was under way) stops the run, so the next claim reads the checkpoint
- * instead of running the body again.
+ * One attempt: BEGIN, the body inside the transaction (its gate and frame), then the commit: on the
+ * module's database the step's fenced write is the transaction's last statement; on another database
+ * the run's fence there is raised first and a completion row is its last statement, and the checkpoint
+ * follows the COMMIT (a crash in between is read back from the completion row). Whatever fails before
+ * the COMMIT rolls everything back; a commit whose outcome is unknown (the connection lost while it was
+ * under way) stops the run, so the next claim reads what committed instead of running the body again.
  */
 async function attemptOnce(
   env: TransactionEnv,
@@ -118,7 +111,17 @@ async function attemptOnce(
   body: { promise: Promise<unknown> | null },
 ): Promise<unknown> {
   const session = await store.open(target, meta);
+  const what = `the commit of transaction ${meta.name}`;
   try {
+    if (!target.sameDatabase) {
+      const recorded = await fenceOther(session, env.fence, index).catch((err) => {
+        throw err instanceof LeaseLostError ? env.control.storeFailed(err, what) : err;
+      });
+      if (recorded !== null) {
+        await store.commit(session); // keeps the fence raised: a zombie's transaction commits nothing
+        return checkpointAfter(env, meta, index, fingerprint, decodeStored(JSON.parse(recorded)), recorded);
+      }
+    }
     crashPoint('before-transaction-sql', index);
     const frame = env.frame({ index, name: meta.name, derived: 0, attempt });
     frame.gate = env.lease.gate(`transaction ${meta.name}`);
@@ -134,23 +137,41 @@ async function attemptOnce(
       env.options.limits.maxOutputBytes,
     );
     crashPoint('before-transaction-commit', index);
-    if (!target.sameDatabase) throw new Error('another database: not supported yet');
+    if (!target.sameDatabase) {
+      const fresh = await completeOther(session, env.fence, index, meta.name, fingerprint, json);
+      if (!fresh) {
+        // An earlier attempt's commit holds the row (its answer was lost): the next claim reads it back.
+        throw env.control.storeFailed(new Error(`${meta.name} (step ${index}) is already committed`), what);
+      }
+      await commitOrStop(env, () => store.commit(session), what);
+      crashPoint('after-transaction-commit', index);
+      return checkpointAfter(env, meta, index, fingerprint, value, json);
+    }
     const records = env.log.takePending();
     const seq = env.log.takeSeq();
     const checkpoint: CheckpointWrite = { index, name: meta.name, outputJson: json, seq, fingerprint };
     const done = cursorAt(env, index, meta.name, 'done');
-    const payload = { step: index, name: meta.name, kind: 'transaction' };
     const sentAt = performance.now();
     let out: { cancelRequested: boolean };
     try {
-      out = await env.store.steps.exclusive(env.runId, () =>
-        store.commitStep(session, env.fence, done, [...records, checkpoint], payload, index),
+      out = await commitOrStop(
+        env,
+        () =>
+          env.store.steps.exclusive(env.runId, () =>
+            store.commitStep(
+              session,
+              env.fence,
+              done,
+              [...records, checkpoint],
+              payloadOf(meta, index),
+              index,
+            ),
+          ),
+        what,
       );
     } catch (err) {
       env.log.abandon(seq);
-      if (err instanceof LeaseLostError || !refusedByServer(err))
-        throw env.control.storeFailed(err, `the commit of transaction ${meta.name}`);
-      throw err; // refused by the server (a serialization failure at COMMIT): rolled back, an attempt
+      throw err;
     }
     env.lease.renewed(sentAt);
     env.log.durable(records);

@@ -71,3 +71,22 @@ export function plainTransaction(meta: TransactionMetadata, call: () => unknown)
     );
   return plainRunner(meta, call);
 }
+
+/** A counting semaphore: at most `max` holders, the others wait in order. @internal */
+export class Slots {
+  private used = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(readonly max: number) {}
+  async take(): Promise<void> {
+    if (this.used < this.max) {
+      this.used++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.used--;
+  }
+}

@@ -10,7 +10,13 @@ import type { ResolvedDurableOptions } from '../../options/durable-execution-opt
 import { DurableDatabase } from '../durable-database';
 import type { CheckpointWrite, Fence } from '../run-state/fence';
 import { writeStepIn } from '../run-state/step-write';
-import { setPlainTransactionRunner, TransactionSession, transactionStorage } from './transaction-session';
+import { ensureOtherTables } from './other-database';
+import {
+  setPlainTransactionRunner,
+  Slots,
+  TransactionSession,
+  transactionStorage,
+} from './transaction-session';
 
 /** Where a durable transaction runs: a DataSource, and whether it is the module's own database. @internal */
 export interface TransactionTarget {
@@ -19,25 +25,6 @@ export interface TransactionTarget {
   readonly sameDatabase: boolean;
   /** For errors: `the module's DataSource`, `DataSource 'orders'`. */
   readonly label: string;
-}
-
-/** A counting semaphore: at most `max` holders, the others wait in order. */
-class Slots {
-  private used = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(readonly max: number) {}
-  async take(): Promise<void> {
-    if (this.used < this.max) {
-      this.used++;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-  give(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.used--;
-  }
 }
 
 const pgPoolOf = (ds: DataSource): Pool => (ds.driver as unknown as { master: Pool }).master;
@@ -91,7 +78,9 @@ export class DurableTransactionStore implements OnModuleInit, OnApplicationShutd
       );
     if (ds === own) return { dataSource: ds, sameDatabase: true, label };
     if (!ds.isInitialized) await ds.initialize();
-    return { dataSource: ds, sameDatabase: await this.sameDatabase(ds), label };
+    const sameDatabase = await this.sameDatabase(ds);
+    if (!sameDatabase) await ensureOtherTables(ds, label);
+    return { dataSource: ds, sameDatabase, label };
   }
 
   /**

@@ -1,0 +1,81 @@
+import { LeaseLostError } from '../../errors/lease-lost.error';
+import type { TransactionMetadata } from '../../interfaces/transaction.interface';
+import type { CheckpointWrite } from '../../store/run-state/fence';
+import { cursorAt } from './step-env';
+
+/** What a durable transaction needs of its run: a step's environment and the transaction store. */
+export type TransactionEnv = StepEnv & { readonly transactions?: DurableTransactionStore };
+import type { DurableTransactionStore } from '../../store/transactions/transaction.store';
+import type { StepEnv } from './step-env';
+
+/**
+ * SQLSTATE classes after which a statement's outcome is unknown or the server is going away
+ * (connection exception, insufficient resources, operator intervention, system and internal errors).
+ */
+const UNKNOWN_OUTCOME = /^(08|53|57|58|XX)/;
+const refusedByServer = (err: unknown): boolean => {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !UNKNOWN_OUTCOME.test(code);
+};
+
+export const payloadOf = (meta: TransactionMetadata, index: number) => ({
+  step: index,
+  name: meta.name,
+  kind: 'transaction',
+});
+
+/**
+ * A commit: a refusal by the server (a serialization failure at COMMIT: rolled back) is an attempt's
+ * failure; anything else (a lost fence, an unknown outcome) stops the run.
+ */
+export async function commitOrStop<T>(
+  env: TransactionEnv,
+  commit: () => Promise<T>,
+  what: string,
+): Promise<T> {
+  try {
+    return await commit();
+  } catch (err) {
+    if (err instanceof LeaseLostError || !refusedByServer(err)) throw env.control.storeFailed(err, what);
+    throw err;
+  }
+}
+
+/**
+ * Another database: the step's checkpoint in the module's database, after the transaction committed
+ * there (or was found committed): a step write like a `@DurableStep`'s.
+ */
+export async function checkpointAfter(
+  env: TransactionEnv,
+  meta: TransactionMetadata,
+  index: number,
+  fingerprint: string | null,
+  value: unknown,
+  json: string,
+): Promise<unknown> {
+  const records = env.log.takePending();
+  const seq = env.log.takeSeq();
+  const checkpoint: CheckpointWrite = { index, name: meta.name, outputJson: json, seq, fingerprint };
+  const done = cursorAt(env, index, meta.name, 'done');
+  try {
+    await env.fenced(
+      () =>
+        env.store.writeStep(
+          env.fence,
+          done,
+          [...records, checkpoint],
+          'run.checkpoint_saved',
+          payloadOf(meta, index),
+          true,
+        ),
+      'run.checkpoint_saved',
+      records,
+    );
+  } catch (err) {
+    env.log.abandon(seq);
+    throw err;
+  }
+  env.control.progressed = true;
+  await env.log.deliverLive(seq);
+  return value;
+}
