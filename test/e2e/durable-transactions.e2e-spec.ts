@@ -103,6 +103,17 @@ class ActivateWorkflow {
   }
 }
 
+@DurableWorkflow('tx-parallel')
+class ParallelWorkflow {
+  constructor(private readonly accounts: Accounts) {}
+  async run(input: { ids: string[] }) {
+    // Un-awaited together, as users write fan-outs: each its own transaction and checkpoint.
+    const all = await Promise.all(input.ids.map((id, i) => this.accounts.ledger(id, i)));
+    const first = await Promise.race([this.accounts.ledger('race-a', 1), this.accounts.ledger('race-b', 2)]);
+    return { all, first };
+  }
+}
+
 @DurableWorkflow('tx-slow', { maxAttempts: 1 })
 class SlowWorkflow {
   constructor(private readonly accounts: Accounts) {}
@@ -136,7 +147,7 @@ describe('@DurableTransaction on the module database', () => {
           defaultRetry: { maxAttempts: 3, initialDelayMs: 10, maxDelayMs: 20 },
         }),
       ],
-      providers: [Accounts, ActivateWorkflow, SlowWorkflow, SwallowsWorkflow],
+      providers: [Accounts, ActivateWorkflow, SlowWorkflow, SwallowsWorkflow, ParallelWorkflow],
     });
     await db.query(
       `create table tx_ledger (id serial primary key, account text not null, amount int not null)`,
@@ -228,6 +239,25 @@ describe('@DurableTransaction on the module database', () => {
       [id],
     );
     expect(lost).toHaveLength(0);
+  });
+
+  it('transactions in Promise.all and a race: each commits once with its own checkpoint, and replays', async () => {
+    const ids = ['p-1', 'p-2', 'p-3', 'p-4', 'p-5'];
+    const {
+      run: { id },
+    } = await runs.start('tx-parallel', { ids });
+    const run = await driveUntil(app, db, id);
+    expect(run.status).toBe('succeeded');
+    for (const account of [...ids, 'race-a', 'race-b']) expect((await rowsOf(account)).ledger).toBe(1);
+    const cps = await db.query(`select count(*)::int as n from ai_checkpoints where run_id = $1`, [id]);
+    expect(cps[0].n).toBe(7);
+    // Replayed from its record by a new claim: the same output, no row written again.
+    await db.query(
+      `update ai_runs set status = 'pending', available_at = now(), output = null, finished_at = null where id = $1`,
+      [id],
+    );
+    expect((await driveUntil(app, db, id)).output).toEqual(run.output);
+    for (const account of [...ids, 'race-a', 'race-b']) expect((await rowsOf(account)).ledger).toBe(1);
   });
 
   it('timeoutMs cancels the running statement, rolls back and retries; the connections come back', async () => {
