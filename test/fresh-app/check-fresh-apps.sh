@@ -140,6 +140,10 @@ scenario() { # app-dir label migrations-mode
   [ "$status" = succeeded ] || { cat "$proc_log" >&2; fail "$label/$mode: run $id is '$status', not succeeded, after 30 s"; }
   [ "$(sql "$url" "select output->>'greeting' from ai_runs where id = '$id'")" = "hello, fresh app" ] ||
     fail "$label/$mode: run $id succeeded with an unexpected output"
+  # Its @DurableTransaction wrote the app's own table once, through this app's typeorm.
+  [ "$(sql "$url" "select output->>'logged' from ai_runs where id = '$id'")" = 1 ] &&
+    [ "$(sql "$url" "select count(*) from greeting_log where name = 'fresh app:$id'")" = 1 ] ||
+    fail "$label/$mode: run $id: its durable transaction did not write greeting_log exactly once"
   stop "$worker"
 
   # Which table recorded the module's migrations.

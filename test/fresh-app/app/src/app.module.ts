@@ -3,7 +3,7 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DURABLE_EXECUTION_MIGRATIONS, DurableExecutionModule } from 'nestjs-durable-execution';
-import { GreetingWorkflow } from './greeting.workflow';
+import { GreetingLog, GreetingWorkflow } from './greeting.workflow';
 import { RunsController } from './runs.controller';
 import { TicksService } from './ticks.service';
 
@@ -53,7 +53,7 @@ export class AppModule {
         }),
       ],
       controllers: role === 'api' ? [RunsController] : [],
-      providers: role === 'worker' ? [TicksService, GreetingWorkflow] : [TicksService],
+      providers: role === 'worker' ? [TicksService, GreetingLog, GreetingWorkflow] : [TicksService],
     };
   }
 }
