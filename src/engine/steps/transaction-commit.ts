@@ -1,22 +1,13 @@
 import { LeaseLostError } from '../../errors/lease-lost.error';
 import type { TransactionMetadata } from '../../interfaces/transaction.interface';
 import type { CheckpointWrite } from '../../store/run-state/fence';
+import { rejectedByServer } from '../../store/run-state/fenced-batcher';
 import { cursorAt } from './step-env';
 
 /** What a durable transaction needs of its run: a step's environment and the transaction store. */
 export type TransactionEnv = StepEnv & { readonly transactions?: DurableTransactionStore };
 import type { DurableTransactionStore } from '../../store/transactions/transaction.store';
 import type { StepEnv } from './step-env';
-
-/**
- * SQLSTATE classes after which a statement's outcome is unknown or the server is going away
- * (connection exception, insufficient resources, operator intervention, system and internal errors).
- */
-const UNKNOWN_OUTCOME = /^(08|53|57|58|XX)/;
-const refusedByServer = (err: unknown): boolean => {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !UNKNOWN_OUTCOME.test(code);
-};
 
 export const payloadOf = (meta: TransactionMetadata, index: number) => ({
   step: index,
@@ -36,7 +27,7 @@ export async function commitOrStop<T>(
   try {
     return await commit();
   } catch (err) {
-    if (err instanceof LeaseLostError || !refusedByServer(err)) throw env.control.storeFailed(err, what);
+    if (err instanceof LeaseLostError || !rejectedByServer(err)) throw env.control.storeFailed(err, what);
     throw err;
   }
 }

@@ -33,7 +33,8 @@ export interface BatchStatement<R, Row> {
  * row fails only its own run.
  */
 const UNKNOWN_OUTCOME = /^(08|53|57|58|XX)/;
-const rejectedByServer = (err: unknown): boolean => {
+/** The server refused the statement and rolled it back (a SQLSTATE outside UNKNOWN_OUTCOME). @internal */
+export const rejectedByServer = (err: unknown): boolean => {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !UNKNOWN_OUTCOME.test(code);
 };
