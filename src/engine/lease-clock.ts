@@ -74,10 +74,27 @@ export class LeaseClock {
    * the hard deadline minus the wire margin. A lease not known to hold stops the run as a lost lease
    * does, and the request is aborted: it never left, so nothing is recorded as the call's outcome.
    */
-  private wireCheck(what: string): Error | undefined {
+  private wireCheck(what: () => string): Error | undefined {
+    return this.check(what, this.wireMarginMs!);
+  }
+
+  /**
+   * `ctx.assertLease()` outside a gated call (in the workflow body, or with the fenced transport off):
+   * the wire check's test, against the wire margin (a tenth of the lease when the transport is off).
+   * Throws the error the run stopped with.
+   */
+  assertHeld(what: string): void {
+    const refused = this.check(() => what, this.wireMarginMs ?? this.ttlMs / 10);
+    if (refused) throw refused;
+  }
+
+  private check(what: () => string, marginMs: number): Error | undefined {
     if (this.control.stop?.kind === 'lease-lost') return this.control.error ?? undefined;
-    if (performance.now() < this.deadline - this.wireMarginMs!) return undefined;
-    return this.control.halt({ kind: 'lease-lost', error: new LeaseLostError(this.runId, this.epoch, what) });
+    if (performance.now() < this.deadline - marginMs) return undefined;
+    return this.control.halt({
+      kind: 'lease-lost',
+      error: new LeaseLostError(this.runId, this.epoch, what()),
+    });
   }
 
   /** A renewal of this lease was sent at `sentAt` (performance.now()) and succeeded. */

@@ -20,30 +20,11 @@ import type {
   UntypedSignalName,
 } from '../interfaces/stored-types.interface';
 import { handed } from './handed';
+import type { RunContextHost } from './run-context-host';
 import { clockNow } from './test-clock';
 import { uuidFromSeed } from '../util/uuid-from-seed';
 
-/** The parts of a driven run that the public context exposes. @internal */
-export interface RunContextHost {
-  readonly runId: string;
-  readonly kind: string;
-  readonly epoch: number;
-  readonly timeline: number;
-  readonly attempt: number;
-  readonly signal: AbortSignal;
-  record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T;
-  progress(item: number, partial: unknown): Promise<void>;
-  resumePoint(): { item: number; partial: unknown } | null;
-  sleep(ms: number): Promise<void>;
-  waitForSignal(name: string, options: WaitForSignalOptions): Promise<unknown>;
-  startChild(target: string | WorkflowClass, input: unknown, options: StartChildOptions): Promise<ChildRun>;
-  waitForChild(child: ChildRun, options: WaitForChildOptions): Promise<unknown>;
-  patched(id: string): boolean;
-  deprecatePatch(id: string): void;
-  setTags(tags: Record<string, string>): Promise<void>;
-  emit(topic: string, data: unknown): Promise<void>;
-  continueAsNew(input: unknown): Promise<never>;
-}
+export type { RunContextHost } from './run-context-host';
 
 /**
  * What a workflow's `run(input, ctx)` receives, and what `currentRun()` returns inside a step.
@@ -79,6 +60,18 @@ export class RunContext<S extends SignalMap = AnySignals> {
   /** Fires when this worker loses the lease or the run is cancelled: pass it to HTTP clients. */
   get signal(): AbortSignal {
     return this.host.signal;
+  }
+
+  /**
+   * Throws `LeaseLostError` (and stops the run, as a lost lease does) unless this worker still knows
+   * its lease to hold for the fenced transport's margin (`worker.wireMarginMs`). Synchronous: call it
+   * right before a write the library cannot see (a native or in-process client, a client that writes
+   * from another async context, such as a shared connection's offline queue), with no `await` between
+   * the two: `currentRun()!.assertLease(); nativeClient.publish(message)`. Inside a command or step body
+   * it is the check the transport makes at the socket (the call's gate); elsewhere, the run's lease.
+   */
+  assertLease(): void {
+    this.host.assertLease();
   }
 
   /** The current time, recorded on first use and replayed after a resume (inside a step: the clock). */

@@ -23,6 +23,7 @@ const NEVER_CONNECTS: Record<string, string> = {
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { durableNames, DurableNames, SqlText } from './durable-names';
 import { directClientConfig, directMigrationSource, routeListeners } from './direct-connection';
+import { outsideCalls } from './pg-wire-hook';
 
 type DataSourceToken = string | symbol | (abstract new (...args: never[]) => unknown);
 
@@ -188,9 +189,9 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
     name?: string,
   ): Promise<{ rows: R[]; rowCount: number }> {
     const text = typeof sql === 'string' ? sql : this.textOf(sql);
-    const res = await this.pool.query<R>(
-      name && this.named ? { name: this.names.statement(name), text, values } : { text, values },
-    );
+    const config = name && this.named ? { name: this.names.statement(name), text, values } : { text, values };
+    // Outside any call: a user's call gate never checks (or refuses) the engine's own statements.
+    const res = await outsideCalls(() => this.pool.query<R>(config));
     return { rows: res.rows, rowCount: res.rowCount ?? 0 };
   }
 

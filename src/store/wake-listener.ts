@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Client, ClientConfig } from 'pg';
 import { listenConfigFor } from './direct-connection';
+import { engineOwned } from './pg-wire-hook';
 
 /**
  * A dedicated LISTEN connection that calls `onWake` on every NOTIFY of `channel`. It reconnects by
@@ -39,6 +40,7 @@ export class WakeListener {
   private async connect(): Promise<void> {
     if (this.stopped) return;
     const client = new Client(listenConfigFor(this.config));
+    engineOwned(client); // never checked against a user's call gate (the fenced transport)
     this.client = client;
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));

@@ -1,13 +1,22 @@
+import { installPgWireHook } from '../../store/pg-wire-hook';
+import { runStorage } from '../run-storage';
 import { installHttpHook } from './http-hook';
+import { installHttp2Hook } from './http2-hook';
+import { installSocketHook } from './socket-hook';
 import { installUndiciHook } from './undici-hook';
+import { currentGate } from './wire-gate';
 
 /**
- * Installs the fenced transport (once per process): requests made inside a command or step body
- * leave only while the claim's lease holds, checked where their bytes are handed to the socket.
- * Requests made outside a run's calls are untouched.
+ * Installs the fenced transport (once per process): what a command or step body sends leaves only
+ * while the claim's lease holds, checked where its bytes are handed to the socket: HTTP requests
+ * (undici, `node:http`), http2 requests, pg queries, and any other write on a `net`/`tls` socket.
+ * What is sent outside a run's calls is untouched.
  * @internal
  */
 export function installFencedTransport(): void {
   installUndiciHook();
   installHttpHook();
+  installHttp2Hook();
+  installPgWireHook({ currentGate, exit: (fn) => runStorage.exit(fn) });
+  installSocketHook();
 }

@@ -26,7 +26,7 @@ function capture(req: GatedRequest): void {
 }
 
 function targetOf(req: http.ClientRequest): string {
-  return `${req.method} ${req.protocol}//${req.host}`;
+  return `a request to ${req.method} ${req.protocol}//${req.host}`;
 }
 
 function connected(socket: Socket): boolean {

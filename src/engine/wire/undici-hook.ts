@@ -1,4 +1,5 @@
 import diagnostics from 'node:diagnostics_channel';
+import { exemptFromWireCheck } from '../../util/wire-exempt';
 import type { CallGate } from '../run-storage';
 import { currentGate } from './wire-gate';
 
@@ -15,6 +16,9 @@ import { currentGate } from './wire-gate';
  *   failed check calls `abort` (undici then returns without writing a byte).
  * - Where a request has no `onConnect` (another undici major), `undici:client:sendHeaders` (published
  *   right before the write) destroys the socket instead, which a write after it cannot pass.
+ * - undici's sockets are left alone by the socket check (`socket-hook.ts`): undici writes a queued
+ *   request in whatever context freed its connection. They are marked on `undici:client:connected`
+ *   and, for a socket connected before the hook, on `undici:client:sendHeaders`, before the write.
  * @internal
  */
 const gated = new WeakMap<object, CallGate>();
@@ -26,7 +30,7 @@ interface UndiciRequest {
 }
 
 function targetOf(request: UndiciRequest): string {
-  return `${request.method ?? 'GET'} ${String(request.origin ?? 'an unknown origin')}`;
+  return `a request to ${request.method ?? 'GET'} ${String(request.origin ?? 'an unknown origin')}`;
 }
 
 function onCreate(message: unknown): void {
@@ -45,8 +49,13 @@ function onCreate(message: unknown): void {
   };
 }
 
+function onConnected(message: unknown): void {
+  exemptFromWireCheck((message as { socket?: object }).socket);
+}
+
 function onSendHeaders(message: unknown): void {
   const { request, socket } = message as { request: UndiciRequest; socket?: { destroy(e: Error): void } };
+  exemptFromWireCheck(socket);
   const refused = gated.get(request)?.check(targetOf(request));
   if (refused) socket?.destroy(refused);
 }
@@ -59,4 +68,5 @@ export function installUndiciHook(): void {
   installed = true;
   diagnostics.subscribe('undici:request:create', onCreate);
   diagnostics.subscribe('undici:client:sendHeaders', onSendHeaders);
+  diagnostics.subscribe('undici:client:connected', onConnected);
 }

@@ -3,16 +3,20 @@ import { CallGate, RunFrame, runStorage } from '../run-storage';
 /**
  * The gate of one live call (a command body, a step body's attempt): what a request made inside it
  * checks, synchronously, where its bytes are handed to the socket (see `undici-hook.ts`,
- * `http-hook.ts`). The gate is captured when the request is made, never at the write: a pooled
- * request is written in whatever async context freed its socket, possibly another run's.
+ * `http-hook.ts`, `http2-hook.ts`, `socket-hook.ts`, and `store/pg-wire-hook.ts`). The gate is captured
+ * when the request is made, never at the write: a pooled request is written in whatever async context
+ * freed its socket, possibly another run's (a plain socket write is made by its caller: captured there).
  * @internal
  */
 export class WireGate implements CallGate {
   private open = true;
 
   constructor(
-    /** The lease's wire check: undefined while it holds, else the error the run stopped with. */
-    private readonly wireCheck: (what: string) => Error | undefined,
+    /**
+     * The lease's wire check: undefined while it holds, else the error the run stopped with. `what`
+     * describes the check for that error (built only when it is refused).
+     */
+    private readonly wireCheck: (what: () => string) => Error | undefined,
     /** What is calling, for the error (`command charge_card`, `step fetchQuote`). */
     readonly label: string,
   ) {}
@@ -27,10 +31,13 @@ export class WireGate implements CallGate {
     this.open = false;
   }
 
-  /** Synchronous: undefined lets the request leave; an error aborts it (the run has stopped). */
+  /**
+   * Synchronous: undefined lets the bytes leave; an error aborts them (the run has stopped). `target`
+   * says what was about to leave (`a request to POST https://api.example`, `a write to 10.0.0.5:25`).
+   */
   check(target: string): Error | undefined {
     if (!this.open) return undefined;
-    return this.wireCheck(`the wire check of ${this.label} before a request to ${target}`);
+    return this.wireCheck(() => `the wire check of ${this.label} before ${target}`);
   }
 }
 
