@@ -10,6 +10,7 @@ const ENTRIES = [
   'test/fixtures/worker-app.ts',
   'test/fixtures/approval-worker-app.ts',
   'test/fixtures/zombie-sender-app.ts',
+  'test/fixtures/zombie-socket-app.ts',
   'test/fixtures/tx-worker-app.ts',
   'test/fixtures/ai-agent-app.ts',
   'test/langgraph/graph-worker.ts',
