@@ -194,6 +194,37 @@ function transportRows(transport: any): Headline[] {
   });
 }
 
+/** The socket check's cost per write and the pg check's per query (issue 44), from the same part. */
+function socketRows(transport: any): Headline[] {
+  const how = (what: string) => `transport: ${what}, loopback, per repeat, then the median`;
+  return [
+    {
+      label: '  socket.write, gated call - plain',
+      value: fig(transport, 'socket.seq.usPerWrite'),
+      unit: 'µs',
+      how: how('bursts of 64 writes of 64 bytes on one net socket, time per burst / 64'),
+    },
+    {
+      label: '  socket.write CPU, gated call - plain',
+      value: fig(transport, 'socket.seq.cpuPerWriteUs'),
+      unit: 'µs',
+      how: how('client CPU per burst of 64 writes / 64'),
+    },
+    {
+      label: '  pg select 1, gated call - plain',
+      value: fig(transport, 'pg.seq.usPerRequest'),
+      unit: 'µs',
+      how: how('one pg.Client, sequential queries, time per query (1 / queries/s)'),
+    },
+    {
+      label: '  pg select 1 p50, gated - ungated call, alternating',
+      value: fig(transport, 'pg.paired.deltaUs'),
+      unit: 'µs',
+      how: 'transport: the gate alone, sequential queries alternating one by one in the installed process',
+    },
+  ];
+}
+
 export function headline(r: Results): Headline[] {
   const { core, peers, workers, scale, limits, transport } = r;
   const engineK1 = fig(workers, 'engine.k1');
@@ -262,6 +293,7 @@ export function headline(r: Results): Headline[] {
       how: 'workers: one worker process, concurrency 100, after a full GC',
     },
     ...transportRows(transport),
+    ...socketRows(transport),
   ];
   for (const h of rows) {
     if (!h.target) continue;
@@ -365,6 +397,8 @@ function markdown(rows: Headline[], r: Results, meta: Record<string, unknown>): 
       ['fetch.c16', 'fetch, 16 in flight'],
       ['http.seq', 'node:http, sequential'],
       ['http.c16', 'node:http, 16 in flight'],
+      ['socket.seq', 'socket.write x64, sequential'],
+      ['pg.seq', 'pg select 1, sequential'],
     ]) {
       const rps = ['plain', 'off', 'outside', 'gated'].map((v) => num(f(`${key}.${v}.perSecond`)?.median, 0));
       const alone = key.endsWith('.seq') ? spreadOf(f(`${key.split('.')[0]}.paired.deltaUs`), 1) : '';

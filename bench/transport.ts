@@ -1,19 +1,24 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { Client as PgClient } from 'pg';
 import type { RunFrame } from '../src/engine/run-storage';
-import { log, parseBenchArgs, rotate, runMeta } from './cli';
+import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { quantile, spread, type Spread } from './stats';
 
 /**
  * `node -r ts-node/register/transpile-only bench/transport.ts [--quick | --smoke] [--repeat N] [--out FILE]`
- * (or `npm run bench -- --parts transport`). The fenced transport's cost per request (issue 34), no
- * database: requests to a loopback HTTP/1.1 server (keep-alive, its own process) with the global
- * `fetch` (undici) and with `node:http` (a keep-alive Agent), sequential and 16 in flight, in four
- * variants, each measured in a client process of its own (all forked alike from this file, all doing
- * the same work in the same rhythm):
+ * (or `npm run bench -- --parts transport`). The fenced transport's cost per request (issue 34):
+ * requests to a loopback HTTP/1.1 server (keep-alive, its own process) with the global `fetch`
+ * (undici) and with `node:http` (a keep-alive Agent), sequential and 16 in flight; and, since issue 44,
+ * its cost per socket write (`socket`: bursts of WRITE_BURST writes of 64 bytes on one loopback `net`
+ * socket to a sink, the socket check) and per pg query (`pg`: `select 1` on one pg.Client to
+ * DATABASE_URL's server, the query check; left out when no server answers). In four variants, each
+ * measured in a client process of its own (all forked alike from this file, all doing the same work in
+ * the same rhythm):
  *
  * - plain:   nothing installed (the baseline);
  * - off:     nothing installed, each request in a call frame without a gate: `gated(frame)` as the
@@ -32,10 +37,18 @@ import { quantile, spread, type Spread } from './stats';
  * without a gate: the gate's own cost, read where the block-to-block noise is larger than it.
  */
 
-type Client = 'fetch' | 'http';
+type Client = 'fetch' | 'http' | 'socket' | 'pg';
 type Shape = 'seq' | 'c16';
-const CLIENTS: Client[] = ['fetch', 'http'];
-const CLIENT_LABEL: Record<Client, string> = { fetch: 'fetch', http: 'node:http' };
+/** Writes per `socket` op: one write is well under a microsecond, a burst of them can be timed. */
+const WRITE_BURST = 64;
+const CHUNK = Buffer.alloc(64, 'x');
+const CLIENTS: Client[] = ['fetch', 'http', 'socket', 'pg'];
+const CLIENT_LABEL: Record<Client, string> = {
+  fetch: 'fetch',
+  http: 'node:http',
+  socket: `socket.write x${WRITE_BURST}`,
+  pg: 'pg query',
+};
 const VARIANTS = ['plain', 'off', 'outside', 'gated'] as const;
 type Variant = (typeof VARIANTS)[number];
 /** The client processes: one per variant, and one (installed) for the alternating measurement. */
@@ -46,7 +59,11 @@ const WORKLOADS: Array<{ key: string; client: Client; shape: Shape; label: strin
   { key: 'fetch.c16', client: 'fetch', shape: 'c16', label: 'fetch, 16 in flight' },
   { key: 'http.seq', client: 'http', shape: 'seq', label: 'node:http, sequential' },
   { key: 'http.c16', client: 'http', shape: 'c16', label: 'node:http, 16 in flight' },
+  { key: 'socket.seq', client: 'socket', shape: 'seq', label: `socket.write x${WRITE_BURST}, sequential` },
+  { key: 'pg.seq', client: 'pg', shape: 'seq', label: 'pg select 1, sequential' },
 ];
+/** Where each client sends: the HTTP server, the sink's port, the database. */
+type Targets = Record<Client, string>;
 const IN_FLIGHT = 16;
 
 interface TransportConfig {
@@ -104,7 +121,27 @@ const senders = new Map<Client, () => Promise<void>>();
 function sender(client: Client, url: string): () => Promise<void> {
   let send = senders.get(client);
   if (send) return send;
-  if (client === 'fetch') {
+  if (client === 'socket') {
+    let socket: Promise<Socket> | undefined;
+    send = async () => {
+      const s = await (socket ??= new Promise<Socket>((resolve, reject) => {
+        const c = connect(Number(url), '127.0.0.1', () => resolve(c)).on('error', reject);
+        c.setNoDelay(true);
+      }));
+      for (let i = 0; i < WRITE_BURST; i++) s.write(CHUNK);
+      if (s.writableNeedDrain) await once(s, 'drain');
+    };
+  } else if (client === 'pg') {
+    let pg: Promise<PgClient> | undefined;
+    send = async () => {
+      const c = await (pg ??= (async () => {
+        const c = new PgClient({ connectionString: url });
+        await c.connect();
+        return c;
+      })());
+      await c.query('select 1');
+    };
+  } else if (client === 'fetch') {
     send = async () => {
       const res = await fetch(url);
       await res.arrayBuffer();
@@ -258,7 +295,31 @@ function serve(): void {
     });
     socket.on('error', () => undefined);
   });
-  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
+  // A sink for the socket writes: reads and drops.
+  const sink = createServer((socket) => {
+    socket.on('data', () => undefined);
+    socket.on('error', () => undefined);
+  });
+  const port = (s: typeof server) => (s.address() as AddressInfo).port;
+  server.listen(0, '127.0.0.1', () =>
+    sink.listen(0, '127.0.0.1', () => process.send!({ port: port(server), sinkPort: port(sink) })),
+  );
+}
+
+/** The database server the pg workload queries, if one answers. */
+async function pgTarget(): Promise<string | undefined> {
+  const url = adminUrl();
+  const c = new PgClient({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    await c.query('select 1');
+    return url;
+  } catch (err) {
+    log(`  no PostgreSQL at ${url} (${(err as Error).message}): the pg workload is left out`);
+    return undefined;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
 }
 
 function spawnChild(role: Role | 'server'): ChildProcess {
@@ -297,7 +358,12 @@ interface Derived {
   target?: { op: '<=' | '>='; value: number };
   /** Only for sequential requests (at 16 in flight, p50 is mostly the wait for the other 15). */
   seqOnly?: boolean;
+  /** Only for these clients (default: all). */
+  clients?: Client[];
 }
+
+/** HTTP requests are held to the target; socket writes and pg queries are reported (issue 44). */
+const TARGETED: Client[] = ['fetch', 'http'];
 
 const DERIVED: Derived[] = [
   {
@@ -357,9 +423,33 @@ const DERIVED: Derived[] = [
     unit: 'µs',
     of: (b) => b.gated.cpuUs - b.plain.cpuUs,
   },
+  {
+    key: 'usPerWrite',
+    label: 'time per socket.write, gated call - plain',
+    unit: 'µs',
+    of: (b) => (1e6 / b.gated.perSecond - 1e6 / b.plain.perSecond) / WRITE_BURST,
+    clients: ['socket'],
+  },
+  {
+    key: 'usPerWriteOutside',
+    label: 'time per socket.write, installed, outside a call - plain',
+    unit: 'µs',
+    of: (b) => (1e6 / b.outside.perSecond - 1e6 / b.plain.perSecond) / WRITE_BURST,
+    clients: ['socket'],
+  },
+  {
+    key: 'cpuPerWriteUs',
+    label: 'client CPU per socket.write, gated call - plain',
+    unit: 'µs',
+    of: (b) => (b.gated.cpuUs - b.plain.cpuUs) / WRITE_BURST,
+    clients: ['socket'],
+  },
 ];
 
-const derivedOf = (shape: Shape): Derived[] => DERIVED.filter((d) => shape === 'seq' || !d.seqOnly);
+const derivedOf = (wl: { client: Client; shape: Shape }): Derived[] =>
+  DERIVED.filter(
+    (d) => (wl.shape === 'seq' || !d.seqOnly) && (!d.clients || d.clients.includes(wl.client)),
+  ).map((d) => (TARGETED.includes(wl.client) ? d : { ...d, target: undefined }));
 
 type Figure = Spread & { key: string; label: string; unit: string };
 type Ratio = Figure & { target?: Derived['target']; meetsTarget?: boolean };
@@ -394,10 +484,14 @@ async function main(): Promise<void> {
   let gatedRequests = 0;
   const blocks: Array<Record<string, Record<Variant, Block>>> = [];
   const pairs: Array<Record<Client, Paired>> = [];
+  const pgUrl = await pgTarget();
+  const workloads = WORKLOADS.filter((w) => w.client !== 'pg' || pgUrl);
+  const clients = CLIENTS.filter((c) => c !== 'pg' || pgUrl);
   try {
     const server = start('server');
-    const { port } = await nextMessage<{ port: number }>(server);
+    const { port, sinkPort } = await nextMessage<{ port: number; sinkPort: number }>(server);
     const url = `http://127.0.0.1:${port}/`;
+    const targets: Targets = { fetch: url, http: url, socket: String(sinkPort), pg: pgUrl ?? '' };
     for (let gen = 0, r = 0; gen < generations; gen++) {
       const procs = Object.fromEntries(ROLES.map((role) => [role, start(role)])) as Record<
         Role,
@@ -405,27 +499,27 @@ async function main(): Promise<void> {
       >;
       await Promise.all(Object.values(procs).map((c) => nextMessage(c)));
       const measure = async (v: Variant, client: Client, shape: Shape, n: number): Promise<Block> => {
-        const a = await ask(procs[v], { kind: 'block', variant: v, client, shape, n, url });
+        const a = await ask(procs[v], { kind: 'block', variant: v, client, shape, n, url: targets[client] });
         checks += a.checks;
         gatedRequests += a.gatedCalls;
         return a.block!;
       };
       const paired = async (client: Client, n: number): Promise<Paired> => {
-        const a = await ask(procs.paired, { kind: 'paired', client, n, url });
+        const a = await ask(procs.paired, { kind: 'paired', client, n, url: targets[client] });
         checks += a.checks;
         gatedRequests += a.gatedCalls;
         return a.paired!;
       };
       log(`  generation ${gen + 1}/${generations}: warm-up, ${cfg.warmup} requests per workload and variant`);
-      for (const [w, wl] of WORKLOADS.entries()) {
+      for (const [w, wl] of workloads.entries()) {
         for (const v of rotate([...VARIANTS], w)) await measure(v, wl.client, wl.shape, cfg.warmup);
       }
-      for (const client of CLIENTS) await paired(client, cfg.warmup);
+      for (const client of clients) await paired(client, cfg.warmup);
       const until = Math.round((cfg.repeat * (gen + 1)) / generations);
       for (; r < until; r++) {
-        log(`  [${r + 1}/${cfg.repeat}] ${WORKLOADS.map((w) => w.key).join(', ')}; alternating`);
+        log(`  [${r + 1}/${cfg.repeat}] ${workloads.map((w) => w.key).join(', ')}; alternating`);
         const repeat: Record<string, Record<Variant, Block>> = {};
-        for (const [w, wl] of WORKLOADS.entries()) {
+        for (const [w, wl] of workloads.entries()) {
           const got = {} as Record<Variant, Block>;
           const n = wl.shape === 'seq' ? cfg.seq : cfg.c16;
           for (const v of rotate([...VARIANTS], r + w)) got[v] = await measure(v, wl.client, wl.shape, n);
@@ -433,7 +527,7 @@ async function main(): Promise<void> {
         }
         blocks.push(repeat);
         const pair = {} as Record<Client, Paired>;
-        for (const client of rotate(CLIENTS, r)) pair[client] = await paired(client, cfg.seq);
+        for (const client of rotate(clients, r)) pair[client] = await paired(client, cfg.seq);
         pairs.push(pair);
       }
       for (const c of Object.values(procs)) c.kill();
@@ -444,7 +538,7 @@ async function main(): Promise<void> {
 
   const figures: Figure[] = [];
   const ratios: Ratio[] = [];
-  for (const wl of WORKLOADS) {
+  for (const wl of workloads) {
     for (const v of VARIANTS) {
       const per = (f: keyof Block) => spread(blocks.map((b) => b[wl.key][v][f]));
       const at = `${wl.key}.${v}`;
@@ -456,7 +550,7 @@ async function main(): Promise<void> {
         { key: `${at}.cpuBusy`, label: `${label}, client CPU / wall`, unit: 'x', ...per('cpuBusy') },
       );
     }
-    for (const d of derivedOf(wl.shape)) {
+    for (const d of derivedOf(wl)) {
       const s = spread(blocks.map((b) => d.of(b[wl.key])));
       const row = { key: `${wl.key}.${d.key}`, label: `${wl.label}: ${d.label}`, unit: d.unit, ...s };
       if (d.unit === 'µs') figures.push(row);
@@ -470,7 +564,7 @@ async function main(): Promise<void> {
       }
     }
   }
-  for (const client of CLIENTS) {
+  for (const client of clients) {
     const label = `${CLIENT_LABEL[client]}, sequential, alternating in one process`;
     const of = (f: (p: Paired) => number) => spread(pairs.map((p) => f(p[client])));
     figures.push(
@@ -515,7 +609,7 @@ async function main(): Promise<void> {
     blocks,
     pairs,
   };
-  print(summary, cfg);
+  print(summary, cfg, workloads, clients);
   writeFileSync(out, `${JSON.stringify(summary, null, 2)}\n`);
   log(`results written to ${out} (${Math.round((Date.now() - started) / 1000)} s)`);
   if (!summary.checks[0].ok) {
@@ -526,6 +620,8 @@ async function main(): Promise<void> {
 function print(
   s: { meta: Record<string, unknown>; figures: Figure[]; ratios: Ratio[]; checks: Check[] },
   cfg: TransportConfig,
+  workloads: typeof WORKLOADS,
+  clients: Client[],
 ): void {
   const m = (key: string) => s.figures.find((f) => f.key === key)?.median ?? NaN;
   const n0 = (v: number) => (Number.isFinite(v) ? v.toFixed(0) : '-');
@@ -536,10 +632,11 @@ function print(
       `generations of client processes; blocks of ${cfg.seq} sequential / ${cfg.c16} @16 requests;\n` +
       `loopback HTTP/1.1, keep-alive; node ${s.meta.node}, undici ${s.meta.undici}, ${s.meta.cpus} CPUs)\n` +
       `plain: nothing installed; off: in a call frame, transport not installed; outside: installed, no call;\n` +
-      `gated: in a gated call, a fresh WireGate per request. Medians over the repeats.`,
+      `gated: in a gated call, a fresh WireGate per request. A socket request is a burst of ${WRITE_BURST} writes\n` +
+      `of 64 bytes to a loopback sink; a pg request, select 1. Medians over the repeats.`,
   );
   console.log(`\n${''.padEnd(38)}${VARIANTS.map((v) => v.padStart(9)).join('')}`);
-  for (const wl of WORKLOADS) {
+  for (const wl of workloads) {
     for (const [fig, unit] of [
       ['perSecond', 'req/s'],
       ['p50', 'p50 µs'],
@@ -550,9 +647,9 @@ function print(
     }
   }
   console.log(`\nPer repeat (neighbouring blocks), then median (min to max) over the repeats`);
-  for (const wl of WORKLOADS) {
+  for (const wl of workloads) {
     console.log(wl.label);
-    for (const d of derivedOf(wl.shape)) {
+    for (const d of derivedOf(wl)) {
       const key = `${wl.key}.${d.key}`;
       const r = s.ratios.find((q) => q.key === key);
       const x = r ?? s.figures.find((q) => q.key === key)!;
@@ -566,7 +663,7 @@ function print(
     `\nThe gate alone: sequential requests in one installed process, alternating one by one between a\n` +
       `gated call and a call without a gate (G U U G ...); per repeat, then median (min to max)`,
   );
-  for (const client of CLIENTS) {
+  for (const client of clients) {
     const x = s.figures.find((q) => q.key === `${client}.paired.deltaUs`)!;
     console.log(
       `  ${`${CLIENT_LABEL[client]}: p50, gated call - call without a gate`.padEnd(58)} ${f(x, 1)} µs`,
