@@ -258,6 +258,18 @@ export function headline(r: Results): Headline[] {
       target: { op: '>=', value: 0.8 },
       how: 'core: steady-state window, per repeat, then the median',
     },
+    {
+      label: 'durable transaction p50 / plain BEGIN+INSERT+COMMIT p50',
+      value: ratio(core, 'txLatency'),
+      unit: 'x',
+      how: 'core: a @DurableTransaction step with one INSERT against the same INSERT in a plain transaction, sequential, per repeat, then the median',
+    },
+    {
+      label: '  round trips per durable transaction',
+      value: fig(core, 'engine.tx.roundTrips'),
+      unit: 'count',
+      how: 'core: every query of the engine pg clients inside the call (BEGIN with its settings, the INSERT, the fenced write, COMMIT)',
+    },
     ...peerRows(peers, engineK1, fig(workers, 'engine0.k1')),
     {
       label: 'pickup p50, idle worker process (start -> step body)',

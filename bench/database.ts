@@ -19,6 +19,18 @@ async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promis
   }
 }
 
+/**
+ * The app table of the durable-transaction workloads (created by `BenchDatabase.create`), and the one
+ * INSERT both sides send into it, a named prepared statement: in a `@DurableTransaction` body and in a
+ * plain BEGIN / COMMIT.
+ */
+export const TX_TABLE_SQL = `create table bench_tx_items (
+  id bigserial primary key, n int not null, note text not null, created_at timestamptz not null default now())`;
+export const TX_INSERT = {
+  name: 'bench_tx_insert',
+  text: `insert into bench_tx_items (n, note) values ($1, $2)`,
+};
+
 /** What the WAL says about one window: transactions of the bench database only. */
 export interface WalWindow {
   /** COMMIT records of transactions that wrote to the bench database. */
@@ -64,6 +76,7 @@ export class BenchDatabase {
       await runDurableMigrations({ type: 'postgres', url });
       const ctl = new Client({ connectionString: url, application_name: 'dx-bench-ctl' });
       await ctl.connect();
+      await ctl.query(TX_TABLE_SQL);
       const { rows } = await ctl.query(
         `select version() as v,
                 (select oid from pg_database where datname = current_database())::int as oid,
@@ -88,7 +101,7 @@ export class BenchDatabase {
    */
   async reset(): Promise<void> {
     await this.ctl.query(
-      `truncate ai_events, ai_checkpoints, ai_commands, ai_signals, ai_run_stream, ai_runs restart identity cascade`,
+      `truncate ai_events, ai_checkpoints, ai_commands, ai_signals, ai_run_stream, ai_runs, bench_tx_items restart identity cascade`,
     );
     if (this.canCheckpoint) await this.ctl.query('checkpoint');
   }

@@ -1,15 +1,24 @@
-import { INestApplicationContext, Module } from '@nestjs/common';
+import { INestApplicationContext, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { Pool } from 'pg';
-import { DurableExecutionModule, DurableStep, DurableWorkflow, RunRepository } from '../src';
+import {
+  DurableExecutionModule,
+  DurableStep,
+  DurableTransaction,
+  DurableTransactionHost,
+  DurableWorkflow,
+  RunRepository,
+} from '../src';
 import { DurableWorker } from '../src/engine/worker.service';
 import { RunStateStore } from '../src/store/run-state/run-state.store';
 import { DurableDatabase } from '../src/store/durable-database';
-import { BenchDatabase, WalWindow } from './database';
+import { BenchDatabase, TX_INSERT, WalWindow } from './database';
 import { LoopResult, withCpu } from './raw';
 import { sleep, SteadyMeter } from './stats';
 
 export const ENGINE_KIND = 'bench.steps';
+/** The workflow of `@DurableTransaction` steps (each one INSERT into an app table). */
+export const TX_KIND = 'bench.tx';
 
 /**
  * What an instrumented run records: the duration of every step call as the workflow sees it (from the
@@ -70,6 +79,46 @@ export class BenchWorkflow {
   }
 }
 
+/** The body of a durable transaction: one INSERT into the app's table, on the transaction's client. */
+@Injectable()
+export class BenchTxSteps {
+  constructor(private readonly tx: DurableTransactionHost) {}
+
+  @DurableTransaction({ name: 'bench.insert' })
+  async insert(i: number): Promise<{ i: number }> {
+    await this.tx.client.query({ ...TX_INSERT, values: [i, 'durable'] });
+    return { i };
+  }
+}
+
+/**
+ * `steps` durable transactions one after the other. Each commits inside its own call (its checkpoint
+ * is the transaction's last statement), so each window holds exactly its own round trips.
+ */
+@DurableWorkflow(TX_KIND)
+export class BenchTxWorkflow {
+  constructor(private readonly steps: BenchTxSteps) {}
+
+  async run(input: { steps: number }): Promise<{ steps: number }> {
+    if (probe.active) probe.walFrom = await probe.walPosition();
+    for (let i = 0; i < input.steps; i++) {
+      if (!probe.active) {
+        await this.steps.insert(i);
+        continue;
+      }
+      probe.inStep = true;
+      probe.statementsInStep = 0;
+      const t0 = performance.now();
+      await this.steps.insert(i);
+      probe.stepMs.push(performance.now() - t0);
+      probe.inStep = false;
+      probe.statementsPerStep.push(probe.statementsInStep);
+    }
+    if (probe.active) probe.walTo = await probe.walPosition();
+    return { steps: input.steps };
+  }
+}
+
 @Module({})
 class BenchAppModule {}
 
@@ -105,6 +154,18 @@ export interface SequentialResult {
   wal: WalWindow | null;
 }
 
+/** Result of one instrumented run of durable transactions. */
+export interface TransactionRunResult {
+  /** The `@DurableTransaction` call as the workflow sees it (open, body, fenced commit), ms. */
+  stepMs: number[];
+  /** Round trips to the server inside each call: every query of the engine's pg clients (pool or checked out). */
+  roundTripsPerStep: number[];
+  /** Their statements by name (or first words). */
+  stepStatementNames: Record<string, number>;
+  /** Commits and WAL of the bench database from just before the first transaction to just after the last. */
+  wal: WalWindow | null;
+}
+
 /** The engine side: the Nest module booted against the bench database, timers off, driven by tick(). */
 export class EngineBench {
   private constructor(
@@ -127,7 +188,7 @@ export class EngineBench {
             reconciler: { enabled: false },
           }),
         ],
-        providers: [BenchWorkflow],
+        providers: [BenchWorkflow, BenchTxSteps, BenchTxWorkflow],
       },
       { logger: ['error', 'warn'] },
     );
@@ -242,6 +303,57 @@ export class EngineBench {
       statementsPerStep: probe.statementsPerStep,
       stepStatementNames,
       totalStatements,
+      wal: await this.db.walWindow(probe.walFrom, probe.walTo),
+    };
+  }
+
+  /**
+   * (5) One run of `steps` durable transactions, alone: the duration of each call, and every round trip
+   * the engine's pg clients make inside it (`Client.prototype.query` of the module's pg, which a
+   * checked-out transaction client and the pool's own queries both go through).
+   */
+  async transactionRun(steps: number): Promise<TransactionRunResult> {
+    const { run } = await this.runs.start(TX_KIND, { steps });
+    const stepStatementNames: Record<string, number> = {};
+    const proto = (this.pool as unknown as { Client: { prototype: { query: (...a: unknown[]) => unknown } } })
+      .Client.prototype;
+    const undoQuery = patch(
+      proto,
+      'query',
+      (original) =>
+        function (this: unknown, ...args: unknown[]) {
+          if (probe.inStep) {
+            const q = args[0] as string | { name?: string; text: string };
+            const text = typeof q === 'string' ? q : q.text;
+            const name = (typeof q === 'object' && q.name) || text.trim().replace(/\s+/g, ' ').slice(0, 40);
+            probe.statementsInStep++;
+            stepStatementNames[name] = (stepStatementNames[name] ?? 0) + 1;
+          }
+          return original.apply(this, args);
+        },
+    );
+    probe.stepMs = [];
+    probe.statementsPerStep = [];
+    probe.walPosition = () => this.db.walPosition();
+    probe.walFrom = probe.walTo = null;
+    probe.active = true;
+    try {
+      const claimed = await this.worker.tick();
+      if (claimed !== 1) throw new Error(`transaction run: claimed ${claimed} runs, expected 1`);
+      await this.worker.idle();
+    } finally {
+      probe.active = false;
+      probe.inStep = false;
+      undoQuery();
+    }
+    const status = (await this.runs.get(run.id))?.status;
+    if (status !== 'succeeded') throw new Error(`transaction run ended ${status}`);
+    if (probe.stepMs.length !== steps)
+      throw new Error(`recorded ${probe.stepMs.length} of ${steps} transactions`);
+    return {
+      stepMs: probe.stepMs,
+      roundTripsPerStep: probe.statementsPerStep,
+      stepStatementNames,
       wal: await this.db.walWindow(probe.walFrom, probe.walTo),
     };
   }

@@ -5,7 +5,7 @@ import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-run
 import { STEP_WRITE_SQL as stepWriteSql } from '../src/store/run-state/step-write';
 import { FINISH_RUN_SQL as finishRunSql } from '../src/store/run-state/finish-run';
 import { START_RUN_SQL as startRunSql } from '../src/store/run-control.store';
-import { BenchDatabase, WalWindow } from './database';
+import { BenchDatabase, TX_INSERT, WalWindow } from './database';
 import { SteadyMeter } from './stats';
 
 // The engine's statements as it sends them in the default schema (names unqualified).
@@ -194,6 +194,8 @@ export async function timeConcurrent(
 export interface RawSequentialSession {
   stepWrite(n: number): Promise<SequentialRaw>;
   fencedUpdate(n: number): Promise<SequentialRaw>;
+  /** (5) A plain transaction with the durable transaction's INSERT: BEGIN, INSERT, COMMIT (3 round trips). */
+  plainTransaction(n: number): Promise<SequentialRaw>;
   close(): void;
 }
 
@@ -253,9 +255,16 @@ export class RawBench {
       await step.write();
       await update.write();
     }
+    let item = 0;
+    const plain = async () => {
+      await c.query('begin');
+      await c.query({ ...TX_INSERT, values: [item++, 'plain'] });
+      await c.query('commit');
+    };
     return {
       stepWrite: (n) => this.sequential(n, () => step.write()),
       fencedUpdate: (n) => this.sequential(n, () => update.write()),
+      plainTransaction: (n) => this.sequential(n, plain),
       close: () => c.release(),
     };
   }

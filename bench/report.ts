@@ -4,7 +4,7 @@ import { spread, Spread } from './stats';
 export interface FigureDef {
   key: string;
   label: string;
-  unit: 'ms' | 'stmt/s' | 'steps/s' | 'runs/s' | 'count' | 'bytes' | 'µs';
+  unit: 'ms' | 'stmt/s' | 'steps/s' | 'runs/s' | 'tx/s' | 'count' | 'bytes' | 'µs';
   section: string;
 }
 
@@ -20,6 +20,7 @@ export interface RatioDef {
 const RAW = '1. Raw limit: hand-written node-postgres, one dedicated connection per worker, prepared';
 const ENGINE = '2. Engine: DurableExecutionModule, compute steps, driven by DurableWorker.tick()';
 const COUNT = '3. Per step: statements, commits (WAL), WAL volume, client CPU';
+const TX = '4. A durable transaction (@DurableTransaction, one INSERT) against a plain one, sequential';
 
 /** Rows of one section of the table: [key, unit, label]. */
 function section(name: string, rows: Array<[string, FigureDef['unit'], string]>): FigureDef[] {
@@ -75,6 +76,20 @@ export const FIGURES: FigureDef[] = [
     ['engine.steps.c16.alone.cpuUs', 'µs', '  same, group commit off'],
     ['raw.run3.cpuUs', 'µs', '1c client CPU per raw 3-step run'],
     ['engine.run3.cpuUs', 'µs', 'client CPU per engine 3-step run'],
+  ]),
+  ...section(TX, [
+    ['raw.tx.seq.p50', 'ms', 'plain BEGIN; INSERT; COMMIT, p50'],
+    ['raw.tx.seq.p99', 'ms', 'plain BEGIN; INSERT; COMMIT, p99'],
+    ['raw.tx.seq.perSec', 'tx/s', 'plain transactions/s, one connection'],
+    ['engine.tx.seq.p50', 'ms', 'durable transaction (the call), p50'],
+    ['engine.tx.seq.p99', 'ms', 'durable transaction (the call), p99'],
+    ['engine.tx.seq.perSec', 'tx/s', 'durable transaction commits/s, one run'],
+    ['engine.tx.roundTrips', 'count', 'round trips per durable transaction (mean)'],
+    ['engine.tx.roundTrips.max', 'count', 'round trips in the busiest durable transaction'],
+    ['engine.tx.commitsPerStep', 'count', 'commits per durable transaction (server WAL)'],
+    ['raw.tx.commits', 'count', 'commits per plain transaction (server WAL)'],
+    ['engine.tx.walBytes', 'bytes', 'WAL per durable transaction'],
+    ['raw.tx.walBytes', 'bytes', 'WAL per plain transaction'],
   ]),
 ];
 
@@ -142,6 +157,18 @@ export const RATIOS: RatioDef[] = [
     num: 'engine.start.c16.perSec',
     den: 'raw.start.c16.perSec',
   },
+  {
+    key: 'txLatency',
+    label: 'durable transaction p50 / plain transaction p50',
+    num: 'engine.tx.seq.p50',
+    den: 'raw.tx.seq.p50',
+  },
+  {
+    key: 'txThroughput',
+    label: '  durable transactions/s / plain transactions/s',
+    num: 'engine.tx.seq.perSec',
+    den: 'raw.tx.seq.perSec',
+  },
 ];
 
 /** Collects one value per figure per repeat, plus free-form details per repeat. */
@@ -190,6 +217,12 @@ export const CHECKS: Array<{ key: string; label: string; expected: number }> = [
   },
   { key: 'engine.statementsPerStep.max', label: 'no step sent more than one statement', expected: 1 },
   { key: 'engine.commitsPerStep', label: 'one commit per compute step (server WAL)', expected: 1 },
+  {
+    key: 'engine.tx.roundTrips.max',
+    label: 'four round trips per durable transaction (every one)',
+    expected: 4,
+  },
+  { key: 'engine.tx.commitsPerStep', label: 'one commit per durable transaction (server WAL)', expected: 1 },
 ];
 
 export interface Summary {
@@ -260,7 +293,7 @@ export function printReport(s: Summary): void {
       `${pad(f.label, w)} ${pad(f.unit, 8)}${lpad(fmt(f.median, f.unit), 10)}${lpad(fmt(f.min, f.unit), 10)}${lpad(fmt(f.max, f.unit), 10)}`,
     );
   }
-  console.log(`\n4. Ratios (per repeat, then median / min / max over the repeats)`);
+  console.log(`\n5. Ratios (per repeat, then median / min / max over the repeats)`);
   console.log(
     `${pad('ratio', w)} ${pad('target', 8)}${lpad('median', 10)}${lpad('min', 10)}${lpad('max', 10)}  verdict`,
   );

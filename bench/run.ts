@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { BenchDatabase, dropDatabase, WalWindow } from './database';
-import { EngineBench, SequentialResult } from './engine';
+import { EngineBench, SequentialResult, TransactionRunResult } from './engine';
 import { ConcurrentRaw, LoopResult, RawBench } from './raw';
 import { FIGURES, printReport, RATIOS, Report, summarise } from './report';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
@@ -12,7 +12,7 @@ import { latency } from './stats';
 /**
  * `npm run bench [-- --quick] [-- --repeat N] [-- --out FILE]`
  * The raw node-postgres limit and the engine, measured side by side on one throw-away database.
- * Every repeat runs four phases; inside a phase the raw and the engine workloads alternate in short
+ * Every repeat runs five phases; inside a phase the raw and the engine workloads alternate in short
  * blocks (in rotating order), so that a noisy neighbour hits both sides alike. See bench/README.md.
  */
 
@@ -42,6 +42,8 @@ export interface BenchConfig {
   warmRuns: number;
   /** Starts timed per enqueue figure and repeat. */
   starts: number;
+  /** Durable transactions (and as many plain ones) timed per repeat, split over the blocks. */
+  txSteps: number;
 }
 
 const FULL: BenchConfig = {
@@ -59,6 +61,7 @@ const FULL: BenchConfig = {
   loopRuns: 900,
   warmRuns: 32,
   starts: 900,
+  txSteps: 900,
 };
 
 const QUICK: BenchConfig = {
@@ -70,6 +73,7 @@ const QUICK: BenchConfig = {
   throughputRuns: 300,
   loopRuns: 600,
   starts: 600,
+  txSteps: 600,
 };
 
 /** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
@@ -86,6 +90,7 @@ const SMOKE: BenchConfig = {
   loopRuns: 48,
   warmRuns: 4,
   starts: 48,
+  txSteps: 30,
 };
 
 const USAGE = `usage: npm run bench:core -- [--quick] [--repeat N] [--out FILE]
@@ -140,7 +145,7 @@ function sumLoop(blocks: LoopResult[]) {
   };
 }
 
-/** One repeat: four phases, raw and engine alternating inside each. */
+/** One repeat: five phases, raw and engine alternating inside each. */
 async function repeatOnce(
   r: number,
   cfg: BenchConfig,
@@ -314,6 +319,61 @@ async function repeatOnce(
   for (const [key, blocks] of Object.entries(starts)) {
     put(key, blocks.reduce((a, b) => a + b.n, 0) / blocks.reduce((a, b) => a + b.seconds, 0));
   }
+
+  // Phase E: a durable transaction (@DurableTransaction, one INSERT into an app table) against a plain
+  // BEGIN; INSERT; COMMIT with the same INSERT, sequential, one run at a time, as phase A.
+  phase('durable transactions: plain BEGIN/INSERT/COMMIT, engine @DurableTransaction steps');
+  await db.reset();
+  const plainSeq = await raw.openSequential(cfg.seqWarmup);
+  const plain: number[] = [];
+  const walPlain = emptyWal();
+  const tx: TransactionRunResult[] = [];
+  try {
+    await plainSeq.plainTransaction(cfg.seqWarmup);
+    await engine.transactionRun(Math.min(50, cfg.txSteps));
+    const n = Math.round(cfg.txSteps / B);
+    await alternate(r, B, [
+      async () => {
+        const p = await plainSeq.plainTransaction(n);
+        plain.push(...p.ms);
+        addWal(walPlain, p.wal);
+      },
+      async () => void tx.push(await engine.transactionRun(n)),
+    ]);
+  } finally {
+    plainSeq.close();
+  }
+  const lp = latency(plain);
+  const txMs = tx.flatMap((t) => t.stepMs);
+  const lt = latency(txMs);
+  const perSec = (ms: number[]) => (1000 * ms.length) / ms.reduce((a, b) => a + b, 0);
+  put('raw.tx.seq.p50', lp.p50);
+  put('raw.tx.seq.p99', lp.p99);
+  put('raw.tx.seq.perSec', perSec(plain));
+  put('engine.tx.seq.p50', lt.p50);
+  put('engine.tx.seq.p99', lt.p99);
+  put('engine.tx.seq.perSec', perSec(txMs));
+  const trips = tx.flatMap((t) => t.roundTripsPerStep);
+  put('engine.tx.roundTrips', trips.reduce((a, b) => a + b, 0) / trips.length);
+  put('engine.tx.roundTrips.max', Math.max(...trips));
+  const walTx = emptyWal();
+  tx.forEach((t) => addWal(walTx, t.wal));
+  if (db.walInspect) {
+    put('engine.tx.commitsPerStep', walTx.commits / txMs.length);
+    put('raw.tx.commits', walPlain.commits / plain.length);
+    put('engine.tx.walBytes', walTx.bytes / txMs.length);
+    put('raw.tx.walBytes', walPlain.bytes / plain.length);
+  }
+  report.detail(r, 'transactions', {
+    engineRuns: tx.length,
+    engineTransactions: txMs.length,
+    plainTransactions: plain.length,
+    statementNames: tx.reduce<Record<string, number>>((acc, t) => {
+      for (const [k, v] of Object.entries(t.stepStatementNames)) acc[k] = (acc[k] ?? 0) + v;
+      return acc;
+    }, {}),
+    wal: { plain: walPlain, engine: walTx },
+  });
 }
 
 async function main(): Promise<void> {

@@ -4,7 +4,11 @@
  * real milliseconds one chapter second lasts in the demo (40 ms: a run takes about 14 s).
  */
 
-/** Latency of each step in chapter seconds (sum ≈ 348 s plus overhead: "roughly six minutes"). */
+/**
+ * Latency of each step in chapter seconds (sum ≈ 343 s plus overhead: "roughly six minutes"). Step 7,
+ * marking the account active, is a write to the app's own database (accounts.ts): milliseconds, no
+ * simulated latency.
+ */
 export const CHAPTER_SECONDS = {
   /** The model parses the buyer's request (about 14,000 input tokens). */
   parseRequest: 20,
@@ -15,7 +19,6 @@ export const CHAPTER_SECONDS = {
   creditCheck: 75,
   chargeCard: 30,
   bookShipment: 90,
-  activateAccount: 5,
   notifyBuyer: 40,
   notifySupplier: 40,
 } as const;
@@ -102,7 +105,6 @@ export function nominalRunMs(timeScaleMs: number): number {
     s.creditCheck +
     s.chargeCard +
     s.bookShipment +
-    s.activateAccount +
     s.notifyBuyer +
     s.notifySupplier;
   return Math.round(total * timeScaleMs);

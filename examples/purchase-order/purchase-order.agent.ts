@@ -1,10 +1,13 @@
 /**
  * The agent's own steps. Each `@DurableStep` commits its result as a checkpoint in one fenced SQL
- * statement; once committed, a resumed run gets the stored result back instead of calling again.
+ * statement; once committed, a resumed run gets the stored result back instead of calling again. The
+ * account activation writes the app's own tables: a `@DurableTransaction`, whose writes commit in the
+ * same transaction as its checkpoint.
  */
 import { Inject, Injectable } from '@nestjs/common';
 import OpenAI from 'openai';
-import { currentRun, DurableStep } from '../../src'; // in an app: 'nestjs-durable-execution'
+import { currentRun, DurableStep, DurableTransaction, DurableTransactionHost } from '../../src'; // in an app: 'nestjs-durable-execution'
+import { Activation, DURABLE_ACCOUNTS, writeActivation } from './accounts';
 import { PRICE_BATCH, type ServiceSettings } from './config';
 import { SERVICE_SETTINGS, VendorApi } from './vendors';
 
@@ -69,6 +72,7 @@ export class PurchaseOrderAgent {
     private readonly openai: OpenAI,
     private readonly vendors: VendorApi,
     @Inject(SERVICE_SETTINGS) private readonly settings: ServiceSettings,
+    private readonly tx: DurableTransactionHost,
   ) {}
 
   /** Step 1: the model reads the request (about 14,000 input tokens; never paid twice once committed). */
@@ -136,16 +140,15 @@ export class PurchaseOrderAgent {
     return { totalCents, currency: 'EUR', lineItems: lines.length };
   }
 
-  /** Step 7: marks the buyer's account active (an idempotent upsert: safe to repeat, but still a call). */
-  @DurableStep({ name: 'activate_account', kind: 'tool' })
-  activateAccount(orderRef: string, buyerId: string): Promise<{ buyerId: string; active: boolean }> {
-    return this.vendors.call(
-      'PUT',
-      `/accounts/${encodeURIComponent(buyerId)}`,
-      { orderRef },
-      {
-        signal: currentRun()?.signal,
-      },
-    );
+  /**
+   * Step 7: marks the buyer's account active in the app's own tables (accounts.ts): an activation row
+   * and the account's counter, in ONE transaction on the module's database whose last statement is
+   * this step's fenced checkpoint. The rows commit exactly once: a worker killed before the commit
+   * leaves none (the next claim runs the body again), and a resumed run that finds the checkpoint gets
+   * the recorded result without running the body.
+   */
+  @DurableTransaction({ name: 'activate_account' })
+  activateAccount(orderRef: string, buyerId: string): Promise<Activation> {
+    return writeActivation(this.tx.client, DURABLE_ACCOUNTS, orderRef, buyerId);
   }
 }

@@ -91,6 +91,13 @@ describe('purchase-order HTTP app (npm run start:demo)', () => {
       'command:notify_supplier',
     ]);
     expect(view.checkpoints[0].meta.usage.prompt_tokens).toBeGreaterThan(13_000);
+    // Step 7, a @DurableTransaction, wrote the app's own tables once, and recorded what it returned.
+    const activations = await db.query(`select buyer_id from account_activations where order_ref = $1`, [
+      'PO-2026-0042',
+    ]);
+    expect(activations).toHaveLength(1);
+    const activated = view.checkpoints.find((c: { name: string }) => c.name === 'activate_account');
+    expect(activated.output).toMatchObject({ buyerId: activations[0].buyer_id, active: true });
     expect(view.commands.map((c: { name: string; status: string }) => `${c.name}:${c.status}`)).toEqual([
       'credit_check:succeeded',
       'charge_card:succeeded',

@@ -10,7 +10,8 @@ const SHOTS = path.join(__dirname, '..', 'artifacts', 'demo-inspector');
 /**
  * The README's first command, small: 50 purchase orders, 2 worker processes per side, a rolling deploy
  * with one SIGTERM (drained) and one SIGKILL per side. The durable side must not repeat a single
- * external write; the naive side must show the damage the chapter describes. Then, as with
+ * external write, nor a single account activation (a row of the app's own table, written by a
+ * `@DurableTransaction`); the naive side must show the damage the chapter describes. Then, as with
  * `--inspect --screenshot DIR`, the durable runs are in the run inspector: screenshots of the runs and
  * of a run the deploy interrupted (headless Chromium), and the inspector left up behind its key.
  */
@@ -26,7 +27,7 @@ describe('purchase-order demo (naive vs durable under a rolling deploy)', () => 
     await db?.drop();
   });
 
-  it('50 runs: durable has 0 duplicate charges and 0 duplicate credit enquiries; naive has both', async () => {
+  it('50 runs: durable has 0 duplicate charges, credit enquiries and account activations; naive has them', async () => {
     fs.rmSync(SHOTS, { recursive: true, force: true });
     const report = (result = await runDemo({
       runs: 50,
@@ -44,7 +45,7 @@ describe('purchase-order demo (naive vs durable under a rolling deploy)', () => 
     const { naive, durable } = report;
     console.log(
       `demo e2e: naive ${naive.creditEnquiries.duplicate} dup. enquiries, ${naive.charges.duplicate} dup. charges, ` +
-        `${naive.modelTokens.reSpent} tokens re-spent; durable interrupted ${durable.interruptedRuns} runs, ` +
+        `${naive.modelTokens.reSpent} tokens re-spent, ${naive.accountActivations.duplicate} dup. activations; durable interrupted ${durable.interruptedRuns} runs, ` +
         `${durable.lookupsByKey} lookups, longest recovery ${durable.recovery.longestMs} ms`,
     );
 
@@ -56,11 +57,32 @@ describe('purchase-order demo (naive vs durable under a rolling deploy)', () => 
     expect(durable.notifications.duplicate).toBe(0);
     expect(durable.conflictingSupplierOrderNumbers).toBe(0);
     expect(durable.creditEnquiries.total).toBe(50); // exactly one enquiry per order
+    // Exactly one activation row per placed order (a declined order never gets to step 7).
+    expect(durable.accountActivations.duplicate).toBe(0);
+    expect(durable.accountActivations.total).toBe(durable.completed - durable.declined);
 
     expect(naive.completed).toBe(50);
     expect(naive.interruptedRuns).toBeGreaterThan(0);
     expect(naive.creditEnquiries.duplicate).toBeGreaterThan(0);
     expect(naive.modelTokens.reSpent).toBeGreaterThan(0);
+    // Every placed order activated at least once; a run restarted after step 7 activated again.
+    expect(naive.accountActivations.total).toBeGreaterThanOrEqual(naive.completed - naive.declined);
+    expect(naive.accountActivations.duplicate).toBeGreaterThanOrEqual(0);
+
+    // The tables themselves: one row per order on the durable side, and each account's counter moved
+    // in the same transaction as its rows (as many increments as rows).
+    const [rows] = await db.query(
+      `select count(*)::int as n, count(distinct order_ref)::int as orders,
+              (select coalesce(sum(activations), 0)::int from accounts) as counted
+         from account_activations`,
+    );
+    expect(rows).toEqual({
+      n: durable.accountActivations.total,
+      orders: durable.accountActivations.total,
+      counted: durable.accountActivations.total,
+    });
+    const [naiveRows] = await db.query(`select count(*)::int as n from naive_account_activations`);
+    expect(naiveRows.n).toBe(naive.accountActivations.total);
 
     // The recorded model usage sits in the checkpoints: about 14,000 input tokens per parse.
     const [{ n, avg }] = await db.query(

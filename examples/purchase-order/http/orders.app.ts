@@ -9,6 +9,7 @@ import { BadRequestException, INestApplication, Module, ValidationPipe } from '@
 import { NestFactory } from '@nestjs/core';
 import type { ValidationError } from 'class-validator';
 import { DurableExecutionModule } from '../../../src'; // in an app: 'nestjs-durable-execution'
+import { ensureAccountTables } from '../accounts';
 import type { ServiceSettings } from '../config';
 import { demoAdminAccess, type DemoAdminAccess } from '../inspector/admin-access';
 import { demoAdminModule } from '../inspector/inspector-app';
@@ -41,6 +42,7 @@ export function validationPipe(): ValidationPipe {
 
 export async function createOrdersApp(opts: OrdersAppOptions): Promise<INestApplication> {
   const admin = opts.admin ?? demoAdminAccess();
+  await ensureAccountTables(opts.databaseUrl); // the app's own tables (step 7 writes them), as a migration would
   @Module({
     imports: [
       DurableExecutionModule.forRoot(

@@ -4,13 +4,16 @@
  * queue message that started it is deleted only when it returns. A worker that dies takes the state
  * with it; the redelivered message starts the run again at step one.
  *
- * The decorated methods are plain methods outside a durable run, so this calls exactly the code the
- * durable workflow calls. The commands get a fresh idempotency key per call, as a client library that
- * generates one per request would: that protects a network retry, not a restart.
+ * The decorated steps and commands are plain methods outside a durable run, so this calls exactly the
+ * code the durable workflow calls. The commands get a fresh idempotency key per call, as a client
+ * library that generates one per request would: that protects a network retry, not a restart. Step 7
+ * sends the durable side's statements (accounts.ts) to this side's own tables, each a plain write of its
+ * own, as the service did before: a restarted run writes them again.
  */
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { CommandContext } from '../../../src';
+import { NAIVE_ACCOUNTS, Queryable, writeActivation } from '../accounts';
 import { PurchaseOrderAgent, PurchaseOrderInput } from '../purchase-order.agent';
 import type { PurchaseOrderResult } from '../purchase-order.workflow';
 import { Carrier, CreditBureau, Notifier, PaymentGateway } from '../vendors';
@@ -28,6 +31,9 @@ export const STEP_NAMES = [
   'notify_supplier',
 ] as const;
 
+/** The naive side's database (a pg Pool): where its account activations go. */
+export const NAIVE_DB = Symbol('NAIVE_DB');
+
 @Injectable()
 export class NaivePurchaseOrder {
   constructor(
@@ -36,6 +42,7 @@ export class NaivePurchaseOrder {
     private readonly payments: PaymentGateway,
     private readonly carrier: Carrier,
     private readonly notifier: Notifier,
+    @Inject(NAIVE_DB) private readonly db: Queryable,
   ) {}
 
   async run(order: PurchaseOrderInput, onStep: (index: number) => void): Promise<PurchaseOrderResult> {
@@ -63,7 +70,7 @@ export class NaivePurchaseOrder {
       fresh(),
     );
     onStep(6);
-    await this.agent.activateAccount(orderRef, request.buyerId);
+    await writeActivation(this.db, NAIVE_ACCOUNTS, orderRef, request.buyerId); // a plain write, no transaction
     const supplierOrderNo = randomUUID(); // a new number on every restart
     onStep(7);
     await this.notifier.notifyBuyer(

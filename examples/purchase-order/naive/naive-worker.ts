@@ -3,16 +3,18 @@
  * over IPC), runs each with its state in memory, and acknowledges the message when the run returns.
  * SIGTERM stops consumption and waits for in-flight runs up to the grace period, then exits; whatever
  * has not finished by then is lost with the process and redelivered by the broker.
- * Env: DEMO_WORKER = JSON { services, drainMs, deferred } (`deferred`: see ../worker.ts).
+ * Env: DEMO_WORKER = JSON { services, databaseUrl, drainMs, deferred } (`deferred`: see ../worker.ts).
  */
 import 'reflect-metadata';
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Pool } from 'pg';
+import { DurableTransactionHost } from '../../../src';
 import type { ServiceSettings } from '../config';
 import type { PurchaseOrderInput } from '../purchase-order.agent';
 import { PurchaseOrderModule } from '../purchase-order.module';
 import { startSignal } from '../worker';
-import { NaivePurchaseOrder } from './naive-purchase-order';
+import { NAIVE_DB, NaivePurchaseOrder } from './naive-purchase-order';
 
 export type ToWorker = { type: 'deliver'; deliveryId: number; order: PurchaseOrderInput };
 export type FromWorker =
@@ -25,13 +27,26 @@ export type FromWorker =
 async function main() {
   const env = JSON.parse(process.env.DEMO_WORKER!) as {
     services: ServiceSettings;
+    databaseUrl: string;
     drainMs: number;
     deferred?: boolean;
   };
   process.on('disconnect', () => process.exit(0)); // the orchestrator is gone
   await startSignal(env.deferred);
+  const db = new Pool({ connectionString: env.databaseUrl, max: 4 });
+  db.on('error', () => undefined);
 
-  @Module({ imports: [PurchaseOrderModule.register(env.services)], providers: [NaivePurchaseOrder] })
+  // The agent's step 7 is a @DurableTransaction and injects DurableTransactionHost, which
+  // DurableExecutionModule provides; this process has no such module. The naive run never calls that
+  // method (it writes its own table), but Nest builds the agent all the same.
+  @Global()
+  @Module({ providers: [DurableTransactionHost], exports: [DurableTransactionHost] })
+  class WithoutDurableExecution {}
+
+  @Module({
+    imports: [WithoutDurableExecution, PurchaseOrderModule.register(env.services)],
+    providers: [NaivePurchaseOrder, { provide: NAIVE_DB, useValue: db }],
+  })
   class NaiveWorkerModule {}
 
   const app = await NestFactory.createApplicationContext(NaiveWorkerModule, { logger: ['error', 'warn'] });

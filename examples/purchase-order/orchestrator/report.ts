@@ -1,6 +1,7 @@
 /**
  * The comparison: what each side cost, computed from the vendors' own ledger (effects and calls per
- * purchase order) plus, for recovery delays, the naive queue's and the durable event trail's timings.
+ * purchase order), the app's own tables (account activations per order, accounts.ts) and, for
+ * recovery delays, the naive queue's and the durable event trail's timings.
  */
 import { CHAPTER_FIGURES, CREDIT_ENQUIRY_EUR } from '../config';
 import { EFFECT_KINDS, Ledger } from '../simulated/ledger';
@@ -16,6 +17,8 @@ export interface SideReport {
   charges: { total: number; duplicate: number; runsCharged: number; runsChargedTwice: number };
   shipments: { total: number; duplicate: number };
   notifications: { total: number; duplicate: number };
+  /** Rows of the side's `account_activations` table: one per activation, so a repeat is a second row. */
+  accountActivations: { total: number; duplicate: number };
   /** Runs whose supplier received more than one order number for the same purchase order. */
   conflictingSupplierOrderNumbers: number;
   modelTokens: { calls: number; prompt: number; reSpent: number };
@@ -52,6 +55,8 @@ export function fromLedger(
     pickedUpAgain: number;
     recoveryDelaysMs: number[];
     uninterruptedRunMs: number[];
+    /** Activation rows per order reference, read from the side's table (accounts.ts). */
+    activations: Map<string, number>;
   },
 ): SideReport {
   const r: SideReport = {
@@ -64,6 +69,7 @@ export function fromLedger(
     charges: { total: 0, duplicate: 0, runsCharged: 0, runsChargedTwice: 0 },
     shipments: { total: 0, duplicate: 0 },
     notifications: { total: 0, duplicate: 0 },
+    accountActivations: { total: 0, duplicate: 0 },
     conflictingSupplierOrderNumbers: 0,
     modelTokens: { calls: 0, prompt: 0, reSpent: 0 },
     stepsExecutedAgain: 0,
@@ -79,6 +85,10 @@ export function fromLedger(
   };
   const again = (n: number) => Math.max(0, n - 1);
   for (const ref of refs) {
+    const activations = extra.activations.get(ref) ?? 0;
+    r.accountActivations.total += activations;
+    r.accountActivations.duplicate += again(activations);
+    r.stepsExecutedAgain += again(activations);
     const o = ledger.orders.get(ref);
     if (!o) continue;
     const e = o.effects;
@@ -156,6 +166,12 @@ export function renderTable(rep: DemoReport): string {
     ],
     ['duplicate shipments booked', int(n.shipments.duplicate), int(d.shipments.duplicate), '-'],
     ['duplicate notifications', int(n.notifications.duplicate), int(d.notifications.duplicate), '-'],
+    [
+      'duplicate account activations',
+      int(n.accountActivations.duplicate),
+      int(d.accountActivations.duplicate),
+      '-',
+    ],
     [
       'supplier sent 2+ order numbers',
       int(n.conflictingSupplierOrderNumbers),

@@ -17,14 +17,14 @@ export interface OrderLedger {
   supplierOrderNumbers: Set<string>;
 }
 
+/** The vendors' effects. (Marking the account active is a write to the app's own tables: accounts.ts.) */
 export type EffectKind =
-  'credit_check' | 'charge_card' | 'book_shipment' | 'activate_account' | 'notify_buyer' | 'notify_supplier';
+  'credit_check' | 'charge_card' | 'book_shipment' | 'notify_buyer' | 'notify_supplier';
 
 export const EFFECT_KINDS: EffectKind[] = [
   'credit_check',
   'charge_card',
   'book_shipment',
-  'activate_account',
   'notify_buyer',
   'notify_supplier',
 ];
@@ -33,7 +33,6 @@ const zero = (): Record<EffectKind, number> => ({
   credit_check: 0,
   charge_card: 0,
   book_shipment: 0,
-  activate_account: 0,
   notify_buyer: 0,
   notify_supplier: 0,
 });

@@ -106,14 +106,6 @@ export async function startSimulatedServices(opts: {
       await sleep(latency(CHAPTER_SECONDS.priceLookup * skus.length));
       return send(res, 200, { prices: skus.map((s) => 500 + (hash(s) % 20000)) });
     }
-    if (req.method === 'PUT' && parts[0] === 'accounts' && parts[1]) {
-      // Marking the buyer's account active: a row that is usually already there (no key needed).
-      const o = ledger.order(ref);
-      o.requests.activate_account++;
-      await sleep(latency(CHAPTER_SECONDS.activateAccount));
-      ledger.effect(ref, 'activate_account');
-      return send(res, 200, { buyerId: parts[1], active: true });
-    }
     const effectRoutes: Record<string, { kind: (j: Record<string, any>) => EffectKind; seconds: number }> = {
       'credit-checks': { kind: () => 'credit_check', seconds: CHAPTER_SECONDS.creditCheck },
       charges: { kind: () => 'charge_card', seconds: CHAPTER_SECONDS.chargeCard },
