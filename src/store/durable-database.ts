@@ -189,12 +189,9 @@ export class DurableDatabase implements OnModuleInit, OnApplicationShutdown {
     name?: string,
   ): Promise<{ rows: R[]; rowCount: number }> {
     const text = typeof sql === 'string' ? sql : this.textOf(sql);
+    const prepared = name && this.named ? this.names.statement(name) : undefined; // undefined: unnamed
     // Outside any call: a user's call gate never checks (or refuses) the engine's own statements.
-    const res = await outsideCalls(() =>
-      this.pool.query<R>(
-        name && this.named ? { name: this.names.statement(name), text, values } : { text, values },
-      ),
-    );
+    const res = await outsideCalls(() => this.pool.query<R>({ name: prepared, text, values }));
     return { rows: res.rows, rowCount: res.rowCount ?? 0 };
   }
 
