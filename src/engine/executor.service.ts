@@ -143,7 +143,7 @@ export class Executor {
       case 'retry':
         return this.settleError(run, stop.cause, 'transient');
       case 'usage':
-        return this.fail(run, stop.error, 'usage');
+        return this.finish(run, failedWrite(stop.error, 'usage'));
       case 'non-determinism':
         this.logger.warn(`${runLabel(run)} held for a fixed deploy: ${stop.error.message}`);
         return this.settleError(run, stop.error);
@@ -190,11 +190,6 @@ export class Executor {
     );
   }
 
-  /** Fails the run for good with `err` (`reason` in the event). */
-  private fail(run: ActiveRun, err: unknown, reason: 'usage'): Promise<RunAttemptOutcome> {
-    return this.finish(run, failedWrite(err, reason));
-  }
-
   /**
    * The workflow threw: cancelled, failed for good, dead-lettered, or retried later with backoff.
    * `transient`: retried whatever the error is (the engine decided it, e.g. a command in doubt).
@@ -230,7 +225,8 @@ export class Executor {
         return 'cancelled';
       }
       if (written === 'cancelled' && w.status !== 'cancelled') return 'cancelled';
-      if (w.status === 'failed') this.logger.error(`${runLabel(run)} failed${this.detail(w.error)}`);
+      if (w.status === 'failed')
+        this.logger.error(`${runLabel(run)} failed${this.detail(w.error)}${w.hint ?? ''}`);
       else if (w.status === 'dead_lettered') {
         this.logger.error(
           `${runLabel(run)} dead-lettered after ${run.claim.maxAttempts} attempt(s)${this.detail(w.error)}; RunRepository.retry(id) resumes it`,

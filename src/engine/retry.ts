@@ -1,4 +1,10 @@
 import { CommandInStepError } from '../errors/command-in-step.error';
+import { DuplicateRegistrationError } from '../errors/duplicate-registration.error';
+import { DurableUsageError } from '../errors/durable-usage.error';
+import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { InvalidOptionsError } from '../errors/invalid-options.error';
+import { MissingConcurrencyKeyError } from '../errors/missing-concurrency-key.error';
+import { MissingDependencyError } from '../errors/missing-dependency.error';
 import { DurableExecutionError } from '../errors/durable-execution.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { NonDeterminismError } from '../errors/non-determinism.error';
@@ -11,15 +17,33 @@ import type { RetryPolicy } from '../options/durable-execution-options.interface
 import { LongTimer, longTimeout } from '../util/timers';
 
 /**
- * Errors that must not be retried: the user said so, the input can never pass validation, or the
- * engine itself stopped the run. class-validator's ValidationError and errors flagged
- * `retryable: false` count as validation errors.
+ * A programming or configuration error: the same code fails the same way on every attempt (a misuse
+ * of the library, invalid options or arguments, a missing optional dependency, a duplicate name). Not
+ * the engine errors that can be transient (`NoWorkerForKindError`, `SchemaNotReadyError`,
+ * `RunNotFoundError`, `UnknownRunKindError` in a mixed fleet): those are retried.
+ */
+export function isProgrammingError(err: unknown): boolean {
+  return (
+    err instanceof DurableUsageError ||
+    err instanceof CommandInStepError ||
+    err instanceof InvalidOptionsError ||
+    err instanceof InvalidArgumentError ||
+    err instanceof MissingDependencyError ||
+    err instanceof DuplicateRegistrationError ||
+    err instanceof MissingConcurrencyKeyError
+  );
+}
+
+/**
+ * Errors that must not be retried: the user said so, the input can never pass validation, a
+ * programming error, or the engine itself stopped the run. class-validator's ValidationError and
+ * errors flagged `retryable: false` count as validation errors.
  */
 export function isNonRetryable(err: unknown): boolean {
   if (err instanceof NonRetryableError || err instanceof SerializationError) return true;
   if (err instanceof PayloadTooLargeError || err instanceof NonDeterminismError) return true;
   if (err instanceof LeaseLostError || err instanceof RunCancelledError) return true;
-  if (err instanceof CommandInStepError) return true;
+  if (isProgrammingError(err)) return true;
   if (err instanceof DurableExecutionError) return false;
   const e = err as { name?: string; retryable?: unknown; constraints?: unknown } | null;
   return !!e && (e.retryable === false || e.name === 'ValidationError' || Array.isArray(err));

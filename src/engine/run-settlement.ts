@@ -7,7 +7,7 @@ import type { RunAttemptOutcome } from '../interfaces/durable-observer.interface
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import type { FinishWrite } from '../store/run-state/finish-run';
 import type { ActiveRun } from './active-run';
-import { isNonRetryable } from './retry';
+import { isNonRetryable, isProgrammingError } from './retry';
 import { serializeError } from './serialize-error';
 import { toStoredJson } from '../util/codec';
 import type { CheckpointWrite } from '../store/run-state/fence';
@@ -23,6 +23,9 @@ export function failedWrite(err: unknown, reason: 'non_retryable' | 'usage' | 'r
     error,
     event: 'run.failed',
     payload: { reason, error: String(error.message ?? '') },
+    ...(reason === 'usage' && {
+      hint: ' (a programming error: not retried; fix the code and deploy it, then RunRepository.retry(id) runs it again)',
+    }),
   };
 }
 
@@ -59,6 +62,8 @@ export function errorWrite(
   if (err instanceof RunCancelledError)
     return { status: 'cancelled', error, event: 'run.cancelled', payload: { by: 'worker' } };
   if (err instanceof NonDeterminismError) return heldWrite(err);
+  // A programming error fails at its first claim: a retry would run the same code into it again.
+  if (how !== 'transient' && isProgrammingError(err)) return failedWrite(err, 'usage');
   if (how !== 'transient' && isNonRetryable(err)) return failedWrite(err, 'non_retryable');
   // An outcome read from the run's record: every retry replays it and throws the same again.
   if (how !== 'transient' && isRecordedOutcome(err)) return failedWrite(err, 'recorded');

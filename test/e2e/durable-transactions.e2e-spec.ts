@@ -289,8 +289,9 @@ describe('@DurableTransaction on the module database', () => {
       run: { id },
     } = await runs.start('tx-swallows', { id: 'w1' });
     const run = await driveUntil(app, db, id);
-    expect(run.status).toBe('dead_lettered'); // the step's error ended run(): retryable, attempts spent
-    expect(run.error?.message).toMatch(/aborted|rolled back/);
+    expect(run.status).toBe('failed'); // a programming error: failed at once, not retried
+    expect(run.error?.code).toBe('DURABLE_MISUSE');
+    expect(run.error?.message).toMatch(/caught the error and went on/);
     expect(await rowsOf('w1')).toEqual({ accounts: 0, ledger: 0 });
   });
 

@@ -161,6 +161,8 @@ export interface FinishWrite {
   records?: CheckpointWrite[];
   event: string;
   payload: Record<string, unknown>;
+  /** Added to the worker's log line of the outcome (what to do about it); not stored. */
+  hint?: string;
   parkedReason?: string | null;
   /** Keys of commands reserved in this claim whose call was never made. */
   unsent?: string[];

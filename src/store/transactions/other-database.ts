@@ -9,7 +9,7 @@ import {
   CREATE_TABLES_SQL,
   OTHER_DATABASE_TABLES,
 } from './other-database.sql';
-import type { TransactionSession } from './transaction-session';
+import { inAbortedTransaction, swallowedStatementError, TransactionSession } from './transaction-session';
 
 /*
  * A durable transaction on another database than the module's (see other-database.sql.ts): the run's
@@ -65,6 +65,7 @@ export async function completeOther(
     return true;
   } catch (err) {
     if ((err as { code?: string }).code === '23505') return false;
+    if (inAbortedTransaction(err)) throw swallowedStatementError(session.label);
     throw err;
   }
 }

@@ -90,3 +90,17 @@ export class Slots {
     else this.used--;
   }
 }
+
+/**
+ * The body caught a failed statement and went on: PostgreSQL aborted the whole transaction, so its
+ * last statement fails (25P02) or its COMMIT answers ROLLBACK. A programming error, not retried. @internal
+ */
+export function swallowedStatementError(label: string): DurableUsageError {
+  return new DurableUsageError(
+    `${label} was rolled back at its commit: a statement of the body failed (the body caught the error and went on), ` +
+      'which aborts the whole transaction; let the error propagate (the step is retried), or use a savepoint (manager.transaction) around the statement',
+  );
+}
+
+/** `err` is PostgreSQL's "current transaction is aborted" (25P02). @internal */
+export const inAbortedTransaction = (err: unknown): boolean => (err as { code?: unknown })?.code === '25P02';

@@ -13,7 +13,9 @@ import { writeStepIn } from '../run-state/step-write';
 import { ensureOtherTables } from './other-database';
 import {
   setPlainTransactionRunner,
+  inAbortedTransaction,
   Slots,
+  swallowedStatementError,
   TransactionSession,
   transactionStorage,
 } from './transaction-session';
@@ -163,7 +165,11 @@ export class DurableTransactionStore implements OnModuleInit, OnApplicationShutd
     payload: Record<string, unknown>,
     index: number,
   ): Promise<{ cancelRequested: boolean }> {
-    const out = await writeStepIn(this, session.client, fence, cursor, checkpoints, payload, index);
+    const out = await writeStepIn(this, session.client, fence, cursor, checkpoints, payload, index).catch(
+      (err) => {
+        throw inAbortedTransaction(err) ? swallowedStatementError(session.label) : err;
+      },
+    );
     await this.commit(session);
     return out;
   }
@@ -174,11 +180,7 @@ export class DurableTransactionStore implements OnModuleInit, OnApplicationShutd
     markEnded(session.queryRunner);
     this.close(session);
     // A transaction an error had aborted (the body caught it and went on) answers COMMIT with ROLLBACK.
-    if (res.command?.toUpperCase() === 'ROLLBACK')
-      throw new DurableUsageError(
-        `${session.label} was rolled back at its commit: a statement of the body failed (the body caught the error and went on), ` +
-          'which aborts the whole transaction; let the error propagate (the step is retried), or use a savepoint (manager.transaction) around the statement',
-      );
+    if (res.command?.toUpperCase() === 'ROLLBACK') throw swallowedStatementError(session.label);
   }
 
   /** ROLLBACK where the connection can still say it; the connection is closed where it cannot. */
