@@ -26,7 +26,6 @@ import type { ReplayOnly, StepEnv } from './steps/step-env';
 import * as values from './steps/step-values';
 import { sleepStep, waitForSignalStep } from './steps/wait-step';
 import { WaitBoard } from './wait-board';
-import { currentGate } from './wire/wire-gate';
 import { fencedWrite } from './fenced-write';
 import { HeldStep, writeHeld } from './held-commit';
 import { startChildStep, waitForChildStep } from './steps/child-step';
@@ -117,12 +116,6 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   }
   get signal(): AbortSignal {
     return this.control.signal;
-  }
-  /** `ctx.assertLease()`: the current call's gate, or (no live gate) the run's lease. */
-  assertLease(): void {
-    const refused = currentGate()?.check('ctx.assertLease()');
-    if (refused) throw refused;
-    this.lease.assertHeld('ctx.assertLease()');
   }
 
   private logOf(record: ReplayRecord, phase?: { firstIndex: number; seqFloor: number }): ReplayLog {

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import type { RunControl } from './run-control';
 import { installFencedTransport } from './wire/fenced-transport';
-import { WireGate } from './wire/wire-gate';
+import { currentGate, WireGate } from './wire/wire-gate';
 
 /**
  * A claim's local, monotonic view of its lease: a deadline on `performance.now()`, taken from the send
@@ -79,12 +79,13 @@ export class LeaseClock {
   }
 
   /**
-   * `ctx.assertLease()` outside a gated call (in the workflow body, or with the fenced transport off):
-   * the wire check's test, against the wire margin (a tenth of the lease when the transport is off).
-   * Throws the error the run stopped with.
+   * `ctx.assertLease()`: inside a gated call, the call's wire check; then (outside one: in the workflow
+   * body, or with the fenced transport off) the same test on this lease, against the wire margin (a
+   * tenth of the lease when the transport is off). Throws the error the run stopped with.
    */
   assertHeld(what: string): void {
-    const refused = this.check(() => what, this.wireMarginMs ?? this.ttlMs / 10);
+    const refused =
+      currentGate()?.check(what) ?? this.check(() => what, this.wireMarginMs ?? this.ttlMs / 10);
     if (refused) throw refused;
   }
 

@@ -10,7 +10,7 @@ export interface RunContextHost {
   readonly timeline: number;
   readonly attempt: number;
   readonly signal: AbortSignal;
-  assertLease(): void;
+  readonly lease: { assertHeld(what: string): void };
   record<T>(name: string, make: () => T, derive: (seed: Buffer) => T): T;
   progress(item: number, partial: unknown): Promise<void>;
   resumePoint(): { item: number; partial: unknown } | null;

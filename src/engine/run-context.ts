@@ -71,7 +71,7 @@ export class RunContext<S extends SignalMap = AnySignals> {
    * it is the check the transport makes at the socket (the call's gate); elsewhere, the run's lease.
    */
   assertLease(): void {
-    this.host.assertLease();
+    this.host.lease.assertHeld('ctx.assertLease()');
   }
 
   /** The current time, recorded on first use and replayed after a resume (inside a step: the clock). */
