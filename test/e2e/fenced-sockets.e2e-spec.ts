@@ -58,12 +58,12 @@ describe('fenced transport: a zombie body writes nothing over ws, net, http2 or 
       });
     });
     h2Server = http2.createServer();
-    h2Server.on('stream', (stream) => {
+    // A request counts once its headers arrive, body or not (a target may act on them).
+    h2Server.on('stream', (stream, headers) => {
       stream.on('error', () => undefined);
-      let key = '';
-      stream.on('data', (d) => (key += d));
+      count(writes.http2, String(headers['x-key']));
+      stream.resume();
       stream.on('end', () => {
-        count(writes.http2, key);
         stream.respond({ ':status': 200 });
         stream.end();
       });
