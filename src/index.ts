@@ -71,11 +71,10 @@ export type {
 } from './interfaces/command.interface';
 
 // Fencing tokens a target you own can check: the header (sent only where a command spreads fenceHeaders),
-// the verifier that refuses a superseded claim in the target's PostgreSQL, and a Nest guard.
-export { DURABLE_FENCE_HEADER, fenceHeaders, formatFence, parseFence } from './util/fence-token';
-export { compareFences, type FenceToken } from './util/fence-token';
-export { FenceVerifier, type FenceQuery, type FenceVerifierOptions } from './util/fence-verifier';
-export { DurableFenceGuard, DurableFenceToken } from './nest/durable-fence.guard';
+// signed with the module option `fence`, the verifier that authenticates it and refuses a superseded claim
+// in the target's PostgreSQL (src/util/fence.ts), and a Nest guard.
+export * from './util/fence';
+export { DurableFenceGuard, DurableFenceKey, DurableFenceToken } from './nest/durable-fence.guard';
 
 // Starting and reading runs.
 export { RunRepository } from './api/run.repository';
@@ -157,9 +156,10 @@ export {
   StaleFenceError,
   StepTimeoutError,
   TooManyStreamClientsError,
+  UnauthenticatedFenceError,
   UnknownRunKindError,
 } from './errors';
-export type { ChildRunEnd, DurableErrorCode } from './errors';
+export type { ChildRunEnd, DurableErrorCode, FenceRefusal } from './errors';
 export { DurableExceptionFilter, DURABLE_HTTP_STATUS } from './nest/durable-exception.filter';
 export type { DurableErrorBody } from './nest/durable-exception.filter';
 

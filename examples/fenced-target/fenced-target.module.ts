@@ -1,7 +1,7 @@
 import { DynamicModule, Injectable, Module, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { FenceVerifier } from '../../src'; // in an app: 'nestjs-durable-execution'
+import { FenceSecret, FenceVerifier } from '../../src'; // in an app: 'nestjs-durable-execution'
 import { TransfersController } from './transfers.controller';
 
 /** Creates the service's tables at boot: its ledger and the verifier's table of fences. */
@@ -29,15 +29,29 @@ class Tables implements OnModuleInit {
   }
 }
 
-/** The fenced transfer service on its own PostgreSQL database (`databaseUrl`). */
+/** Options of the fenced transfer service. */
+export interface FencedTargetOptions {
+  /** Its own PostgreSQL database. */
+  databaseUrl: string;
+  /**
+   * The keys tokens must be signed with, by key id: the workers' module option `fence: { keyId, secret }`
+   * (two ids during a rotation). Without: tokens are not authenticated (a warning at boot).
+   */
+  keys?: Record<string, FenceSecret>;
+}
+
+/**
+ * The fenced transfer service on its own PostgreSQL database. Its `FenceVerifier` is a provider, so
+ * `DurableFenceGuard` authenticates each token with it before a handler runs.
+ */
 @Module({})
 export class FencedTargetModule {
-  static forRoot(options: { databaseUrl: string }): DynamicModule {
+  static forRoot(options: FencedTargetOptions): DynamicModule {
     return {
       module: FencedTargetModule,
       imports: [TypeOrmModule.forRoot({ type: 'postgres', url: options.databaseUrl })],
       controllers: [TransfersController],
-      providers: [{ provide: FenceVerifier, useValue: new FenceVerifier() }, Tables],
+      providers: [{ provide: FenceVerifier, useValue: new FenceVerifier({ keys: options.keys }) }, Tables],
     };
   }
 }

@@ -32,4 +32,5 @@ export * from './schedule-not-found.error';
 export * from './schedule-conflict.error';
 export * from './child-run.error';
 export * from './stale-fence.error';
+export * from './unauthenticated-fence.error';
 export * from './too-many-stream-clients.error';

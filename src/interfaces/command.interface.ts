@@ -1,4 +1,5 @@
 import type { RetryPolicy } from '../options/durable-execution-options.interface';
+import type { FenceSignature } from '../util/fence-token';
 
 /**
  * What to do when a crash hid a command's outcome (reserved, dispatched or not, nothing recorded):
@@ -60,19 +61,30 @@ export interface CommandContext {
 }
 
 /**
- * Which claim sends a command: the run, its fencing token (`timeline`, `epoch`) and the lease's end.
- * Compare tokens as (timeline, epoch) pairs: a later claim has a greater pair. A target that keeps the
- * greatest pair it saw per run refuses a smaller one (a stale claim); an equal one is the same claim
- * sending again (a retry). The epoch alone rises by one per claim, but after a failover that lost the
- * old primary's last commits it can repeat; the timeline then is higher.
+ * Which claim sends a command: the run, its fencing token (`timeline`, `epoch`), the lease's end, the
+ * command, and (module option `fence`) the signature a target checks. Compare tokens as (timeline, epoch)
+ * pairs: a later claim has a greater pair. A target that keeps the greatest pair it saw per run refuses a
+ * smaller one (a stale claim); an equal one is the same claim sending again (a retry). The epoch alone
+ * rises by one per claim, but after a failover that lost the old primary's last commits it can repeat;
+ * the timeline then is higher.
  */
 export interface CommandFence {
   runId: string;
   epoch: number;
   /** The PostgreSQL WAL timeline the claim was made on (1 until a promotion or a point-in-time recovery). */
   timeline: number;
-  /** The latest time this claim's lease holds, by the worker's clock. */
+  /** The latest time this claim's lease holds, by the worker's clock (a signed token expires then). */
   leaseExpiresAt: Date;
+  /**
+   * The idempotency key of the command this token is for (the one sent or looked up). Always set by the
+   * engine; optional for contexts built by hand (a command called outside a run).
+   */
+  commandKey?: string;
+  /**
+   * The MAC over run, timeline, epoch, command key and expiry (`leaseExpiresAt`) under the module's
+   * `fence` key, sent by `fenceHeaders` as a `v2` header; absent without that option (a `v1` header).
+   */
+  signature?: FenceSignature;
 }
 
 /** What a target answers when asked about a key. */

@@ -15,6 +15,8 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_SCHEDULE_CONFLICT: HttpStatus.CONFLICT,
   // A target's FenceVerifier refused a superseded claim's request.
   DURABLE_STALE_FENCE: HttpStatus.CONFLICT,
+  // ... or a token it could not authenticate (unsigned, forged, expired, another command's).
+  DURABLE_UNAUTHENTICATED_FENCE: HttpStatus.UNAUTHORIZED,
   DURABLE_INVALID_ARGUMENT: HttpStatus.BAD_REQUEST,
   DURABLE_UNKNOWN_RUN_KIND: HttpStatus.BAD_REQUEST,
   DURABLE_NOT_SERIALIZABLE: HttpStatus.BAD_REQUEST,
@@ -50,7 +52,8 @@ interface FastifyLike {
 /**
  * Maps the library's errors to HTTP answers `{ statusCode, code, message }`: run or command not found →
  * 404, invalid run or command state, idempotency conflict and a stale fencing token (`FenceVerifier`) →
- * 409, invalid argument, unknown kind, unserializable input and invalid options → 400, payload too large
+ * 409, a fencing token a target could not authenticate (unsigned, forged, expired, another command's) →
+ * 401, invalid argument, unknown kind, unserializable input and invalid options → 400, payload too large
  * → 413, too many stream clients (`limits.maxStreamClients`) → 503; for an endpoint that waits
  * on `RunRepository.result()`: the wait timed out → 202 (the run goes on), the run ended failed,
  * dead-lettered or cancelled → 422 (its status and error code, never its error message: run data). Any other `DurableExecutionError` is a

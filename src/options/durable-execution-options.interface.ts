@@ -1,4 +1,5 @@
 import type { ModelBudgetOptions, ResolvedModelBudget } from '../interfaces/budget.interface';
+import type { FenceKeyOptions, ResolvedFenceKey } from './fence-key';
 import type { RedactHook } from './redact';
 
 /** Retry policy of a step or command: exponential backoff with jitter. */
@@ -211,6 +212,14 @@ export interface DurableExecutionModuleOptions {
    * declares the same budgets (the last declared wins). See docs/FLOW-CONTROL.md.
    */
   budgets?: Record<string, ModelBudgetOptions>;
+  /**
+   * Sign every command's fencing token (`ctx.fence`, and a lookup's `context.fence`) with this key:
+   * `fenceHeaders(ctx.fence)` then sends a `v2` header whose MAC covers run, timeline, epoch, command key
+   * and expiry (the claim's lease end), which a target's `FenceVerifier` with the same key checks.
+   * Default: unsigned tokens (`v1`), which any caller can forge. See docs/OPERATIONS.md, "Fencing tokens".
+   * @example `fence: { keyId: 'k1', secret: process.env.DURABLE_FENCE_SECRET! }`
+   */
+  fence?: FenceKeyOptions;
 }
 
 /** Options after validation with every default filled in. Services inject these. */
@@ -227,4 +236,6 @@ export interface ResolvedDurableOptions {
   unservedKinds: 'warn' | 'refuse';
   unkeyedStarts: 'warn' | 'refuse';
   budgets: Record<string, ResolvedModelBudget>;
+  /** The key commands' fencing tokens are signed with; undefined: unsigned. */
+  fence?: ResolvedFenceKey;
 }

@@ -10,6 +10,7 @@ import type {
   ResolvedDurableOptions,
 } from './durable-execution-options.interface';
 import { DurableExecutionOptionsSchema } from './durable-execution-options.schema';
+import { resolveFenceKey } from './fence-key';
 import { DEFAULT_SCHEMA } from './schema-name';
 
 /** A fresh worker identity: host, pid and a random suffix (two processes never share one). */
@@ -64,8 +65,9 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
   // The DataSource instance is not a plain object; keep it out of class-transformer's reach.
   const { dataSource, ...database } = (dbGiven ? rawDb : {}) as DurableExecutionModuleOptions['database'];
   // A non-object `database` (a bare url string, say) is reported below; class-validator would call it missing.
-  // Budgets are a map by name: checked by resolveBudgets, not by the class schema.
-  const { budgets: rawBudgets, ...rest } = raw;
+  // Budgets are a map by name: checked by resolveBudgets, not by the class schema; the fence key holds
+  // a secret (a Buffer class-transformer would mangle): checked by resolveFenceKey.
+  const { budgets: rawBudgets, fence: rawFence, ...rest } = raw;
   const schema = plainToInstance(DurableExecutionOptionsSchema, {
     ...rest,
     database: dbGiven || !dbMissing ? database : undefined,
@@ -161,6 +163,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     ...stripUnset(raw.defaultRetry),
   };
   const budgets = resolveBudgets(rawBudgets, problems);
+  const fence = resolveFenceKey(rawFence, problems);
   if (problems.length) throw new InvalidOptionsError(problems);
 
   return {
@@ -188,6 +191,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     unservedKinds: raw.unservedKinds ?? 'warn',
     unkeyedStarts: raw.unkeyedStarts ?? 'warn',
     budgets,
+    fence,
   };
 }
 

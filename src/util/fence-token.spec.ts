@@ -4,6 +4,7 @@ import {
   compareFences,
   DURABLE_FENCE_HEADER,
   fenceHeaders,
+  FenceSignature,
   FenceToken,
   formatFence,
   parseFence,
@@ -109,6 +110,68 @@ describe('parseFence', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('signed tokens (v2 header)', () => {
+  const signature = (over: Partial<FenceSignature> = {}): FenceSignature => ({
+    keyId: 'k1',
+    expiresAtMs: 1765000000000,
+    commandKeyHash: 'h'.repeat(43),
+    mac: 'm'.repeat(43),
+    ...over,
+  });
+  const v2 = `v2;kid=k1;run=${RUN};timeline=2;epoch=7;exp=1765000000000;key=${'h'.repeat(43)};mac=${'m'.repeat(43)}`;
+
+  it('writes a signed token as v2 (key id, pair, expiry, key hash, MAC) and an unsigned one as v1', () => {
+    const fence = { ...token(2, 7), leaseExpiresAt: new Date(), commandKey: 'k', signature: signature() };
+    expect(formatFence(fence)).toBe(v2);
+    expect(formatFence({ ...fence, signature: undefined })).toBe(`run=${RUN};timeline=2;epoch=7`);
+    expect(parseFence(v2)).toEqual({ ...token(2, 7), signature: signature() });
+  });
+
+  it('round-trips every signed token (property)', () => {
+    const signed = fc.record({
+      runId: runIds,
+      timeline: fc.integer({ min: 0, max: 2147483647 }),
+      epoch: fc.maxSafeInteger().filter((n) => n >= 0),
+      signature: fc.record({
+        keyId: fc.stringMatching(/^[A-Za-z0-9_.-]{1,64}$/),
+        expiresAtMs: fc.maxSafeInteger().filter((n) => n >= 0),
+        commandKeyHash: fc.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+        mac: fc.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      }),
+    });
+    fc.assert(
+      fc.property(signed, (t) => {
+        expect(parseFence(formatFence(t))).toEqual(t);
+        expect(formatFence(parseFence(formatFence(t)))).toBe(formatFence(t));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it.each<[string, string, RegExp]>([
+    ['a field missing', v2.replace(/;exp=[0-9]+/, ''), /is malformed: must be v2;kid=/],
+    ['a short MAC', v2.slice(0, -1), /mac that is not 43 base64url/],
+    ['a key id with a space', v2.replace('kid=k1', 'kid=k 1'), /key id that is not 1-64/],
+    ['a negative expiry', v2.replace('exp=1765000000000', 'exp=-1'), /expiry that is not a non-negative/],
+    ['a stale epoch', v2.replace('epoch=7', 'epoch=07'), /epoch that is not a non-negative/],
+    ['an unknown version', v2.replace('v2;', 'v3;'), /version v3, which this library does not read/],
+  ])('refuses a v2 header with %s, naming the header', (_label, value, reason) => {
+    expect(headerError(() => parseFence(value)).message).toMatch(reason);
+  });
+
+  it('refuses a signature the header cannot carry', () => {
+    for (const bad of [
+      { keyId: 'a;b' },
+      { expiresAtMs: -1 },
+      { mac: 'short' },
+      { commandKeyHash: 'x'.repeat(44) },
+    ])
+      expect(() => formatFence({ ...token(1, 1), signature: signature(bad) })).toThrow(
+        /token|fence signature/,
+      );
   });
 });
 

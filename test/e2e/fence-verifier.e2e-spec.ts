@@ -8,10 +8,13 @@ import {
   DurableWorkflow,
   fenceHeaders,
   FenceToken,
+  FenceVerifier,
   IdempotentCommand,
   LookupContext,
   LookupResult,
+  NonRetryableError,
   RunRepository,
+  signFence,
 } from '../../src';
 import { startFencedTarget } from '../../examples/fenced-target/main';
 import { bootApp } from '../helpers/app';
@@ -328,10 +331,245 @@ describe('FenceVerifier at a target the user owns (examples/fenced-target)', () 
         timeline: sent[0].timeline,
         epoch: sent[0].epoch,
         leaseExpiresAt: expect.any(Date),
+        commandKey: key, // the command the token is for (issue 46); no signature without the module option
       });
       expect(f.epoch).toBeGreaterThanOrEqual(1);
       expect(await applied({ key })).toEqual([`${f.timeline}/${f.epoch}`]);
       expect(await kept(id)).toEqual({ timeline: f.timeline, epoch: f.epoch });
+    });
+  });
+
+  /**
+   * Issue 46 part 1, the measured attack: a plain request with epoch=1000 for a real run passed the
+   * verifier and the guard, applied a transfer, and locked the real worker out (409 for good); a made-up
+   * run id added a row; run R3's token passed with run R1's command key. With keys at the target and
+   * the module option `fence` at the worker, each is refused 401 before the table, and the worker goes on.
+   */
+  describe('signed tokens: a target with keys, a worker with the module option fence', () => {
+    const OLD = 'old-secret-0123456789abcdef0123456789';
+    const NEW = 'new-secret-0123456789abcdef0123456789';
+    let signed: { app: INestApplication; url: string };
+    let app: INestApplication;
+    const tokens: CommandFence[] = [];
+    const lookups: CommandFence[] = [];
+    /** Runs inside the first command of a run, after its transfer applied: the attacker's turn. */
+    let attack: ((real: CommandFence, key: string) => Promise<void>) | undefined;
+    let loseSecondAnswer = false;
+
+    async function post(url: string, headers: Record<string, string>, key: string, amountCents = 999_999) {
+      const res = await fetch(`${url}/transfers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ idempotencyKey: key, account: 'acc-signed', amountCents }),
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    }
+    async function get(url: string, headers: Record<string, string>, key: string) {
+      const res = await fetch(`${url}/transfers/${encodeURIComponent(key)}`, { headers });
+      return { status: res.status, body: (await res.json()) as any };
+    }
+
+    @Injectable()
+    class SignedTransferClient implements CommandLookup {
+      @IdempotentCommand({ name: 'signed-transfer', inDoubt: 'lookup' })
+      async transfer(args: { amountCents: number }, ctx?: CommandContext) {
+        tokens.push(ctx!.fence);
+        const res = await post(signed.url, fenceHeaders(ctx!.fence), ctx!.idempotencyKey, args.amountCents);
+        if (res.status !== 201)
+          throw new NonRetryableError(`transfer answered ${res.status}: ${res.body.message}`);
+        const hook = attack;
+        attack = undefined;
+        await hook?.(ctx!.fence, ctx!.idempotencyKey);
+        if (loseSecondAnswer && args.amountCents === 200) {
+          loseSecondAnswer = false;
+          throw new Error('socket hang up'); // applied, the answer lost: looked up with a signed token
+        }
+        return res.body;
+      }
+
+      async lookupCommand(_command: string, key: string, context?: LookupContext): Promise<LookupResult> {
+        lookups.push(context!.fence);
+        const res = await get(signed.url, fenceHeaders(context!.fence), key);
+        if (res.status !== 200) throw new Error(`lookup answered ${res.status}`);
+        return res.body as LookupResult;
+      }
+    }
+
+    @DurableWorkflow('signed-transfers')
+    class SignedTransfersWorkflow {
+      constructor(private readonly client: SignedTransferClient) {}
+      async run() {
+        const first = await this.client.transfer({ amountCents: 100 });
+        const second = await this.client.transfer({ amountCents: 200 });
+        return { first, second };
+      }
+    }
+
+    beforeAll(async () => {
+      // The target lists the old and the new key (a rotation under way); the worker still signs with the old.
+      signed = await startFencedTarget({ databaseUrl: db.url, logger: false, keys: { k1: OLD, k2: NEW } });
+      app = await bootApp(db.url, [SignedTransferClient, SignedTransfersWorkflow], {
+        fence: { keyId: 'k1', secret: OLD },
+      });
+    });
+    afterAll(async () => {
+      await app?.close();
+      await signed?.app.close();
+    });
+
+    const runOnce = async () => {
+      const { run } = await app.get(RunRepository).start('signed-transfers', {});
+      return driveUntil(app, db, run.id);
+    };
+    const fenceRows = async () => (await db.query(`select count(*)::int as n from durable_fences`))[0].n;
+
+    it('a real worker’s signed token passes end to end (send and lookup), under the old key id while listed', async () => {
+      tokens.length = 0;
+      lookups.length = 0;
+      loseSecondAnswer = true;
+      const run = await runOnce();
+      expect(run.status).toBe('succeeded');
+      expect(tokens).toHaveLength(2);
+      const [t1, t2] = tokens;
+      expect(t1.signature).toMatchObject({ keyId: 'k1', expiresAtMs: t1.leaseExpiresAt.getTime() });
+      expect(fenceHeaders(t1)['durable-fence']).toMatch(/^v2;kid=k1;run=/);
+      expect(t1.commandKey).not.toBe(t2.commandKey);
+      expect(lookups).toHaveLength(1); // the second's answer was lost: looked up, found, not sent again
+      expect(lookups[0]).toMatchObject({ commandKey: t2.commandKey, signature: { keyId: 'k1' } });
+      expect(await applied({ runId: run.id })).toEqual([
+        `${t1.timeline}/${t1.epoch}`,
+        `${t2.timeline}/${t2.epoch}`,
+      ]);
+      expect(run.output).toMatchObject({ first: { amountCents: 100 }, second: { amountCents: 200 } });
+    });
+
+    const reasonText = {
+      unsigned: 'is not signed (a v1 token)',
+      forged: 'MAC does not match key "k1"',
+      expired: 'expired at',
+      'other-command': 'signed for another command',
+    } as const;
+
+    it('forged, tampered, expired, unsigned and other-command tokens are refused 401 before the table; the real worker still writes', async () => {
+      const earlier = await runOnce(); // run R1: its tokens and keys are what an attacker might have seen
+      const [r1] = tokens.slice(-2);
+      const outcomes: Record<string, { status: number; body: any }> = {};
+      let before = 0;
+      let fenceOfRun: unknown;
+      attack = async (real, key) => {
+        before = await fenceRows();
+        fenceOfRun = await kept(real.runId);
+        const { runId, timeline } = real;
+        const at = (over: object) => ({
+          keyId: 'k1',
+          secret: OLD,
+          commandKey: key,
+          expiresAt: Date.now() + 20_000,
+          ...over,
+        });
+        const next = 'k-not-sent-yet';
+        outcomes.unsigned = await post(signed.url, fenceHeaders({ runId, timeline, epoch: 1000 }), next);
+        outcomes.guessedSecret = await post(
+          signed.url,
+          fenceHeaders(
+            signFence({ runId, timeline, epoch: 1000 }, at({ secret: 'guess'.repeat(8), commandKey: next })),
+          ),
+          next,
+        );
+        outcomes.tampered = await post(signed.url, fenceHeaders({ ...real, epoch: 1000 }), key);
+        outcomes.expired = await post(
+          signed.url,
+          fenceHeaders(signFence({ runId, timeline, epoch: 1000 }, at({ expiresAt: Date.now() - 60_000 }))),
+          key,
+        );
+        outcomes.r3TokenR1Key = await post(signed.url, fenceHeaders(real), r1.commandKey!);
+        outcomes.r1TokenR3Key = await post(signed.url, fenceHeaders(r1), key);
+        outcomes.madeUpRun = await post(
+          signed.url,
+          fenceHeaders(
+            signFence({ runId: 'made-up-run', timeline: 1, epoch: 1 }, at({ secret: 'guess'.repeat(8) })),
+          ),
+          key,
+        );
+        outcomes.lookupUnsigned = await get(signed.url, fenceHeaders({ runId, timeline, epoch: 1000 }), key);
+        outcomes.lookupOtherKey = await get(signed.url, fenceHeaders(real), r1.commandKey!);
+        outcomes.afterwards = { status: 0, body: { rows: await fenceRows(), kept: await kept(runId) } };
+      };
+      const run = await runOnce(); // run R3
+      expect(earlier.status).toBe('succeeded');
+      const reasons = {
+        unsigned: 'unsigned',
+        guessedSecret: 'forged',
+        tampered: 'forged',
+        expired: 'expired',
+        r3TokenR1Key: 'other-command',
+        r1TokenR3Key: 'other-command',
+        madeUpRun: 'forged',
+        lookupUnsigned: 'unsigned',
+        lookupOtherKey: 'other-command',
+      } as const;
+      for (const [name, reason] of Object.entries(reasons)) {
+        expect([name, outcomes[name].status]).toEqual([name, 401]);
+        expect(outcomes[name].body).toEqual({
+          statusCode: 401,
+          code: 'DURABLE_UNAUTHENTICATED_FENCE',
+          message: expect.stringMatching(/Nothing was written and the fence was not changed\.$/),
+        });
+        expect([name, outcomes[name].body.message]).toEqual([
+          name,
+          expect.stringContaining(reasonText[reason]),
+        ]);
+      }
+      // Nothing reached the table: no row for the made-up run, the real run's pair not raised.
+      expect(outcomes.afterwards.body).toEqual({ rows: before, kept: fenceOfRun });
+      expect(await kept('made-up-run')).toBeUndefined();
+      // The real worker's second command wrote after the attack, and nothing else was applied.
+      expect(run.status).toBe('succeeded');
+      const [t1, t2] = tokens.slice(-2);
+      expect(await applied({ runId: run.id })).toEqual([
+        `${t1.timeline}/${t1.epoch}`,
+        `${t2.timeline}/${t2.epoch}`,
+      ]);
+      expect(await db.query(`select count(*)::int as n from transfers where amount_cents = 999999`)).toEqual([
+        { n: 0 },
+      ]);
+    });
+
+    it('rows are swept only per the rule: unused past olderThanMs ≥ lifetime + 2 × skew; a token older than a swept row has expired', async () => {
+      const verifier = new FenceVerifier({ keys: { k1: OLD } }); // lifetime 30 s, skew 10 s: at least 50 s
+      const query = (sql: string, params: unknown[]) => db.query(sql, params);
+      const ages = { 'sw-2h': '2 hours', 'sw-30m': '30 minutes', 'sw-40s': '40 seconds' };
+      for (const [run, age] of Object.entries(ages))
+        await db.query(
+          `insert into durable_fences (run_id, timeline, epoch, seen_at) values ($1, 1, 5, now() - $2::interval)`,
+          [run, age],
+        );
+      const left = async () =>
+        (await db.query(`select run_id from durable_fences where run_id like 'sw-%' order by run_id`)).map(
+          (r) => r.run_id,
+        );
+      await expect(verifier.sweep(query, { olderThanMs: 49_999 })).rejects.toThrow(/at least .* \(50000\)/);
+      await expect(new FenceVerifier().sweep(query)).rejects.toThrow(
+        /without keys, fencing tokens never expire/,
+      );
+      expect(await left()).toEqual(['sw-2h', 'sw-30m', 'sw-40s']);
+      expect(await verifier.sweep(query)).toBe(1); // default: an hour
+      expect(await left()).toEqual(['sw-30m', 'sw-40s']);
+      expect(await verifier.sweep(query, { olderThanMs: 50_000 })).toBe(1);
+      expect(await left()).toEqual(['sw-40s']); // used 40 s ago: a token it refuses may still be alive
+      // sw-30m's row is gone; the tokens of its older claims expired long ago and stay refused.
+      const zombie = signFence(
+        { runId: 'sw-30m', timeline: 1, epoch: 4 },
+        {
+          keyId: 'k1',
+          secret: OLD,
+          commandKey: 'k-zombie',
+          expiresAt: Date.now() - 30 * 60_000,
+        },
+      );
+      const res = await post(signed.url, fenceHeaders(zombie), 'k-zombie');
+      expect([res.status, res.body.code]).toEqual([401, 'DURABLE_UNAUTHENTICATED_FENCE']);
+      expect(await kept('sw-30m')).toBeUndefined();
     });
   });
 });

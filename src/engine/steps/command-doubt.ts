@@ -2,6 +2,7 @@ import type { CommandMetadata, LookupContext, LookupResult } from '../../interfa
 import { isNonRetryable } from '../retry';
 import { CommandFailedError } from '../../errors/command-failed.error';
 import { Cmd, commandFailure, commandResultJson, recordOutcome } from './command-outcome';
+import { commandFence } from './command-fence';
 import type { StepEnv } from './step-env';
 
 /** How a provider answers `lookupCommand(command, key, { fence })`. */
@@ -45,8 +46,7 @@ async function lookupAndRecord(
   await env.lease.ensure(`lookup of ${cmd.key}`);
   // The asking claim's token, as a dispatch passes it: a target that checks tokens raises its fence on
   // the lookup, so a superseded claim's request arriving after it is refused.
-  const { runId, epoch, timeline = 1 } = env.fence;
-  const fence = { runId, epoch, timeline, leaseExpiresAt: env.lease.expiresAt() };
+  const fence = commandFence(env, cmd.key);
   const found = await lookup(meta.name, cmd.key, { fence });
   if (!found.found) {
     if (!failure) return null;

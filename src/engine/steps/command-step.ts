@@ -18,6 +18,7 @@ import {
 } from './command-outcome';
 import { gated } from '../wire/wire-gate';
 import { isDefinite, Lookup, parkCommand, resolveInDoubt, settleUncertain } from './command-doubt';
+import { commandFence } from './command-fence';
 import { flushBeforeCall } from '../held-commit';
 import { cursorAt, goLive, StepEnv } from './step-env';
 import { misuse } from './wait-step';
@@ -168,8 +169,7 @@ async function dispatch(
     result = await withRetry(policy, env.control.signal, async () => {
       await env.pause('before-call', `command:${meta.name}`);
       await env.lease.ensure(`command ${cmd.key}`);
-      const { runId, epoch, timeline = 1 } = env.fence;
-      const fence = { runId, epoch, timeline, leaseExpiresAt: env.lease.expiresAt() };
+      const fence = commandFence(env, cmd.key);
       // The body runs in a frame of its own: what it draws from the context is derived from the key's
       // index (the same on every send of this key), and it takes no workflow position.
       const frame = env.frame({ index: cmd.index, name: `command:${meta.name}`, derived: 0, command: true });
