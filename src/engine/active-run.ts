@@ -115,7 +115,8 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     return this.claim.attempts;
   }
   get signal(): AbortSignal {
-    return this.control.signal;
+    const frame = runStorage.getStore(); // inside one of its step bodies: that attempt's signal
+    return (frame?.host === this && frame.signal) || this.control.signal;
   }
 
   private logOf(record: ReplayRecord, phase?: { firstIndex: number; seqFloor: number }): ReplayLog {

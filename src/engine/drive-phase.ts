@@ -22,6 +22,13 @@ export async function drivePhase(run: ActiveRun, body: () => unknown): Promise<P
   // Waits still pending are dropped (a race's loser); calls still live finish and are recorded.
   run.board.close();
   await run.control.calls.settled();
-  await run.control.settled();
+  await run.control.settled(STOP_GRACE_MS);
   return end;
 }
+
+/**
+ * Once a run has stopped (a cancel, a lost lease, a drain), how long a step body that ignores its
+ * AbortSignal may go on holding it before it is abandoned (see RunControl.settled).
+ * @internal
+ */
+export const STOP_GRACE_MS = 5000;

@@ -127,10 +127,11 @@ export class Executor {
   /** A run that stopped before its workflow returned, settled by why it stopped. */
   private async settleStop(run: ActiveRun, stop: RunStop): Promise<RunAttemptOutcome> {
     switch (stop.kind) {
+      // A body abandoned while it ran may still send until the lease it gives up ends (refused by then).
       case 'drain':
-        return this.release(run, true, 'drain');
+        return this.release(run, true, 'drain', run.control.abandoned > 0);
       case 'suspended':
-        return this.release(run, true, stop.reason);
+        return this.release(run, true, stop.reason, run.control.abandoned > 0);
       case 'released':
         return 'released'; // the draining worker recorded it
       case 'parked':

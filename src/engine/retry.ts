@@ -102,3 +102,54 @@ export function withTimeout<T>(p: Promise<T>, ms: number | undefined, stepName: 
   });
   return Promise.race([p, timeout]).finally(() => t.cancel());
 }
+
+/** An AbortSignal that fires when any of `signals` does (AbortSignal.any where Node has it). */
+export function anySignal(...signals: AbortSignal[]): AbortSignal {
+  const any = (AbortSignal as { any?: (s: AbortSignal[]) => AbortSignal }).any;
+  if (any) return any(signals);
+  const both = new AbortController();
+  for (const s of signals) {
+    if (s.aborted) {
+      both.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', () => both.abort(s.reason), { once: true });
+  }
+  return both.signal;
+}
+
+/**
+ * `p`, or a rejection with the signal's reason as soon as it fires: the engine stops waiting for a
+ * body that ignores its signal (a stop, a timeout), the body itself goes on until it settles.
+ */
+export function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (e) => (signal.removeEventListener('abort', onAbort), reject(e)),
+    );
+  });
+}
+
+/**
+ * The grace a timed-out step body gets to settle once its signal fired, before the next attempt
+ * starts beside it (it is abandoned then): its own `timeoutMs`, at most 5 s.
+ */
+export const abandonGraceMs = (timeoutMs: number | undefined): number => Math.min(timeoutMs ?? 5000, 5000);
+
+/** Waits for a timed-out body to settle, at most its grace; then gives up on it. */
+export async function settleOrAbandon(
+  body: { promise: Promise<unknown>; abandon(): void },
+  timeoutMs: number | undefined,
+): Promise<void> {
+  let t: LongTimer | undefined;
+  const grace = new Promise<void>((r) => (t = longTimeout(r, abandonGraceMs(timeoutMs))));
+  await Promise.race([body.promise.then(noop, noop), grace]);
+  t?.cancel();
+  body.abandon(); // nothing when it settled
+}
+
+const noop = (): void => undefined;

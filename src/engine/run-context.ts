@@ -57,7 +57,10 @@ export class RunContext<S extends SignalMap = AnySignals> {
   get attempt(): number {
     return this.host.attempt;
   }
-  /** Fires when this worker loses the lease or the run is cancelled: pass it to HTTP clients. */
+  /**
+   * Fires when this worker loses the lease or the run is cancelled: pass it to HTTP clients. Inside a
+   * `@DurableStep` body it is that attempt's signal: it fires at the step's `timeoutMs` too.
+   */
   get signal(): AbortSignal {
     return this.host.signal;
   }

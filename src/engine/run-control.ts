@@ -1,4 +1,5 @@
 import { CallTally } from './call-tally';
+import { LiveCalls } from './live-calls';
 import { DurableExecutionError } from '../errors/durable-execution.error';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
@@ -11,7 +12,7 @@ import { markEngineStop } from './stop-rejections';
  * commands, the drain and cancel flags, whether a step committed, and the live calls a park waits for.
  * @internal
  */
-export class RunControl {
+export class RunControl extends LiveCalls {
   private stopped: { stop: RunStop; error: Error } | null = null;
   /** Set by a draining worker: the run stops (and is released) at its next step boundary. */
   draining = false;
@@ -21,17 +22,11 @@ export class RunControl {
   readonly unsent = new Set<string>();
   /** Commands with a key of their own (`key` option) called in this claim: key → step index. */
   readonly ownKeys = new Map<string, number>();
-  /** Live calls (step bodies, dispatches, lookups) of this attempt not yet settled. */
-  private liveOps = 0;
-  /** Of those, calls whose promise the workflow holds (not bodies the engine gave up on at a timeout). */
-  private liveCallCount = 0;
   /**
    * Set while a park (sleep, wait, approval, manual in-doubt) is under way: no new step or command
    * starts until it is over; resolved when it parked (the run stopped) or did not (a signal was there).
    */
   private park: { done: Promise<void>; end: () => void } | null = null;
-  private idleWaiters: Array<() => void> = [];
-  private settledWaiters: Array<() => void> = [];
 
   private abort = new AbortController();
   private cancelFlag: boolean;
@@ -47,13 +42,12 @@ export class RunControl {
     private readonly cancelReason: string | null,
     private readonly onStop: (error: Error) => void,
   ) {
+    super();
     this.cancelFlag = cancelRequested;
   }
 
   /** The calls the workflow made and that have not settled (see CallTally). */
   readonly calls = new CallTally();
-  /** Called when the last live call settles (the wait board looks whether the run is blocked). */
-  onIdle?: () => void;
   /** The finish found a cancel request that beat it and kept the run for `onCancel` (set by the executor). */
   cleanUpNext = false;
 
@@ -87,6 +81,14 @@ export class RunControl {
     return this.cleaning;
   }
 
+  protected hasStopped(): boolean {
+    return this.stopped !== null;
+  }
+
+  protected stopError(): Error | null {
+    return this.stopped?.error ?? null;
+  }
+
   /** Why the run stopped, or null while it runs. */
   get stop(): RunStop | null {
     return this.stopped?.stop ?? null;
@@ -105,7 +107,7 @@ export class RunControl {
     const { error } = this.stopped;
     if (!this.abort.signal.aborted) this.abort.abort(error);
     this.onStop(error);
-    this.idleWaiters.splice(0).forEach((wake) => wake());
+    this.wakeAll();
     this.park?.end(); // calls waiting for the park now see the stop
     return error;
   }
@@ -185,21 +187,6 @@ export class RunControl {
     throw this.halt({ kind: 'usage', error });
   }
 
-  /** Live calls of this attempt (step bodies, dispatches, lookups) not yet settled. */
-  get live(): number {
-    return this.liveOps;
-  }
-
-  /** Calls the workflow made whose promise has not settled (a step or command not awaited yet). */
-  get liveCalls(): number {
-    return this.liveCallCount;
-  }
-
-  /** Resolves once no call of this attempt is live (whatever stopped the run). */
-  async settled(): Promise<void> {
-    while (this.liveOps > 0) await new Promise<void>((r) => this.settledWaiters.push(r));
-  }
-
   /**
    * How `attempts` moves when this claim leaves `running`. Attempts count claims without progress: a
    * claim adds one, a commit resets it to 0. A release or park that is not a failure gives the claim
@@ -209,26 +196,6 @@ export class RunControl {
   attemptsDelta(how: 'give-back' | 'count'): number {
     if (how === 'give-back') return this.progressed ? 0 : -1;
     return this.progressed ? 1 : 0;
-  }
-
-  /**
-   * Counts a live call until it settles: a park waits for them (see `quiesce`). `call`: the promise the
-   * workflow gets (false for a step body, which may outlive its attempt's timeout).
-   */
-  async track<T>(op: Promise<T>, call = true): Promise<T> {
-    this.liveOps++;
-    if (call) this.liveCallCount++;
-    try {
-      return await op;
-    } finally {
-      this.liveOps--;
-      if (call) this.liveCallCount--;
-      this.idleWaiters.splice(0).forEach((wake) => wake()); // each re-checks its own bound
-      if (this.liveOps === 0) {
-        this.settledWaiters.splice(0).forEach((wake) => wake());
-        this.onIdle?.(); // the run may be blocked on its waits now
-      }
-    }
   }
 
   /**

@@ -35,6 +35,13 @@ export interface RunFrame {
   step?: { index: number; name: string; derived: number; command?: boolean; attempt?: number };
   /** Set while a command or step body runs with the fenced transport on: its requests check it. */
   gate?: CallGate;
+  /**
+   * A step body's attempt signal (`ctx.signal` inside the body): aborted at the step's `timeoutMs`, and
+   * whenever the run stops (a cancel, a lost lease, a drain).
+   */
+  signal?: AbortSignal;
+  /** Set when the engine abandoned the body (its timeout): what it still calls on the run is refused. */
+  revoked?: Error;
 }
 
 /**

@@ -241,7 +241,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
    * (the call may act until this process exits: a taker would run it again, or ask before it answered).
    */
   private async release(run: ActiveRun): Promise<void> {
-    const callInFlight = run.control.live > 0;
+    const callInFlight = run.control.live > 0 || run.control.abandoned > 0;
     run.control.halt({ kind: 'released' }); // its own unwinding then writes nothing
     await this.executor.release(run, false, 'drain', callInFlight);
   }

@@ -18,7 +18,13 @@ export interface DurableStepOptions {
    * claim only those left. An engine stop (lost lease, cancel, drain) is not an attempt.
    */
   retry?: RetryPolicy;
-  /** Abort the step (and retry it) when it runs longer than this. */
+  /**
+   * Give up on an attempt that runs longer than this: its `ctx.signal` (the attempt's, inside the body)
+   * fires with `StepTimeoutError`, the engine stops waiting and retries or fails the step as `retry`
+   * says. A body that ignores the signal is abandoned after a grace (its timeout, at most 5 s): its
+   * late result is dropped, and its requests and its calls on the run (`ctx.progress`, `ctx.emit`) are
+   * refused. Default: none.
+   */
   timeoutMs?: number;
   /**
    * The model budget it draws on (a name in the module's `budgets`): each attempt is admitted only

@@ -50,6 +50,17 @@ export function encodeValue(value: unknown, subject: string, maxBytes: number): 
 }
 
 /**
+ * A step's result in its stored form: as `encodeValue`, but `undefined` (a step that returns nothing)
+ * is stored as null and read back as undefined: its checkpoint's meta carries `UNDEFINED_META`.
+ */
+export function encodeOutput(value: unknown, subject: string, maxBytes: number): EncodedValue {
+  return value === undefined ? { json: 'null', value: undefined } : encodeValue(value, subject, maxBytes);
+}
+
+/** The checkpoint meta of a result that was undefined (see `encodeOutput`). */
+export const UNDEFINED_META = '{"undefined":true}';
+
+/**
  * One walk that checks a value as JSON.stringify would see it (toJSON applied, boxed primitives
  * unwrapped, undefined fields dropped) and builds its stored form: fresh objects with their keys in
  * jsonb's order, -0 as 0. The JSON path of the value in hand is a stack, made a string only for an

@@ -1,10 +1,12 @@
 import type { StepMetadata } from '../../interfaces/step-options.interface';
-import { encodeValue } from '../../util/codec';
+import { encodeOutput, encodeValue, UNDEFINED_META } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashArmed, crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
 import { pauseHooked } from '../pause-points';
-import { withRetry, withTimeout } from '../retry';
+import { anySignal, settleOrAbandon, untilAborted, withRetry, withTimeout } from '../retry';
+import { StepTimeoutError } from '../../errors/step-timeout.error';
+import type { WireGate } from '../wire/wire-gate';
 import { eventPayload } from '../../store/event-payload';
 import { errorFromStored, markStepFailure } from '../stored-error';
 import { gated } from '../wire/wire-gate';
@@ -136,12 +138,13 @@ async function runStep(
   // before the `started` mark, so a run parked over budget did not start the step).
   let useId: string | null = meta.budget ? await admit(env, meta, index) : null;
   if (meta.kind !== 'compute') await markStarted(env, meta, index);
-  let previous: Promise<unknown> | null = null;
+  let previous: ReturnType<typeof env.control.trackBody> | null = null;
   let attempts = 0;
   let tries = 0;
   const attempt = async () => {
-    // An attempt that timed out may still run: the next one starts only once it has settled.
-    if (previous) await previous.then(noop, noop);
+    // An attempt that timed out may still run: the next one starts once it has settled, or once it had
+    // a grace to (then it is abandoned: it no longer holds the run, and nothing it sends leaves).
+    if (previous) await settleOrAbandon(previous, meta.timeoutMs);
     if (meta.budget && attempts++ > 0) useId = await admit(env, meta, index);
     // A frame per attempt: values drawn inside the body are the same on every retry.
     const frame = env.frame({ index, name: meta.name, derived: 0, attempt: ++tries });
@@ -152,14 +155,26 @@ async function runStep(
     // The body is tracked on its own: one that outlives its timeout still counts as live (no retry
     // starts beside it, no park or handover while it runs).
     frame.gate = env.lease.gate(`step ${meta.name}`); // the fenced transport, as for commands
-    const body = env.control.track(
+    const stop = new AbortController(); // this attempt's: its timeout, or the run's stop
+    frame.signal = anySignal(env.control.signal, stop.signal);
+    const giveUp = (err: Error): void => {
+      // Given up on: its signal fires, its requests and its calls on the run are refused from now on.
+      stop.abort(err);
+      (frame.gate as WireGate | undefined)?.revoke(err);
+      frame.revoked = err;
+    };
+    const body = env.control.trackBody(
       gated(frame, () => Promise.resolve().then(call)),
-      false,
+      giveUp,
     );
     previous = body;
     try {
-      return await withTimeout(body, meta.timeoutMs, meta.name);
+      return await untilAborted(withTimeout(body.promise, meta.timeoutMs, meta.name), frame.signal);
     } catch (err) {
+      if (err instanceof StepTimeoutError) {
+        giveUp(err);
+        void settleOrAbandon(body, meta.timeoutMs); // no longer holds the run once its grace is over
+      }
       failures = await countFailure(env, meta.name, index, err, failures); // durable before a retry
       throw err;
     }
@@ -167,9 +182,9 @@ async function runStep(
   const output = await withRetry(policy, env.control.signal, attempt, failures + 1);
   if (meta.kind === 'model') crashPoint('after-model-output', index);
   env.control.checkActive(false);
-  // A step that returns nothing records null: its effect happened, and replay returns the same.
-  const { json, value } = encodeValue(
-    output === undefined ? null : output,
+  // A step that returns nothing (undefined) records null with a mark: replay returns undefined again.
+  const { json, value } = encodeOutput(
+    output,
     `output of step "${meta.name}"`,
     env.options.limits.maxOutputBytes,
   );
@@ -177,7 +192,7 @@ async function runStep(
   const tokens = useId === null ? null : usedTokens(output);
   // The call's real usage replaces its estimate, beside the commit (a crash in between leaves the estimate).
   const correcting = tokens === null ? null : env.store.correctBudget(useId!, tokens).catch(noop);
-  const metaJson = usage && JSON.stringify(usage);
+  const metaJson = output === undefined ? UNDEFINED_META : usage && JSON.stringify(usage);
   const done = cursorAt(env, index, meta.name, 'done');
   const seq = env.log.takeSeq();
   const checkpoint = { index, name: meta.name, outputJson: json, metaJson, seq, fingerprint };

@@ -34,7 +34,9 @@ export function recordValue<T>(env: StepEnv, name: string, make: () => T, derive
 
 /** `ctx.progress(item, partial)`: moves the intra-step cursor (fenced, no event). */
 export async function progress(env: StepEnv, item: number, partial: unknown): Promise<void> {
-  const step = runStorage.getStore()?.step;
+  const frame = runStorage.getStore();
+  if (frame?.revoked) throw frame.revoked; // an abandoned body: its cursor is no longer the run's
+  const step = frame?.step;
   if (!step || step.command)
     misuse(
       env,
@@ -114,7 +116,9 @@ function entryOf(env: StepEnv, topic: unknown, data: unknown): { topic: string; 
  * In a command's body it is refused (a command's body is the side effect itself).
  */
 export async function emitStep(env: StepEnv, topic: unknown, data: unknown): Promise<void> {
-  const step = runStorage.getStore()?.step;
+  const frame = runStorage.getStore();
+  if (frame?.revoked) throw frame.revoked; // an abandoned body writes nothing more
+  const step = frame?.step;
   if (step?.command) misuse(env, `ctx.emit() must not be called in the body of ${step.name}`);
   const entry = entryOf(env, topic, data);
   if (step) {

@@ -2,6 +2,7 @@ import { LeaseLostError } from '../../errors/lease-lost.error';
 import type { TransactionMetadata } from '../../interfaces/transaction.interface';
 import type { CheckpointWrite } from '../../store/run-state/fence';
 import { rejectedByServer } from '../../store/run-state/fenced-batcher';
+import { UNDEFINED_META } from '../../util/codec';
 import { cursorAt } from './step-env';
 
 /** What a durable transaction needs of its run: a step's environment and the transaction store. */
@@ -46,7 +47,15 @@ export async function checkpointAfter(
 ): Promise<unknown> {
   const records = env.log.takePending();
   const seq = env.log.takeSeq();
-  const checkpoint: CheckpointWrite = { index, name: meta.name, outputJson: json, seq, fingerprint };
+  const metaJson = value === undefined ? UNDEFINED_META : null;
+  const checkpoint: CheckpointWrite = {
+    index,
+    name: meta.name,
+    outputJson: json,
+    metaJson,
+    seq,
+    fingerprint,
+  };
   const done = cursorAt(env, index, meta.name, 'done');
   try {
     await env.fenced(

@@ -6,7 +6,7 @@ import type { CheckpointWrite } from '../../store/run-state/fence';
 import type { DurableTransactionStore, TransactionTarget } from '../../store/transactions/transaction.store';
 import { TransactionSession, transactionStorage } from '../../store/transactions/transaction-session';
 import { completeOther, fenceOther } from '../../store/transactions/other-database';
-import { decodeStored, encodeValue } from '../../util/codec';
+import { decodeStored, encodeOutput, UNDEFINED_META } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
@@ -131,8 +131,8 @@ async function attemptOnce(
     );
     const output = await deadline(body.promise, meta, session, store);
     env.control.checkActive(false);
-    const { json, value } = encodeValue(
-      output === undefined ? null : output,
+    const { json, value } = encodeOutput(
+      output,
       `output of transaction "${meta.name}"`,
       env.options.limits.maxOutputBytes,
     );
@@ -149,7 +149,15 @@ async function attemptOnce(
     }
     const records = env.log.takePending();
     const seq = env.log.takeSeq();
-    const checkpoint: CheckpointWrite = { index, name: meta.name, outputJson: json, seq, fingerprint };
+    const metaJson = value === undefined ? UNDEFINED_META : null;
+    const checkpoint: CheckpointWrite = {
+      index,
+      name: meta.name,
+      outputJson: json,
+      metaJson,
+      seq,
+      fingerprint,
+    };
     const done = cursorAt(env, index, meta.name, 'done');
     const sentAt = performance.now();
     let out: { cancelRequested: boolean };

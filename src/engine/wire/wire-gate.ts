@@ -10,6 +10,8 @@ import { CallGate, RunFrame, runStorage } from '../run-storage';
  */
 export class WireGate implements CallGate {
   private open = true;
+  /** Set when the engine gave up on the call (its timeout, a stop): everything it sends is refused. */
+  private revoked: Error | null = null;
 
   constructor(
     /**
@@ -23,7 +25,12 @@ export class WireGate implements CallGate {
 
   /** The call is still running: a request left behind by a call that ended (a timer) is not its. */
   get live(): boolean {
-    return this.open;
+    return this.open || this.revoked !== null;
+  }
+
+  /** The engine abandoned the call while it may still run: from now on nothing it sends leaves. */
+  revoke(error: Error): void {
+    this.revoked ??= error;
   }
 
   /** The call settled. */
@@ -36,6 +43,7 @@ export class WireGate implements CallGate {
    * says what was about to leave (`a request to POST https://api.example`, `a write to 10.0.0.5:25`).
    */
   check(target: string): Error | undefined {
+    if (this.revoked) return this.revoked;
     if (!this.open) return undefined;
     return this.wireCheck(() => `the wire check of ${this.label} before ${target}`);
   }

@@ -12,11 +12,12 @@ import { decodeStored } from '../../util/codec';
 export const LOAD_REPLAY_SQL: SqlText = (t) => `
 select 'checkpoint' as source, step_index, step_name as name, output, null::text as status,
        null::jsonb as error, null::text as resolution, seq, fingerprint, null::jsonb as payload,
-       null::text as command_name, coalesce((meta->>'failed')::boolean, false) as failed, epoch
+       null::text as command_name, coalesce((meta->>'failed')::boolean, false) as failed, epoch,
+       coalesce((meta->>'undefined')::boolean, false) as undef
   from ${t.checkpoints} where run_id = $1
 union all
 select 'command', step_index, idempotency_key, result, status, error, resolution, null, null, payload,
-       command_name, false, null
+       command_name, false, null, false
   from ${t.commands} where run_id = $1`;
 
 /** A checkpoint as loaded for replay (as in an exported history, without its index). */
@@ -48,7 +49,8 @@ export function replayRecordOf(rows: Record<string, any>[]): ReplayRecord {
     if (r.source === 'checkpoint')
       checkpoints.set(r.step_index, {
         name: r.name,
-        output: decodeStored(r.output),
+        // A step that returned undefined is stored as null with the `undefined` mark (JSON has no undefined).
+        output: r.undef ? undefined : decodeStored(r.output),
         seq: r.seq,
         fingerprint: r.fingerprint,
         failed: r.failed,

@@ -1,0 +1,120 @@
+import { performance } from 'node:perf_hooks';
+
+/**
+ * The live calls of one claim (step bodies, dispatches, lookups, the workflow's own calls), counted
+ * until they settle: what a park, a finish and a hand-back wait for. A step body may be abandoned
+ * (`trackBody`): it then no longer counts. RunControl builds on it.
+ * @internal
+ */
+export abstract class LiveCalls {
+  /** Live calls (step bodies, dispatches, lookups) of this attempt not yet settled. */
+  protected liveOps = 0;
+  /** Of those, calls whose promise the workflow holds (not bodies the engine gave up on at a timeout). */
+  private liveCallCount = 0;
+  protected idleWaiters: Array<() => void> = [];
+  protected settledWaiters: Array<() => void> = [];
+  /** How to give up on each live step body (`trackBody`), until it settles. */
+  private readonly bodies = new Set<() => void>();
+  /** Step bodies of this claim the engine gave up on while they still ran (they cannot be killed). */
+  abandoned = 0;
+  /** Called when the last live call settles (the wait board looks whether the run is blocked). */
+  onIdle?: () => void;
+
+  /** The run has stopped (a bounded `settled` starts counting its grace then). */
+  protected abstract hasStopped(): boolean;
+  /** The error the run stopped with, if it did. */
+  protected abstract stopError(): Error | null;
+
+  /** Wakes every waiter to look again (the run stopped). */
+  protected wakeAll(): void {
+    this.idleWaiters.splice(0).forEach((wake) => wake());
+    this.settledWaiters.splice(0).forEach((wake) => wake()); // a bounded settle starts counting
+  }
+
+  /** Live calls of this attempt (step bodies, dispatches, lookups) not yet settled. */
+  get live(): number {
+    return this.liveOps;
+  }
+
+  /** Calls the workflow made whose promise has not settled (a step or command not awaited yet). */
+  get liveCalls(): number {
+    return this.liveCallCount;
+  }
+
+  /**
+   * Resolves once no call of this attempt is live (whatever stopped the run). With `graceMs`, once the
+   * run has stopped, step bodies still running that long after the stop are abandoned (`trackBody`):
+   * a body that ignores its AbortSignal cannot hold the run (a cancel, a lost lease, a drain) for ever.
+   */
+  async settled(graceMs?: number): Promise<void> {
+    let deadline: number | undefined;
+    while (this.liveOps > 0) {
+      if (graceMs === undefined || !this.hasStopped()) {
+        await new Promise<void>((r) => this.settledWaiters.push(r));
+        continue;
+      }
+      deadline ??= performance.now() + graceMs;
+      const left = deadline - performance.now();
+      if (left <= 0 && this.bodies.size) {
+        [...this.bodies].forEach((abandon) => abandon());
+        continue;
+      }
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, Math.max(0, left) + 1);
+        this.settledWaiters.push(() => (clearTimeout(t), r()));
+      });
+    }
+  }
+
+  /**
+   * Counts a step body as live until it settles or is abandoned (`abandon()`: at its timeout, or by a
+   * bounded `settled` after a stop). An abandoned body no longer holds the run; it is counted in
+   * `abandoned`, and the caller revokes its gate and aborts its signal, so nothing it still does leaves
+   * the process or reaches the run's record.
+   */
+  trackBody<T>(op: Promise<T>, onAbandon?: (why: Error) => void): { promise: Promise<T>; abandon(): void } {
+    this.liveOps++;
+    let open = true;
+    const release = (): boolean => {
+      if (!open) return false;
+      open = false;
+      this.bodies.delete(abandon);
+      this.liveOps--;
+      this.afterLiveChange();
+      return true;
+    };
+    const abandon = (): void => {
+      if (!release()) return;
+      this.abandoned++;
+      onAbandon?.(this.stopError() ?? new Error('abandoned by the engine'));
+    };
+    this.bodies.add(abandon);
+    const promise = op.finally(release);
+    promise.catch(() => undefined);
+    return { promise, abandon };
+  }
+
+  /**
+   * Counts a live call until it settles: a park waits for them (see `quiesce`). `call`: the promise the
+   * workflow gets (false for a step body, which may outlive its attempt's timeout).
+   */
+  async track<T>(op: Promise<T>, call = true): Promise<T> {
+    this.liveOps++;
+    if (call) this.liveCallCount++;
+    try {
+      return await op;
+    } finally {
+      this.liveOps--;
+      if (call) this.liveCallCount--;
+      this.afterLiveChange();
+    }
+  }
+
+  private afterLiveChange(): void {
+    this.idleWaiters.splice(0).forEach((wake) => wake()); // each re-checks its own bound
+    if (this.liveOps === 0) {
+      this.settledWaiters.splice(0).forEach((wake) => wake());
+      this.onIdle?.(); // the run may be blocked on its waits now
+    }
+  }
+}
