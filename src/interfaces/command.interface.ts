@@ -73,7 +73,10 @@ export interface CommandFence {
   epoch: number;
   /** The PostgreSQL WAL timeline the claim was made on (1 until a promotion or a point-in-time recovery). */
   timeline: number;
-  /** The latest time this claim's lease holds, by the worker's clock (a signed token expires then). */
+  /**
+   * The latest time this claim's lease holds, by the worker's clock, as of when it is read: heartbeats
+   * move it on while the claim holds (a signed token expires then).
+   */
   leaseExpiresAt: Date;
   /**
    * The idempotency key of the command this token is for (the one sent or looked up). Always set by the
@@ -81,8 +84,9 @@ export interface CommandFence {
    */
   commandKey?: string;
   /**
-   * The MAC over run, timeline, epoch, command key and expiry (`leaseExpiresAt`) under the module's
-   * `fence` key, sent by `fenceHeaders` as a `v2` header; absent without that option (a `v1` header).
+   * The MAC over run, timeline, epoch, command key and expiry (`leaseExpiresAt` when read) under the
+   * module's `fence` key, sent by `fenceHeaders` as a `v2` header; absent without that option (`v1`).
+   * Call `fenceHeaders(ctx.fence)` at each request, not once ahead: each gets the lease's end as of then.
    */
   signature?: FenceSignature;
 }

@@ -6,7 +6,7 @@ import type { StepEnv } from './step-env';
 
 const SECRET = 'c'.repeat(32);
 const KEY = 'run_r1:step_4:transfer';
-const ends = new Date(Date.now() + 25_000);
+let ends = new Date(Date.now() + 25_000);
 const envWith = (fence?: { keyId: string; secret: string }) =>
   ({
     fence: { runId: 'r1', epoch: 3, timeline: 2 },
@@ -34,5 +34,26 @@ describe('commandFence', () => {
     expect(() => new FenceVerifier({ keys: { k1: 'd'.repeat(32) } }).authenticate(token)).toThrow(
       /MAC does not/,
     );
+  });
+
+  it('signs the lease end as of each use: a request sent after a renewal carries the later expiry', () => {
+    const fence = commandFence(envWith({ keyId: 'k1', secret: SECRET }), KEY);
+    const first = formatFence(fence);
+    ends = new Date(ends.getTime() + 10_000); // a heartbeat renewed the lease meanwhile
+    expect(fence.leaseExpiresAt).toEqual(ends);
+    expect(fence.signature!.expiresAtMs).toBe(ends.getTime());
+    expect(formatFence(fence)).not.toBe(first);
+    const copy = { ...fence };
+    expect(copy).toEqual({
+      runId: 'r1',
+      epoch: 3,
+      timeline: 2,
+      commandKey: KEY,
+      leaseExpiresAt: ends,
+      signature: copy.signature,
+    });
+    const verifier = new FenceVerifier({ keys: { k1: SECRET } });
+    const token = verifier.authenticate(parseFence(formatFence(fence)), { commandKey: KEY });
+    expect(token.signature!.expiresAtMs).toBe(ends.getTime());
   });
 });
