@@ -1,5 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { DurableStep, DurableTransaction, DurableTransactionHost, DurableWorkflow } from 'nestjs-durable-execution';
+import {
+  DurableStep,
+  DurableTransaction,
+  DurableTransactionHost,
+  DurableWorkflow,
+} from 'nestjs-durable-execution';
 import type { RunContext } from 'nestjs-durable-execution';
 
 export interface GreetingInput {
@@ -28,7 +33,10 @@ export class GreetingLog {
 export class GreetingWorkflow {
   constructor(private readonly log: GreetingLog) {}
 
-  async run(input: GreetingInput, ctx: RunContext): Promise<{ greeting: string; ref: string; logged: number }> {
+  async run(
+    input: GreetingInput,
+    ctx: RunContext,
+  ): Promise<{ greeting: string; ref: string; logged: number }> {
     const greeting = await this.greet(input.name);
     const logged = await this.log.record(`${input.name}:${ctx.runId}`);
     return { greeting, ref: ctx.uuid(), logged };
