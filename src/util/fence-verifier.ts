@@ -189,9 +189,10 @@ export class FenceVerifier {
    * Deletes the rows of runs whose last use is older than `olderThanMs` (default one hour), at most
    * `limit` (10,000) per call, and returns how many went: call it from a periodic job. A row may go
    * only once no token it refuses can pass any more: a signed token lives `maxTokenLifetimeMs` and
-   * passes `clockSkewMs` beyond that, so `olderThanMs` must be at least `maxTokenLifetimeMs +
-   * 2 × clockSkewMs`. Without keys a token never expires and a deleted row would let an older claim's
-   * token pass again while the run may still be claimed: refused (DurableUsageError).
+   * passes `clockSkewMs` beyond that, so `olderThanMs` must be at least the lifetime plus twice the
+   * skew (`maxTokenLifetimeMs + 2 × clockSkewMs`). Without keys a token never expires and a deleted
+   * row would let an older claim's token pass again while the run may still be claimed: refused
+   * (DurableUsageError).
    */
   async sweep(query: FenceQuery, options: FenceSweepOptions = {}): Promise<number> {
     if (!this.auth.signed)
