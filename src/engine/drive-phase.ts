@@ -11,12 +11,15 @@ export type PhaseEnd = { output: unknown } | { error: unknown };
  * @internal
  */
 export async function drivePhase(run: ActiveRun, body: () => unknown): Promise<PhaseEnd> {
-  let end: PhaseEnd;
-  try {
-    end = { output: await run.execute(body) };
-  } catch (error) {
-    end = { error };
-  }
+  // A park (or a drain, a release) leaves the workflow's code waiting for ever (see `handed`): the phase
+  // ends when the run stops so, with the stop's error, and the code's frame is dropped.
+  const end: PhaseEnd = await Promise.race([
+    run.execute(body).then(
+      (output) => ({ output }),
+      (error: unknown) => ({ error }),
+    ),
+    run.control.suspended.then(() => ({ error: run.control.error })),
+  ]);
   // A step's commit held now (or by a call still live) rides on the finish (HeldStep).
   run.held.phaseEnded = true;
   // Waits still pending are dropped (a race's loser); calls still live finish and are recorded.

@@ -135,18 +135,15 @@ export function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> 
 }
 
 /**
- * The grace a timed-out step body gets to settle once its signal fired, before the next attempt
- * starts beside it (it is abandoned then): its own `timeoutMs`, at most 5 s.
+ * The grace a timed-out step body gets to settle once its signal fired: the next attempt starts once
+ * it has settled (two bodies of a step never run at once), or after this grace, when it is abandoned.
  */
-export const abandonGraceMs = (timeoutMs: number | undefined): number => Math.min(timeoutMs ?? 5000, 5000);
+export const ABANDON_GRACE_MS = 5000;
 
 /** Waits for a timed-out body to settle, at most its grace; then gives up on it. */
-export async function settleOrAbandon(
-  body: { promise: Promise<unknown>; abandon(): void },
-  timeoutMs: number | undefined,
-): Promise<void> {
+export async function settleOrAbandon(body: { promise: Promise<unknown>; abandon(): void }): Promise<void> {
   let t: LongTimer | undefined;
-  const grace = new Promise<void>((r) => (t = longTimeout(r, abandonGraceMs(timeoutMs))));
+  const grace = new Promise<void>((r) => (t = longTimeout(r, ABANDON_GRACE_MS)));
   await Promise.race([body.promise.then(noop, noop), grace]);
   t?.cancel();
   body.abandon(); // nothing when it settled

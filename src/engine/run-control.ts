@@ -4,7 +4,7 @@ import { DurableExecutionError } from '../errors/durable-execution.error';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { RunCancelledError } from '../errors/run-cancelled.error';
-import { RunStop, stopError } from './run-stop';
+import { RunStop, RunSuspended, stopError } from './run-stop';
 import { markEngineStop } from './stop-rejections';
 
 /**
@@ -29,6 +29,12 @@ export class RunControl extends LiveCalls {
   private park: { done: Promise<void>; end: () => void } | null = null;
 
   private abort = new AbortController();
+  private suspend!: () => void;
+  /**
+   * Resolves when the run stops without an error of its own (RunSuspended: a park, a drain, a release):
+   * the workflow's code never sees that stop (see `handed`), so its phase ends here.
+   */
+  readonly suspended = new Promise<void>((r) => (this.suspend = r));
   private cancelFlag: boolean;
   /**
    * The run is in its cleanup phase (`onCancel` after a cancel): a cancel no longer stops it, and it
@@ -105,6 +111,7 @@ export class RunControl extends LiveCalls {
     if (this.cleaning && stop.kind === 'cancelled') return this.stopped?.error ?? stopError(stop);
     this.stopped ??= { stop, error: markEngineStop(stopError(stop)) };
     const { error } = this.stopped;
+    if (error instanceof RunSuspended) this.suspend();
     if (!this.abort.signal.aborted) this.abort.abort(error);
     this.onStop(error);
     this.wakeAll();

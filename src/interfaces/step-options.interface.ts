@@ -21,7 +21,7 @@ export interface DurableStepOptions {
   /**
    * Give up on an attempt that runs longer than this: its `ctx.signal` (the attempt's, inside the body)
    * fires with `StepTimeoutError`, the engine stops waiting and retries or fails the step as `retry`
-   * says. A body that ignores the signal is abandoned after a grace (its timeout, at most 5 s): its
+   * says. A body that ignores the signal is abandoned after a grace of 5 s (the next attempt starts once it settled, or then): its
    * late result is dropped, and its requests and its calls on the run (`ctx.progress`, `ctx.emit`) are
    * refused. Default: none.
    */

@@ -113,7 +113,7 @@ describe('a hung call never holds a run', () => {
     target = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     db = await createTestDatabase('hung_calls');
     app = await bootApp(db.url, [HungSteps, HungTimeout, HungRace, HungLateSend, HungCancel], {
-      worker: { enabled: false, leaseTtlMs: 3000, heartbeatMs: 1000 },
+      worker: { enabled: false }, // no heartbeat timer: the default lease (30 s) outlasts every grace here
     });
     runs = app.get(RunRepository);
   });

@@ -142,9 +142,9 @@ async function runStep(
   let attempts = 0;
   let tries = 0;
   const attempt = async () => {
-    // An attempt that timed out may still run: the next one starts once it has settled, or once it had
-    // a grace to (then it is abandoned: it no longer holds the run, and nothing it sends leaves).
-    if (previous) await settleOrAbandon(previous, meta.timeoutMs);
+    // An attempt that timed out may still run: the next one starts once it has settled, or after a
+    // grace of 5 s (then it is abandoned: it no longer holds the run, and nothing it sends leaves).
+    if (previous) await settleOrAbandon(previous);
     if (meta.budget && attempts++ > 0) useId = await admit(env, meta, index);
     // A frame per attempt: values drawn inside the body are the same on every retry.
     const frame = env.frame({ index, name: meta.name, derived: 0, attempt: ++tries });
@@ -173,7 +173,7 @@ async function runStep(
     } catch (err) {
       if (err instanceof StepTimeoutError) {
         giveUp(err);
-        void settleOrAbandon(body, meta.timeoutMs); // no longer holds the run once its grace is over
+        void settleOrAbandon(body); // no longer holds the run once its grace is over
       }
       failures = await countFailure(env, meta.name, index, err, failures); // durable before a retry
       throw err;
