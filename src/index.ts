@@ -159,9 +159,9 @@ export {
   UnauthenticatedFenceError,
   UnknownRunKindError,
 } from './errors';
+export { ScheduleTooFrequentError, TooManyPendingSignalsError } from './errors'; // the limits on callers
 export type { ChildRunEnd, DurableErrorCode, FenceRefusal } from './errors';
-export { DurableExceptionFilter, DURABLE_HTTP_STATUS } from './nest/durable-exception.filter';
-export type { DurableErrorBody } from './nest/durable-exception.filter';
+export * from './nest/durable-exception.filter'; // DurableExceptionFilter, DURABLE_HTTP_STATUS, DurableErrorBody
 
 // Migrations: applied by the module, listed in the app's DataSource, or run from a script.
 export {

@@ -39,9 +39,12 @@ class AdminValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (value === null || typeof value !== 'object') return super.transform(value, metadata);
     const body = { ...(value as Record<string, unknown>) };
+    const raw: string[] = (metadata.metatype && Reflect.getMetadata(RAW_JSON, metadata.metatype)) ?? [];
+    // A @RawJson field is not walked here: the codec checks its depth and size in the one walk that
+    // stores it, and stops at the size cap (a wide body is not walked whole first).
     const deep = Array.isArray(value)
       ? nestedDeeperThan(value, MAX_JSON_DEPTH) && ['body']
-      : Object.keys(body).filter((k) => nestedDeeperThan(body[k], MAX_JSON_DEPTH));
+      : Object.keys(body).filter((k) => !raw.includes(k) && nestedDeeperThan(body[k], MAX_JSON_DEPTH));
     if (deep && deep.length) {
       throw invalid(
         deep.map((field) => ({
@@ -51,7 +54,6 @@ class AdminValidationPipe extends ValidationPipe {
       );
     }
     if (Array.isArray(value)) return super.transform(value, metadata);
-    const raw: string[] = (metadata.metatype && Reflect.getMetadata(RAW_JSON, metadata.metatype)) ?? [];
     const kept = raw.filter((f) => Object.hasOwn(body, f));
     for (const f of kept) body[f] = body[f] !== null && typeof body[f] === 'object' ? {} : body[f];
     const out = (await super.transform(body, metadata)) as Record<string, unknown>;
@@ -62,7 +64,8 @@ class AdminValidationPipe extends ValidationPipe {
 
 /**
  * The admin API's validation: unknown fields are refused, values are transformed to the DTO's types,
- * @RawJson fields arrive byte for byte, values nested deeper than stored JSON may be are refused, and
+ * @RawJson fields arrive byte for byte (their depth and size checked by the codec that stores them),
+ * other values nested deeper than stored JSON may be are refused, and
  * a 400 names every bad field: `{ statusCode: 400, message: 'Validation failed', errors: [...] }`.
  * @internal
  */

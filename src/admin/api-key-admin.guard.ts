@@ -24,7 +24,12 @@ import {
   readCookies,
   tokenHash,
 } from './login/admin-session';
-import { clientOf, LOGIN_FAILURES_ALLOWED, LoginThrottle } from './login/login-throttle';
+import {
+  clientOf,
+  LOGIN_FAILURES_ALLOWED,
+  LOGIN_FAILURES_ALLOWED_IN_ALL,
+  LoginThrottle,
+} from './login/login-throttle';
 
 /** One key's holder: the name recorded as `by`, and whether they may only read. */
 export interface ApiKeyHolder {
@@ -44,7 +49,9 @@ export interface ApiKeyAdminGuardOptions {
  * A ready guard for the admin module: no key → 401, an unknown key → 401, a read-only key on an action →
  * 403. Wrong keys are logged and limited per client address like the sign-in page's (together with
  * them): after 10 in 5 minutes every key from that address is a 429 with Retry-After until the window
- * ends (the address is Express's `req.ip`: behind a proxy set `trust proxy`, or every client is one). The holder's name is what the event trail records as `by`. Besides the header it accepts the
+ * ends (the address is Express's `req.ip`: behind a proxy set `trust proxy`, or every client is one);
+ * and in all: after 100 wrong keys in 5 minutes from any addresses, every address that has not given a
+ * right key in the last 5 minutes gets a 429 until that window ends (session cookies go on working). The holder's name is what the event trail records as `by`. Besides the header it accepts the
  * session cookie of the admin sign-in page (`login: true`): a cookie that is damaged, expired or made
  * with another key is a 401, and an action sent with the cookie needs the `X-Durable-Admin` header and
  * a same-origin request (403 otherwise), so a cross-site form cannot act on runs.
@@ -101,11 +108,16 @@ export class ApiKeyAdminGuard implements CanActivate {
     const wait = this.throttle.retryAfterMs(client);
     if (wait > 0) {
       const s = Math.ceil(wait / 1000);
+      const all = this.throttle.refusedByAll(client);
       const n = this.throttle.refused(client);
       // The first refusal of a lockout, then every 100th: a flood cannot flood the log.
       if (n % 100 === 1)
         this.logger.warn(
-          `admin API key refused for ${client}: too many wrong keys (${n} refused; retry in ${s} s)`,
+          all
+            ? `admin API keys refused from every address that has not signed in lately: more than ` +
+                `${LOGIN_FAILURES_ALLOWED_IN_ALL} wrong keys in 5 min from all addresses (${n} refused, the last ` +
+                `from ${client}; retry in ${s} s)`
+            : `admin API key refused for ${client}: too many wrong keys (${n} refused; retry in ${s} s)`,
         );
       const res = context.switchToHttp().getResponse();
       if (typeof res?.setHeader === 'function') res.setHeader('Retry-After', String(s));
@@ -113,7 +125,9 @@ export class ApiKeyAdminGuard implements CanActivate {
       throw new HttpException(
         {
           statusCode: HttpStatus.TOO_MANY_REQUESTS,
-          message: `Too many wrong API keys from this address: try again in ${s} s.`,
+          message: all
+            ? `Too many wrong API keys from all addresses: try again in ${s} s.`
+            : `Too many wrong API keys from this address: try again in ${s} s.`,
         },
         HttpStatus.TOO_MANY_REQUESTS,
       );

@@ -7,7 +7,9 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { WorkerPresenceStore } from '../store/worker-presence.store';
 import { ScheduleRow, ScheduleStore } from '../store/schedules.store';
 import { requireText } from '../util/arguments';
-import { nextTick, scheduleOf, scheduleProblem } from '../util/cron-ticks';
+import { nextTick, scheduleOf, scheduleProblem, shortestInterval } from '../util/cron-ticks';
+import { encodeValue } from '../util/codec';
+import { ScheduleTooFrequentError } from '../errors/schedule-too-frequent.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { DurableRegistry } from '../engine/durable.registry';
 import { requireShortText, scheduleKeyOf } from '../util/run-keys';
@@ -92,9 +94,12 @@ export class DurableSchedules {
    * run time holds is a ScheduleConflictError unless `replace: true`; a name a `@DurableCron` holds is
    * refused. InvalidArgumentError naming the field for a bad option, before anything is written:
    * `name`, `kind` and `cron` are identifiers (at most 200 characters, no control, line separator or
-   * bidi control character), and a cron that never fires is refused. A kind neither registered here
-   * nor served by a live worker is logged as a warning, or refused with NoWorkerForKindError under
-   * `unservedKinds: 'refuse'` (as `start()` does).
+   * bidi control character), and a cron that never fires is refused. A cron that fires more often than
+   * `limits.minScheduleIntervalMs` (default once a minute) is refused with ScheduleTooFrequentError
+   * (`@DurableCron` in the code may go lower); `input` is held to `limits.maxInputBytes`, checked while
+   * it is walked (PayloadTooLargeError). A kind neither registered here nor served by a live worker is
+   * logged as a warning, or refused with NoWorkerForKindError under `unservedKinds: 'refuse'` (as
+   * `start()` does).
    */
   async create(
     name: string,
@@ -110,6 +115,15 @@ export class DurableSchedules {
     const meta = scheduleOf(cron, { ...cronOptions, name });
     const problem = scheduleProblem(meta);
     if (problem) throw new InvalidArgumentError(problem.field, problem.reason);
+    const floor = this.options.limits.minScheduleIntervalMs;
+    if (floor > 0) {
+      const gap = shortestInterval(meta.cron, meta.timezone, new Date(), floor);
+      if (gap < floor) throw new ScheduleTooFrequentError(name, cron, gap, floor);
+    }
+    // Its size checked while it is walked, before anything else reads it (its key, the store).
+    const input = encodeValue(meta.input, `input of schedule "${name}"`, this.options.limits.maxInputBytes)
+      .value as Record<string, unknown>;
+    meta.input = input;
     await this.checkServed(kind);
     const kindMeta = this.registry.getWorkflow(kind)?.meta;
     const concurrencyKey = scheduleKeyOf(kindMeta, name, meta);

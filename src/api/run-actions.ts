@@ -8,6 +8,7 @@ import type { RunReadStore } from '../store/run-reads.store';
 import { requireInt4, requireSignalName, requireText } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
+import { TooManyPendingSignalsError } from '../errors/too-many-pending-signals.error';
 import { requireUuid } from '../util/uuid';
 
 /** What the operator actions of `RunRepository` need. @internal */
@@ -63,9 +64,14 @@ export async function retryHeldRuns(
   return { retried: await d.control.retryHeld(kind, limit, event, version) };
 }
 
+/** Sends of one signal at most, when each finds the run's row changed by a concurrent write (`moved`). */
+const MAX_SIGNAL_TRIES = 100;
+
 /**
  * `RunRepository.signal`: checked, stored and the run woken; a run of another kind than `kind` (when
- * given), an unknown or a finished run is refused with nothing stored.
+ * given), an unknown or a finished run is refused with nothing stored, and so is a run whose mailbox is
+ * full (`limits.maxPendingSignals`, `maxPendingSignalsPerName`: TooManyPendingSignalsError). The payload
+ * is checked against `limits.maxInputBytes` while it is walked (the walk stops at the cap).
  */
 export async function sendSignal(
   d: RunActionDeps,
@@ -79,9 +85,31 @@ export async function sendSignal(
   requireSignalName(name, 'name');
   requireText(by, 'by', { optional: true, allowEmpty: true });
   const json = toStoredJson(payload, `payload of signal "${name}"`, d.options.limits.maxInputBytes);
-  const out = await d.control.signal(id, name, json, by ?? null, kind);
-  if (!out) throw new RunNotFoundError(id);
-  if (out.kind !== (kind ?? out.kind))
-    throw new InvalidArgumentError('id', `names a run of kind '${out.kind}', not '${kind}'`);
-  if (!out.stored) throw new InvalidRunStateError(id, out.status, `signal "${name}" to`);
+  const { maxPendingSignals: perRun, maxPendingSignalsPerName: perName } = d.options.limits;
+  for (let attempt = 1; ; attempt++) {
+    const out = await d.control.signal({
+      id,
+      name,
+      payloadJson: json,
+      by: by ?? null,
+      kind,
+      perRun,
+      perName,
+    });
+    if (!out) throw new RunNotFoundError(id);
+    if (out.kind !== (kind ?? out.kind))
+      throw new InvalidArgumentError('id', `names a run of kind '${out.kind}', not '${kind}'`);
+    if (!['pending', 'running', 'waiting'].includes(out.status))
+      throw new InvalidRunStateError(id, out.status, `signal "${name}" to`);
+    if (out.stored) return;
+    // The run's row changed between the statement's snapshot and its lock: count again (after a few
+    // tries, a short random pause lets the other senders of this run through first).
+    if (out.moved && attempt < MAX_SIGNAL_TRIES) {
+      if (attempt >= 3) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+      continue;
+    }
+    if (out.moved) throw new Error(`signal "${name}" to run ${id}: the run changed under ${attempt} tries`);
+    if (out.pending >= perRun) throw new TooManyPendingSignalsError(id, name, 'run', perRun);
+    throw new TooManyPendingSignalsError(id, name, 'name', perName);
+  }
 }

@@ -12,7 +12,7 @@ import type { RunReadStore } from '../store/run-reads.store';
 import { requireText } from '../util/arguments';
 import { pageOfRuns } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
-import { requireTags } from '../util/run-keys';
+import { requireShortText, requireTags } from '../util/run-keys';
 
 /** `RunRepository.list` (documented there): every filter checked, then one keyset page. @internal */
 export function listRuns(reads: RunReadStore, query: ListRunsQuery): Promise<RunPage> {
@@ -42,7 +42,7 @@ export async function patchStatusOf(
   kind: string,
   patchId: string,
 ): Promise<PatchStatus> {
-  requireText(kind, 'kind');
+  requireShortText(kind, 'kind');
   if (typeof patchId !== 'string' || !PATCH_ID.test(patchId))
     throw new InvalidArgumentError(
       'patchId',

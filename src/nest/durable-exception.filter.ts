@@ -13,11 +13,15 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_INVALID_COMMAND_STATE: HttpStatus.CONFLICT,
   DURABLE_IDEMPOTENCY_CONFLICT: HttpStatus.CONFLICT,
   DURABLE_SCHEDULE_CONFLICT: HttpStatus.CONFLICT,
+  // A run's mailbox is full (limits.maxPendingSignals, maxPendingSignalsPerName): send again later.
+  DURABLE_TOO_MANY_PENDING_SIGNALS: HttpStatus.TOO_MANY_REQUESTS,
   // A target's FenceVerifier refused a superseded claim's request.
   DURABLE_STALE_FENCE: HttpStatus.CONFLICT,
   // ... or a token it could not authenticate (unsigned, forged, expired, another command's).
   DURABLE_UNAUTHENTICATED_FENCE: HttpStatus.UNAUTHORIZED,
   DURABLE_INVALID_ARGUMENT: HttpStatus.BAD_REQUEST,
+  // A schedule made at run time that fires more often than limits.minScheduleIntervalMs.
+  DURABLE_SCHEDULE_TOO_FREQUENT: HttpStatus.BAD_REQUEST,
   DURABLE_UNKNOWN_RUN_KIND: HttpStatus.BAD_REQUEST,
   DURABLE_NOT_SERIALIZABLE: HttpStatus.BAD_REQUEST,
   DURABLE_INVALID_OPTIONS: HttpStatus.BAD_REQUEST,
@@ -54,8 +58,9 @@ interface FastifyLike {
  * 404, invalid run or command state, idempotency conflict and a stale fencing token (`FenceVerifier`) →
  * 409, a fencing token a target could not authenticate (unsigned, forged, expired, another command's) →
  * 401, invalid argument, unknown kind, unserializable input and invalid options → 400, payload too large
- * → 413, too many stream clients (`limits.maxStreamClients`) → 503; for an endpoint that waits
- * on `RunRepository.result()`: the wait timed out → 202 (the run goes on), the run ended failed,
+ * → 413, a schedule made at run time that fires too often (`limits.minScheduleIntervalMs`) → 400, a full
+ * mailbox (`limits.maxPendingSignals`) → 429, too many stream clients (`limits.maxStreamClients`) → 503;
+ * for an endpoint that waits on `RunRepository.result()`: the wait timed out → 202 (the run goes on), the run ended failed,
  * dead-lettered or cancelled → 422 (its status and error code, never its error message: run data). Any other `DurableExecutionError` is a
  * server fault: 500 with Nest's generic body (no message leaked), logged. Catches only
  * `DurableExecutionError`, so the app's other errors reach its other filters untouched. Works on Express

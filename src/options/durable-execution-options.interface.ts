@@ -137,7 +137,7 @@ export interface ReconcilerOptions {
   backoffMaxMs?: number;
 }
 
-/** Size caps of stored JSON, in bytes. */
+/** Size caps of stored JSON, in bytes, and the limits on what a caller may pile up. */
 export interface LimitOptions {
   /** Run input cap. Default 1 MiB. */
   maxInputBytes?: number;
@@ -157,6 +157,15 @@ export interface LimitOptions {
    * connection and up to a window of entries. Default 1000.
    */
   maxStreamClients?: number;
+  /**
+   * Signals a run may hold that no wait has taken (`RunRepository.signal`, admin API, CLI): one more is
+   * TooManyPendingSignalsError (429), nothing stored. Default 3000.
+   */
+  maxPendingSignals?: number;
+  /** The same, for the signals of one name. Default 1000 (at most `maxPendingSignals`). */
+  maxPendingSignalsPerName?: number;
+  /** Shortest time between ticks of a schedule made at run time (`@DurableCron` may go lower); 0: none. Default 60 s. */
+  minScheduleIntervalMs?: number;
 }
 
 /** Options of `DurableExecutionModule.forRoot()` / `forRootAsync()`. */

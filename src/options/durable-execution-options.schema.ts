@@ -66,6 +66,9 @@ export class LimitOptionsSchema {
   @IsOptional() @IsInt() @Min(1) maxOutputBytes?: number;
   @IsOptional() @IsInt() @Min(1) maxShownValueBytes?: number;
   @IsOptional() @IsInt() @Min(1) maxStreamClients?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) maxPendingSignals?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) maxPendingSignalsPerName?: number;
+  @IsOptional() @IsInt() @Min(0) minScheduleIntervalMs?: number;
 }
 
 export class DurableExecutionOptionsSchema {

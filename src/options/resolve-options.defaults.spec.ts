@@ -44,6 +44,9 @@ describe('resolveOptions', () => {
           maxOutputBytes: 2 * 1024 * 1024,
           maxShownValueBytes: 64 * 1024,
           maxStreamClients: 1000,
+          maxPendingSignals: 3000,
+          maxPendingSignalsPerName: 1000,
+          minScheduleIntervalMs: 60_000,
         },
         defaultMaxAttempts: 5,
         defaultRetry: { maxAttempts: 3, initialDelayMs: 200, multiplier: 2, maxDelayMs: 10_000, jitter: 0.2 },
@@ -102,6 +105,9 @@ describe('resolveOptions', () => {
         maxOutputBytes: 500,
         maxShownValueBytes: 64 * 1024,
         maxStreamClients: 1000,
+        maxPendingSignals: 3000,
+        maxPendingSignalsPerName: 1000,
+        minScheduleIntervalMs: 60_000,
       });
       expect(resolved.defaultMaxAttempts).toBe(9);
       expect(resolved.defaultRetry).toEqual({

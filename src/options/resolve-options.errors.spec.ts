@@ -179,6 +179,26 @@ describe('resolveOptions', () => {
         'maxStreamClients must not be less than 1',
       ],
       [
+        'limits.maxPendingSignals',
+        { database: { url: URL }, limits: { maxPendingSignals: 0 } },
+        'maxPendingSignals must not be less than 1',
+      ],
+      [
+        'limits.maxPendingSignalsPerName',
+        { database: { url: URL }, limits: { maxPendingSignalsPerName: 1.5 } },
+        'maxPendingSignalsPerName must be an integer number',
+      ],
+      [
+        'limits.maxPendingSignalsPerName',
+        { database: { url: URL }, limits: { maxPendingSignals: 10, maxPendingSignalsPerName: 20 } },
+        'must not exceed limits.maxPendingSignals (10); got 20',
+      ],
+      [
+        'limits.minScheduleIntervalMs',
+        { database: { url: URL }, limits: { minScheduleIntervalMs: -1 } },
+        'minScheduleIntervalMs must not be less than 0',
+      ],
+      [
         'defaultMaxAttempts',
         { database: { url: URL }, defaultMaxAttempts: 0 },
         'defaultMaxAttempts must not be less than 1',

@@ -163,6 +163,22 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     ...stripUnset(raw.defaultRetry),
   };
   const budgets = resolveBudgets(rawBudgets, problems);
+  const givenLimits = stripUnset(raw.limits);
+  const maxPendingSignals = givenLimits.maxPendingSignals ?? 3000;
+  const limits = {
+    maxInputBytes: 1 << 20,
+    maxOutputBytes: 2 << 20,
+    maxShownValueBytes: 64 << 10,
+    maxStreamClients: 1000,
+    maxPendingSignals,
+    maxPendingSignalsPerName: Math.min(1000, maxPendingSignals),
+    minScheduleIntervalMs: 60_000,
+    ...givenLimits,
+  };
+  if ((givenLimits.maxPendingSignalsPerName ?? 0) > maxPendingSignals)
+    problems.push(
+      `limits.maxPendingSignalsPerName: must not exceed limits.maxPendingSignals (${maxPendingSignals}); got ${givenLimits.maxPendingSignalsPerName}`,
+    );
   const fence = resolveFenceKey(rawFence, problems);
   if (problems.length) throw new InvalidOptionsError(problems);
 
@@ -177,13 +193,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     },
     worker: { ...worker, wireMarginMs },
     reconciler,
-    limits: {
-      maxInputBytes: 1 << 20,
-      maxOutputBytes: 2 << 20,
-      maxShownValueBytes: 64 << 10,
-      maxStreamClients: 1000,
-      ...stripUnset(raw.limits),
-    },
+    limits,
     defaultMaxAttempts: raw.defaultMaxAttempts ?? 5,
     defaultRetry,
     redact: raw.redact ?? undefined,

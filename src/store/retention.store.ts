@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
 import { cursorValues } from './run-keyset';
+import { missingRetentionPrivileges, RetentionPrivileges } from './retention-privileges';
 import type { DurableNames, SqlText } from './durable-names';
 
 /**
@@ -188,6 +189,16 @@ export class RetentionStore {
     const r = rows[0];
     const lastKey = r.last_key === null ? null : (r.last_key.split('|') as RunCursorKey);
     return { runs: r.runs, checkpoints: r.checkpoints, events: r.events, signals: r.signals, lastKey };
+  }
+
+  /** The schema's names, for messages. */
+  get names(): DurableNames {
+    return this.db.names;
+  }
+
+  /** What the connected role lacks for retention (catalog reads only: `RETENTION_PRIVILEGES_SQL`). */
+  missingPrivileges(): Promise<RetentionPrivileges> {
+    return missingRetentionPrivileges(this.db);
   }
 
   /** Deletes up to `batchSize` whole runs that finished `ageMs` ago; how many it deleted. */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { RunStatus, RunView } from '../interfaces/run.interface';
 import { DurableDatabase } from './durable-database';
 import { toRunView } from './run-row.mapper';
-import { SEND_SIGNAL_SQL } from './sql/signal.sql';
+import { SEND_SIGNAL_SQL, SignalSent, SignalToSend, signalParams, signalSent } from './sql/signal.sql';
 import { RETRY_HELD_SQL } from './sql/retry-held.sql';
 import type { DurableNames, SqlText } from './durable-names';
 import { keyLimitRows, releaseSlots } from './run-state/slots';
@@ -218,24 +218,11 @@ export class RunControlStore {
   }
 
   /**
-   * Stores a signal for a live run of `kind` (null: any) and wakes it if it waits (SEND_SIGNAL_SQL);
-   * the run's status and kind and whether the signal was stored, or undefined for an unknown run.
+   * Stores a signal for a live run unless its mailbox is full, and wakes it if it waits
+   * (SEND_SIGNAL_SQL); undefined for an unknown run.
    */
-  async signal(
-    id: string,
-    name: string,
-    payloadJson: string,
-    by: string | null,
-    kind: string | null,
-  ): Promise<{ status: RunStatus; kind: string; stored: boolean } | undefined> {
-    const { rows } = await this.db.query(SEND_SIGNAL_SQL, [
-      id,
-      name,
-      payloadJson,
-      this.db.names.wakeChannel,
-      by,
-      kind,
-    ]);
-    return rows[0] && { status: rows[0].status, kind: rows[0].kind, stored: rows[0].stored > 0 };
+  async signal(s: SignalToSend): Promise<SignalSent | undefined> {
+    const { rows } = await this.db.query(SEND_SIGNAL_SQL, signalParams(s, this.db.names.wakeChannel));
+    return rows[0] && signalSent(rows[0]);
   }
 }

@@ -44,6 +44,32 @@ export function dueTicks(
   return { fire, next: t };
 }
 
+/** Ticks looked at, at most, for a schedule's shortest interval (`shortestInterval`). */
+const INTERVAL_TICKS = 500;
+/** How far ahead `shortestInterval` looks at most: a sparse cron's boundary ticks (Dec 31 to Jan 1). */
+const INTERVAL_HORIZON_MS = 2 * 366 * 86_400_000;
+
+/**
+ * The shortest time (ms) between two consecutive ticks of `cron` (in `timezone`) among its ticks after
+ * `from`, up to INTERVAL_TICKS of them or INTERVAL_HORIZON_MS ahead; it stops at the first gap below
+ * `floorMs`. For a floor of a minute or less this is exact after a few ticks (only a seconds field with
+ * two values or more makes gaps under a minute, and the first minute that fires shows them).
+ * Infinity when the cron fires once at most in that time. @internal
+ */
+export function shortestInterval(cron: string, timezone: string, from: Date, floorMs: number): number {
+  const time = new (cronPackage().CronTime)(cron, timezone);
+  const end = from.getTime() + INTERVAL_HORIZON_MS;
+  let prev = time.getNextDateFrom(from, timezone).toJSDate();
+  let min = Infinity;
+  for (let i = 0; i < INTERVAL_TICKS && prev.getTime() <= end; i++) {
+    const next = time.getNextDateFrom(prev, timezone).toJSDate();
+    min = Math.min(min, next.getTime() - prev.getTime());
+    if (min < floorMs) break;
+    prev = next;
+  }
+  return min;
+}
+
 /** A schedule's options with their defaults. @internal */
 export function scheduleOf(cron: string, o: DurableCronOptions = {}): CronMetadata {
   return {

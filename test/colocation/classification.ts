@@ -176,6 +176,10 @@ export const EXCEPTIONS: Record<string, Exception> = {
     kind: 'meta',
     reason: 'retention by event partition: per node, on partitions',
   },
+  [`${S}retention-privileges.ts#RETENTION_PRIVILEGES_SQL`]: {
+    kind: 'meta',
+    reason: "retention's boot check: the role's privileges (catalog)",
+  },
   [`${S}schedule-fire.sql.ts#FIRE_SQL`]: cross(
     "schedules: locks the schedule (its shard) and inserts its tick's runs (theirs)",
   ),

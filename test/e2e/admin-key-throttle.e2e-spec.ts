@@ -129,6 +129,40 @@ describe('wrong API keys are limited per client', () => {
   });
 });
 
+describe('wrong API keys are limited in all', () => {
+  it('past 100 wrong keys in five minutes from any addresses, every address is a 429 but one that signed in lately', async () => {
+    const lines: string[] = [];
+    const booted = await boot(lines);
+    try {
+      booted.app.getHttpAdapter().getInstance().set('trust proxy', 'loopback');
+      const as = (ip: string, key: string) => api(booted.base, { 'x-api-key': key, 'x-forwarded-for': ip });
+      expect((await as('198.51.100.2', OPS_KEY)).status).toBe(200); // an operator, before the guesses
+      // 10 addresses, 10 wrong keys each: none passes its own limit.
+      for (let a = 1; a <= 10; a++)
+        for (let i = 1; i <= 10; i++)
+          expect((await as(`203.0.113.${a}`, `wrong-${a}-${i}-0123456789abc`)).status).toBe(401);
+      // An 11th address: refused before its first guess is checked, the right key as well.
+      const fresh = await as('203.0.113.77', 'wrong-77-0123456789abc');
+      expect(fresh.status).toBe(429);
+      expect(Number(fresh.headers.get('retry-after'))).toBeGreaterThan(200);
+      expect(await fresh.json()).toMatchObject({ message: expect.stringContaining('from all addresses') });
+      expect((await as('203.0.113.78', OPS_KEY)).status).toBe(429);
+      // The operator who gave a right key lately goes on; so do sessions of the sign-in page.
+      expect((await as('198.51.100.2', OPS_KEY)).status).toBe(200);
+      const flood = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => as(`192.0.2.${i % 250}`, `flood-${i}-0123456789abcdef`)),
+      );
+      expect(new Set(flood.map((r) => r.status))).toEqual(new Set([429]));
+      const all = lines.filter((l) => l.includes('from all addresses'));
+      expect(all.length).toBeGreaterThanOrEqual(1);
+      expect(all.length).toBeLessThanOrEqual(5);
+      expect(lines.join('\n')).not.toContain('flood-');
+    } finally {
+      await booted.app.close();
+    }
+  });
+});
+
 describe('the sessions table', () => {
   it('holds nothing to test key guesses against offline; a session opens one key in O(1), reordered keys end it', async () => {
     const booted = await boot([], { [OTHER_KEY]: 'bob', [OPS_KEY]: 'alice' });

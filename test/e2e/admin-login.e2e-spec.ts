@@ -253,6 +253,28 @@ describe('admin sign-in page (login: true)', () => {
     expect((await cancel(second.id, { 'x-api-key': OPS_KEY })).status).toBe(200);
   });
 
+  it('X-Forwarded-Host names this site only when the app trusts the proxy that sends it', async () => {
+    const { run } = await runs.start('login-waiter', {});
+    const h = DURABLE_ADMIN_CSRF_HEADER;
+    // Anyone can send the header: without `trust proxy` it does not make another origin this site.
+    const forged = { origin: 'https://evil.example', 'x-forwarded-host': 'evil.example' };
+    expect((await cancel(run.id, { cookie: jar, [h]: '1', ...forged })).status).toBe(403);
+    const signedIn = await signIn(OPS_KEY, forged);
+    expect(signedIn.status).toBe(403);
+    expect(signedIn.headers.get('set-cookie')).toBeNull();
+    expect((await runs.get(run.id))!.status).toBe('pending');
+    const express = app.getHttpAdapter().getInstance();
+    express.set('trust proxy', 'loopback');
+    try {
+      // Behind a proxy the app trusts, the host it forwards is the one the browser saw.
+      const proxied = { origin: 'https://admin.example', 'x-forwarded-host': 'admin.example' };
+      expect((await signIn(OPS_KEY, proxied)).status).toBe(303);
+      expect((await cancel(run.id, { cookie: jar, [h]: '1', ...proxied })).status).toBe(200);
+    } finally {
+      express.set('trust proxy', false);
+    }
+  });
+
   it('sign-in and sign-out posted from another site are refused', async () => {
     const crossSite: Array<Record<string, string>> = [
       { 'sec-fetch-site': 'cross-site' },

@@ -164,7 +164,7 @@ describe('schedule names are not taken over silently', () => {
 
 describe('a schedule of a kind nothing serves', () => {
   it("unservedKinds: 'refuse': 503 DURABLE_NO_WORKER_FOR_KIND, nothing written", async () => {
-    const res = await post({ name: 'ghost', kind: 'nobody-runs-this', cron: '* * * * * *' });
+    const res = await post({ name: 'ghost', kind: 'nobody-runs-this', cron: '0 * * * *' });
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({
       code: 'DURABLE_NO_WORKER_FOR_KIND',

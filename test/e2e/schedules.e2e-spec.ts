@@ -76,7 +76,10 @@ describe('@DurableCron schedules', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('cron');
-    app = await bootApp(db.url, [EverySecond, CatchAll, CatchLatest, CatchSkip, NoOverlap, Queued]);
+    // A schedule made at run time below fires every second (limits.minScheduleIntervalMs: 1 minute by default).
+    app = await bootApp(db.url, [EverySecond, CatchAll, CatchLatest, CatchSkip, NoOverlap, Queued], {
+      limits: { minScheduleIntervalMs: 1000 },
+    });
     runner = app.get(ScheduleRunner);
     schedules = app.get(DurableSchedules);
     runs = app.get(RunRepository);

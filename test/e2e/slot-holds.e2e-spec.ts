@@ -55,7 +55,10 @@ describe('holding a slot while waiting, and the key of scheduled runs', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('slot_holds');
-    app = await bootApp(db.url, [Steps, Holder, TenantJob], { worker: { concurrency: 10 } });
+    app = await bootApp(db.url, [Steps, Holder, TenantJob], {
+      worker: { concurrency: 10 },
+      limits: { minScheduleIntervalMs: 1000 }, // schedules made at run time that fire every second
+    });
     runs = app.get(RunRepository);
     worker = app.get(DurableWorker);
   });

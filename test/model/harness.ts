@@ -96,6 +96,8 @@ async function bootWorker(db: TestSchema, c: Case): Promise<Booted> {
     reconciler: { backoffBaseMs: 5, backoffMaxMs: 40 },
     defaultRetry: { initialDelayMs: 5, maxDelayMs: 20 },
     budgets: { [MODEL_BUDGET]: MODEL_BUDGET_LIMITS },
+    // The schedule case makes a schedule that fires every second at run time.
+    limits: { minScheduleIntervalMs: 1000 },
   });
   return { id, app, state: 'live', claims: new Set() };
 }

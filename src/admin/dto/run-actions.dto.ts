@@ -14,6 +14,7 @@ import {
   ValidateIf,
 } from 'class-validator';
 import { unstorableText } from '../../util/json';
+import { unsafeTextProblem } from '../../util/safe-text';
 import { PATCH_ID } from '../../engine/steps/patch-step';
 import { RawJson } from '../admin-validation.pipe';
 import { ApiProperty, ApiPropertyOptional } from '../../nest/openapi';
@@ -26,6 +27,19 @@ export const StorableText = () =>
     validator: {
       validate: (v: unknown) => typeof v !== 'string' || unstorableText(v) === null,
       defaultMessage: (a) => `${a?.property} ${unstorableText(String(a?.value))}`,
+    },
+  });
+
+/**
+ * An identifier by the one rule the API, the CLI and the start path apply (util/safe-text: no control,
+ * line separator or bidi control character); other types are left to @IsString.
+ */
+export const SafeIdentifier = () =>
+  ValidateBy({
+    name: 'safeIdentifier',
+    validator: {
+      validate: (v: unknown) => typeof v !== 'string' || unsafeTextProblem(v) === null,
+      defaultMessage: (a) => `${a?.property} ${unsafeTextProblem(String(a?.value))}`,
     },
   });
 
@@ -42,12 +56,17 @@ export class CancelRunDto {
 /** Body of `POST .../retry` (nothing to say but who, which comes from the guard). */
 export class RetryRunDto {}
 
-/** A workflow kind in a body or query: a storable string of 1 to 200 characters. */
-const KindField = () =>
+/**
+ * A workflow kind in a body or query: a storable string of 1 to 200 characters. `identifier`: also the
+ * identifier rule, as `start()` and the CLI take it (not where a kind stored before the rule must still
+ * be reachable, as `retry-held`).
+ */
+const KindField = (identifier = false) =>
   applyDecorators(
     ApiProperty({ maxLength: 200, description: 'The workflow kind' }),
     IsString(),
     StorableText(),
+    ...(identifier ? [SafeIdentifier()] : []),
     IsNotEmpty(),
     MaxLength(200),
   );
@@ -74,7 +93,7 @@ export class RetryHeldDto {
 
 /** Query of `GET api/patch-status`: a kind and the id of a `ctx.patched(id)` of its workflow. */
 export class PatchStatusQueryDto {
-  @KindField()
+  @KindField(true)
   kind!: string;
 
   @ApiProperty({ maxLength: 100, description: 'The patch id given to ctx.patched(id)' })

@@ -1,6 +1,7 @@
 import { IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
 import { ApiProperty, ApiPropertyOptional } from '../../nest/openapi';
 import { StorableText } from './run-actions.dto';
+import { RawJson } from '../admin-validation.pipe';
 
 /** Body of `POST <path>/api/schedules`: a schedule made at run time (`DurableSchedules.create`). */
 export class CreateScheduleDto {
@@ -33,9 +34,13 @@ export class CreateScheduleDto {
   @MaxLength(100)
   timezone?: string;
 
-  @ApiPropertyOptional({ description: 'A JSON object every run gets, beside schedule and scheduledAt' })
+  @ApiPropertyOptional({
+    description:
+      'A JSON object every run gets, beside schedule and scheduledAt (at most limits.maxInputBytes: 413 beyond)',
+  })
   @IsOptional()
   @IsObject()
+  @RawJson()
   input?: Record<string, unknown>;
 
   @ApiPropertyOptional({ enum: ['latest', 'all', 'skip'] })

@@ -84,9 +84,33 @@ const header = (req: any, name: string): string | undefined => {
 };
 
 /**
+ * The host this request was sent to: `Host`, or the first `X-Forwarded-Host` only when the app trusts
+ * the proxy that sent it, as Express's `req.host` decides (`trust proxy`: the peer address passes the
+ * app's trust function) and Fastify's `request.host` (`trustProxy`) does. Without that trust anyone can
+ * send the header, so it would make any Origin "this site". @internal
+ */
+export function ownHost(req: any): string {
+  const forwarded = header(req, 'x-forwarded-host');
+  const trust = typeof req?.app?.get === 'function' ? req.app.get('trust proxy fn') : undefined;
+  if (typeof trust === 'function') {
+    // Express (4 and 5): the header counts when the peer is a trusted proxy.
+    const peer = req.socket?.remoteAddress ?? req.connection?.remoteAddress;
+    if (forwarded !== undefined && trust(peer, 0)) return forwarded.split(',')[0].trim();
+    return header(req, 'host') ?? '';
+  }
+  // Fastify: `request.host` (v5; `hostname` in v4, with the port) honours its trustProxy option.
+  if (req?.raw !== undefined) {
+    const host = typeof req.host === 'string' ? req.host : req.hostname;
+    if (typeof host === 'string' && host) return host;
+  }
+  return header(req, 'host') ?? '';
+}
+
+/**
  * Why this request looks cross-site, or undefined: `Sec-Fetch-Site` (every current browser sends it)
  * must be `same-origin` (or `none`, typed by the user); without it, an `Origin` header must name this
- * host (`X-Forwarded-Host` or `Host`). A request with neither is not from a browser form. @internal
+ * host (`ownHost`: `Host`, or `X-Forwarded-Host` from a proxy the app trusts). A request with neither
+ * is not from a browser form. @internal
  */
 export function crossSiteProblem(req: any): string | undefined {
   const site = header(req, 'sec-fetch-site');
@@ -101,6 +125,6 @@ export function crossSiteProblem(req: any): string | undefined {
   } catch {
     return `Origin is ${origin}`;
   }
-  const own = (header(req, 'x-forwarded-host') ?? header(req, 'host') ?? '').split(',')[0].trim();
+  const own = ownHost(req);
   return host && host === own ? undefined : `Origin ${origin} is not this site (${own})`;
 }

@@ -60,9 +60,13 @@ export class DurableLoginController implements OnModuleInit {
     const throttle = guard instanceof ApiKeyAdminGuard ? keyThrottleOf(guard) : this.throttle;
     const wait = throttle.retryAfterMs(client);
     if (wait > 0) {
-      this.logger.warn(
-        `admin sign-in refused for ${client}: too many wrong keys (retry in ${Math.ceil(wait / 1000)} s)`,
-      );
+      const all = throttle.refusedByAll(client);
+      // The first refusal of a lockout, then every 100th: a flood cannot flood the log.
+      if (throttle.refused(client) % 100 === 1)
+        this.logger.warn(
+          `admin sign-in refused for ${client}: too many wrong keys${all ? ' from all addresses' : ''} ` +
+            `(retry in ${Math.ceil(wait / 1000)} s)`,
+        );
       return send(
         res,
         HttpStatus.TOO_MANY_REQUESTS,
