@@ -20,7 +20,7 @@ ln -s "$root/node_modules" node_modules.peers
 # @nestjs/config: docs/EXISTING-APP.md configures the module from ConfigService (not a dev dependency).
 npm install --no-audit --no-fund --no-save --offline "$work/$tarball" @nestjs/config >/dev/null 2>&1 ||
   npm install --no-audit --no-fund --no-save "$work/$tarball" @nestjs/config >/dev/null
-for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule @nestjs/typeorm @nestjs/testing reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript ai @openai/agents @langchain/core @langchain/langgraph @langchain/langgraph-checkpoint; do
+for dep in @types/pg @nestjs/common @nestjs/core @nestjs/schedule @nestjs/typeorm @nestjs/testing reflect-metadata rxjs typeorm pg class-validator class-transformer @types/node typescript ai @ai-sdk/openai-compatible zod @openai/agents @langchain/core @langchain/langgraph @langchain/langgraph-checkpoint; do
   [ -e "node_modules/$dep" ] || { mkdir -p "node_modules/$(dirname "$dep")"; ln -s "$root/node_modules/$dep" "node_modules/$dep"; }
 done
 # The README snippet, verbatim, is the app.
@@ -73,8 +73,21 @@ printf '%s\n' "import { DurablePostgresSaver, graphCommand, runGraph } from 'nes
 node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
   --noEmit --types node --skipLibCheck node16-lg/index.ts
 node -e "const l = require('nestjs-durable-execution/langgraph'); if (typeof l.DurablePostgresSaver !== 'function' || typeof l.runGraph !== 'function' || typeof l.graphCommand !== 'function') process.exit(1)"
+# The integration guides' ```ts blocks, as written (imports and definitions included), each a file, through
+# the subpaths' "exports" (node16; skipLibCheck for the SDKs' own .d.ts, as above).
+mkdir -p integrations
+for doc in AI-SDK OPENAI-AGENTS LANGGRAPH; do
+  n=0
+  while IFS= read -r -d '' block; do
+    n=$((n + 1)); printf '%s' "$block" > "integrations/$doc-$n.ts"
+  done < <(awk '/^```ts$/ { inb = 1; buf = ""; next } inb && /^```$/ { printf "%s%c", buf, 0; inb = 0; next } inb { buf = buf $0 "\n" }' "$root/docs/$doc.md")
+done
+if [ -n "$(ls integrations)" ]; then
+  node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
+    --noEmit --types node --skipLibCheck --experimentalDecorators --emitDecoratorMetadata integrations/*.ts
+fi
 # The bin is linked by npm and runs: --help exits 0, an unknown command exits 2.
 ./node_modules/.bin/nestjs-durable-execution --help | grep -q 'Usage: nestjs-durable-execution'
 set +e; ./node_modules/.bin/nestjs-durable-execution bogus 2>/dev/null; code=$?; set -e
 [ "$code" -eq 2 ] || { echo "pack check: the bin exited $code on an unknown command, not 2" >&2; exit 1; }
-echo "pack check: tarball $tarball installs by name; the README app and docs/EXISTING-APP.md ($(find "$guide" -name '*.ts' | wc -l) files) compile against its types; the bin runs"
+echo "pack check: tarball $tarball installs by name; the README app, docs/EXISTING-APP.md ($(find "$guide" -name '*.ts' | wc -l) files) and the integration guides ($(ls integrations | wc -l) blocks) compile against its types; the bin runs"
