@@ -28,6 +28,7 @@ import { ScheduleAttempts1766800000000 } from './1766800000000-schedule-attempts
 import { ChildEndHint1766900000000 } from './1766900000000-child-end-hint';
 import { PartitionedEvents1767000000000 } from './1767000000000-partitioned-events';
 import { LangGraphCheckpoints1766950000000 } from './1766950000000-langgraph-checkpoints';
+import { LangGraphThreadOwners1767050000000 } from './1767050000000-langgraph-thread-owners';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -58,6 +59,7 @@ export {
   ChildEndHint1766900000000,
   LangGraphCheckpoints1766950000000,
   PartitionedEvents1767000000000,
+  LangGraphThreadOwners1767050000000,
 };
 
 /**
@@ -95,6 +97,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ChildEndHint1766900000000,
   LangGraphCheckpoints1766950000000,
   PartitionedEvents1767000000000,
+  LangGraphThreadOwners1767050000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

@@ -130,6 +130,7 @@ export {
   DuplicateRegistrationError,
   DurableExecutionError,
   DurableUsageError,
+  ForeignThreadError,
   IdempotencyConflictError,
   InvalidArgumentError,
   InvalidCommandStateError,

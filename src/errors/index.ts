@@ -36,3 +36,4 @@ export * from './stale-fence.error';
 export * from './unauthenticated-fence.error';
 export * from './too-many-stream-clients.error';
 export * from './too-many-pending-signals.error';
+export * from './foreign-thread.error';

@@ -19,11 +19,13 @@ export type CallOutcome = { ok: true; value: unknown } | { ok: false; error: unk
  * order they took their positions in the run (the order they were made, concurrent ones included); the
  * saver writes its answered prefix in the statement of every checkpoint and pending write of
  * `threadId`, so a checkpoint never reaches the database without the calls that came before it. `known` holds their outcomes by key: a node run again after a crash gets its
- * commands' outcomes from there, without a new position.
+ * commands' outcomes from there, without a new position. `shareThread`: the code shares `threadId`
+ * with this run whoever owns it (`runGraph`'s option).
  */
 export interface GraphFrame {
   ctx: RunContext;
   threadId: string;
+  shareThread?: boolean;
   journal: Array<{ entry: JournalEntry; done: boolean }>;
   known: Map<string, CallOutcome>;
 }

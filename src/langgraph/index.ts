@@ -1,6 +1,7 @@
 /**
  * `nestjs-durable-execution/langgraph`: LangGraph.js graphs as durable runs. `DurablePostgresSaver` keeps
- * LangGraph's checkpoints in the module's PostgreSQL, fenced by the run's claim; `runGraph` runs a
+ * LangGraph's checkpoints in the module's PostgreSQL, fenced by the run's claim (a thread belongs to the
+ * run that wrote it first: another run gets `ForeignThreadError` unless it is shared); `runGraph` runs a
  * compiled graph inside a `@DurableWorkflow`'s `run()` (thread from the run id, resume from the last
  * super-step, `interrupt()` as a signal wait); `graphCommand` makes a node's side effect an idempotent
  * command keyed by its tool call id, as `durableToolNode` does for a messages graph's tool calls. See
@@ -10,7 +11,7 @@
  * @packageDocumentation
  */
 export { DurablePostgresSaver } from './postgres-saver';
-export type { DurablePostgresSaverOptions } from './postgres-saver';
+export type { DurablePostgresSaverOptions } from './saver-options';
 export type { SaverFence, SaverQueryable } from './saver-sql';
 export { runGraph } from './run-graph';
 export type { DurableGraph, RunGraphOptions } from './run-graph';

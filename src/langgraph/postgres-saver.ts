@@ -6,10 +6,8 @@ import type {
   CheckpointMetadata,
   CheckpointTuple,
   PendingWrite,
-  SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import { currentRun } from '../index';
 import { answeredJournal, currentGraph } from './graph-frame';
 import type { JournalEntry } from './graph-frame';
 import {
@@ -17,60 +15,49 @@ import {
   channelValues,
   CheckpointRow,
   configKeys,
+  dumpBlobs,
   loadRow,
   migratePendingSends,
 } from './saver-rows';
 import { pendingWrites, WriteRow } from './saver-rows';
 import { b64, deleteThreadSql, putSql, putWritesSql, rowsOf, runWrite, saverTables } from './saver-sql';
-import type { SaverFence, SaverQueryable, SaverTables } from './saver-sql';
-
-/** Options of `DurablePostgresSaver`. */
-export interface DurablePostgresSaverOptions {
-  /** Where the tables are: a `pg` Pool (or Client), or a TypeORM DataSource, on the module's database. */
-  db: SaverQueryable;
-  /** The module's `database.schema` (default `public`): the saver's tables and `ai_runs` live there. */
-  schema?: string;
-  /** LangGraph's serializer (default: its JSON+ serializer). */
-  serde?: SerializerProtocol;
-  /**
-   * The claim writes are fenced by. Default: the durable run this code runs in (`currentRun()`), and
-   * no fence outside one. A write whose claim no longer holds the run fails with `LeaseLostError`.
-   */
-  fence?: () => SaverFence | undefined;
-}
-
-const COLUMNS = `thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata_type, metadata`;
+import type { SaverQueryable, SaverTables } from './saver-sql';
+import type { DurablePostgresSaverOptions } from './saver-options';
+import { journalSql, listSql, ownerSql, ownValue, quoted, ThreadAccess, tupleSql } from './thread-access';
 
 /**
  * A LangGraph.js checkpoint saver on the module's PostgreSQL (tables `langgraph_*`, created by the
  * module's migrations). Channel values are stored once per (channel, version), as LangGraph's own
  * PostgreSQL saver does. Inside a durable run every write is fenced: one statement writes only while the
  * run is `running` under the claim's epoch, so a worker that lost its lease (another took the run over)
- * writes no checkpoint and gets `LeaseLostError`. Passes `@langchain/langgraph-checkpoint-validation`.
+ * writes no checkpoint and gets `LeaseLostError`. A thread belongs to the run that wrote it first:
+ * another run's read or write is refused with `ForeignThreadError` unless the thread is shared
+ * (`shareThreads`, `runGraph`'s `shareThread`). Each value is capped (`maxValueBytes`). Outside a run it
+ * is an ordinary saver (no fence, no owner). Passes `@langchain/langgraph-checkpoint-validation`.
  */
 export class DurablePostgresSaver extends BaseCheckpointSaver {
   private readonly db: SaverQueryable;
   private readonly t: SaverTables;
-  private readonly fenceOf: () => SaverFence | undefined;
+  private readonly access: ThreadAccess;
 
   constructor(options: DurablePostgresSaverOptions) {
     super(options.serde);
     this.db = options.db;
     this.t = saverTables(options.schema);
-    this.fenceOf = options.fence ?? runFence;
+    this.access = new ThreadAccess(options.fence, options.shareThreads, options.maxValueBytes);
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const { threadId, ns, checkpointId } = configKeys(config);
     if (threadId === undefined) return undefined;
-    const [row] = await rowsOf<CheckpointRow>(
-      this.db,
-      `select ${COLUMNS} from ${this.t.checkpoints}
-        where thread_id = $1 and checkpoint_ns = $2 and ($3::text is null or checkpoint_id = $3)
-        order by checkpoint_id desc limit 1`,
-      [threadId, ns, checkpointId ?? null],
-    );
-    return row ? this.tupleOf(row) : undefined;
+    // The owner comes with the row (one statement): the values are read only once the thread passes.
+    const [row] = await rowsOf<CheckpointRow & { owner: string | null }>(this.db, tupleSql(this.t), [
+      threadId,
+      ns,
+      checkpointId ?? null,
+    ]);
+    this.access.mayRead(threadId, row?.owner ?? null);
+    return row?.checkpoint_id ? this.tupleOf(row) : undefined;
   }
 
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
@@ -79,22 +66,28 @@ export class DurablePostgresSaver extends BaseCheckpointSaver {
     const before = options.before ? configKeys(options.before).checkpointId : undefined;
     const filter = options.filter && Object.keys(options.filter).length ? options.filter : undefined;
     let limit = options.limit;
-    const rows = await rowsOf<CheckpointRow>(
-      this.db,
-      `select ${COLUMNS} from ${this.t.checkpoints}
-        where ($1::text is null or thread_id = $1) and ($2::text is null or checkpoint_ns = $2)
-          and ($3::text is null or checkpoint_id = $3) and ($4::text is null or checkpoint_id < $4)
-        order by checkpoint_id desc, thread_id, checkpoint_ns
-        limit $5`,
-      [threadId ?? null, ns ?? null, checkpointId ?? null, before ?? null, filter ? null : (limit ?? null)],
-    );
+    const runId = this.access.fenceOf()?.runId;
+    if (threadId !== undefined && runId !== undefined) {
+      const [row] = await rowsOf<{ owner: string }>(this.db, ownerSql(this.t), [threadId]);
+      this.access.mayRead(threadId, row?.owner ?? null, runId);
+    }
+    // Inside a run, a list of every thread skips the threads of other runs (the limit counted here).
+    const skips = threadId === undefined && runId !== undefined;
+    const rows = await rowsOf<CheckpointRow & { owner: string | null }>(this.db, listSql(this.t), [
+      threadId ?? null,
+      ns ?? null,
+      checkpointId ?? null,
+      before ?? null,
+      filter || skips ? null : (limit ?? null),
+    ]);
     for (const row of rows) {
       if (limit !== undefined && limit <= 0) return;
+      if (skips && !this.access.readable(row.thread_id, row.owner, runId)) continue;
       const metadata = (await this.serde.loadsTyped(row.metadata_type, row.metadata)) as Record<
         string,
         unknown
       >;
-      if (filter && !Object.entries(filter).every(([k, v]) => metadata?.[k] === v)) continue;
+      if (filter && !Object.entries(filter).every(([k, v]) => ownValue(metadata, k) === v)) continue;
       if (limit !== undefined) limit -= 1;
       yield await this.tupleOf(row);
     }
@@ -112,19 +105,16 @@ export class DurablePostgresSaver extends BaseCheckpointSaver {
         'Failed to put checkpoint: the RunnableConfig has no "thread_id" in its "configurable" property.',
       );
     const { channel_values: values, ...rest } = checkpoint;
-    const blobs = await Promise.all(
-      Object.entries(newVersions).map(async ([channel, version]) => {
-        if (!(channel in (values ?? {})))
-          return { channel, version: String(version), type: 'empty', blob: null };
-        const [type, bytes] = await this.serde.dumpsTyped((values as Record<string, unknown>)[channel]);
-        return { channel, version: String(version), type, blob: b64(bytes) };
-      }),
+    const blobs = await dumpBlobs(this.serde, values, newVersions, (bytes, channel) =>
+      this.access.capped(bytes, `value of LangGraph channel ${quoted(channel)}`, threadId),
     );
     const [[type, bytes], [metaType, metaBytes]] = await Promise.all([
       this.serde.dumpsTyped({ ...rest, channel_values: {} }),
       this.serde.dumpsTyped(metadata),
     ]);
-    const fence = this.fenceOf();
+    this.access.capped(bytes, `LangGraph checkpoint ${quoted(checkpoint.id)} without its values`, threadId);
+    this.access.capped(metaBytes, `metadata of LangGraph checkpoint ${quoted(checkpoint.id)}`, threadId);
+    const fence = this.access.fenceOf();
     await runWrite(
       this.db,
       putSql(this.t, !!fence),
@@ -141,7 +131,7 @@ export class DurablePostgresSaver extends BaseCheckpointSaver {
         JSON.stringify(blobs),
         journalOf(threadId),
       ],
-      'a LangGraph checkpoint write',
+      this.access.guard(threadId, fence, 'a LangGraph checkpoint write'),
     );
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
@@ -164,35 +154,54 @@ export class DurablePostgresSaver extends BaseCheckpointSaver {
     const rows = await Promise.all(
       writes.map(async ([channel, value], i) => {
         const [type, bytes] = await this.serde.dumpsTyped(value);
-        return { idx: WRITES_IDX_MAP[channel] ?? i, channel, type, value: b64(bytes) };
+        this.access.capped(bytes, `pending write to LangGraph channel ${quoted(channel)}`, threadId);
+        const special = ownValue(WRITES_IDX_MAP, channel) as number | undefined;
+        return { idx: special ?? i, channel, type, value: b64(bytes) };
       }),
     );
-    const fence = this.fenceOf();
+    const fence = this.access.fenceOf();
     await runWrite(
       this.db,
       putWritesSql(this.t, !!fence),
       fence,
       [threadId, ns, checkpointId, taskId, taskPath, JSON.stringify(rows), journalOf(threadId)],
-      'a LangGraph pending write',
+      this.access.guard(threadId, fence, 'a LangGraph pending write'),
     );
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    const fence = this.fenceOf();
-    await runWrite(this.db, deleteThreadSql(this.t, !!fence), fence, [threadId], 'a LangGraph thread delete');
+    const fence = this.access.fenceOf();
+    await runWrite(
+      this.db,
+      deleteThreadSql(this.t, !!fence),
+      fence,
+      [threadId],
+      this.access.guard(threadId, fence, 'a LangGraph thread delete'),
+    );
   }
 
   /**
-   * The engine calls a durable graph of this thread made, in order (`runGraph` replays them when it
-   * resumes the graph). Empty for a thread no durable run wrote.
+   * The engine calls the durable graph of this run on this thread made, in order (`runGraph` replays
+   * them when it resumes the graph); outside a run, those of the run that wrote the thread's journal
+   * last. Empty when there are none. Inside a run, a thread of another run is refused as any read.
    */
   async journal(threadId: string): Promise<JournalEntry[]> {
-    const [row] = await rowsOf<{ entries: JournalEntry[] }>(
-      this.db,
-      `select entries from ${this.t.journal} where thread_id = $1`,
-      [threadId],
-    );
+    const runId = this.access.fenceOf()?.runId;
+    if (runId !== undefined) return (await this.runJournal(threadId, runId)) ?? [];
+    const [row] = await rowsOf<{ entries: JournalEntry[] }>(this.db, journalSql(this.t, false), [threadId]);
     return row?.entries ?? [];
+  }
+
+  /**
+   * The journal of run `runId` on the thread (undefined: that run's `runGraph` never wrote it), once
+   * the thread passed the read check (one statement).
+   * @internal
+   */
+  async runJournal(threadId: string, runId: string): Promise<JournalEntry[] | undefined> {
+    type Row = { owner: string | null; entries: JournalEntry[] | null };
+    const [row] = await rowsOf<Row>(this.db, journalSql(this.t, true), [threadId, runId]);
+    this.access.mayRead(threadId, row?.owner ?? null, runId);
+    return row?.entries ?? undefined;
   }
 
   /** The tuple of a row: its channel values, pending writes, and the pending sends of a checkpoint older than version 4. */
@@ -228,12 +237,6 @@ export class DurablePostgresSaver extends BaseCheckpointSaver {
       [threadId, ns, checkpointId],
     );
   }
-}
-
-/** The durable run this code runs in, as a fence; none outside runs. */
-function runFence(): SaverFence | undefined {
-  const ctx = currentRun();
-  return ctx ? { runId: ctx.runId, epoch: ctx.epoch } : undefined;
 }
 
 /** The journal of the `runGraph` of this thread (JSON), written with its checkpoint; null otherwise. */

@@ -29,8 +29,20 @@ function interruptsOf(state: GraphState): Array<{ task: string; id?: string; val
 
 /** Options of `runGraph`. */
 export interface RunGraphOptions {
-  /** The LangGraph thread (default `run_<run id>`): one per graph the run drives. */
+  /**
+   * The LangGraph thread (default `run_<run id>`): one per graph the run drives. A thread belongs to the
+   * run that wrote it first (and its continue-as-new generations): naming another run's thread is
+   * refused with `ForeignThreadError` unless `shareThread`. Make it from `ctx.runId`; a thread id taken
+   * from a caller's input as it is would let the caller name another's thread.
+   */
   threadId?: string;
+  /**
+   * Share the thread with this run whoever owns it (default false): the run reads it and writes to it.
+   * A thread another run wrote (a conversation's earlier turns) is invoked with `input` as a new turn;
+   * one this run wrote is resumed. A shared thread is driven by one run at a time: LangGraph's history
+   * of a thread is one line.
+   */
+  shareThread?: boolean;
   /**
    * The signal whose payload answers an `interrupt()` (default `'resume'`): send it with
    * `RunRepository.signal(runId, 'resume', value)`; the node's `interrupt()` returns `value`.
@@ -46,7 +58,8 @@ export interface RunGraphOptions {
  * checkpoints are how the graph resumes. Inside a run:
  * - the thread is the run's (`run_<id>`); the first execution invokes the graph with `input`, and a
  *   later claim (after a crash, a drain, a wait) resumes it from its last checkpoint (LangGraph's
- *   `durability: 'sync'`: each super-step is durable before the next starts);
+ *   `durability: 'sync'`: each super-step is durable before the next starts); another run's thread is
+ *   refused (`ForeignThreadError`) unless `shareThread`, and then invoked with `input` as a new turn;
  * - every checkpoint write is fenced by the claim's epoch (a worker that lost the run writes none);
  * - an `interrupt(value)` parks the run on `ctx.waitForSignal(options.signal)`; the signal's payload
  *   resumes the graph (`new Command({ resume: payload })`);
@@ -72,13 +85,22 @@ export async function runGraph<S = Record<string, any>>(
     signal: ctx.signal,
     durability: 'sync',
   };
-  const frame: GraphFrame = { ctx, threadId, journal: [], known: new Map() };
+  const frame: GraphFrame = {
+    ctx,
+    threadId,
+    shareThread: options.shareThread === true,
+    journal: [],
+    known: new Map(),
+  };
   return graphStorage.run(frame, async () => {
-    await replayJournal(frame, await saver.journal(threadId));
+    // Another run's thread is refused here, before anything of it is read (unless shared).
+    const journal = await saver.runJournal(threadId, ctx.runId);
+    await replayJournal(frame, journal ?? []);
     const { Command } = await import('@langchain/langgraph');
-    // A thread with a checkpoint was started by an earlier claim: it resumes where it is. One stopped at
-    // an interrupt is not invoked again before its answer (the node would only ask again).
-    let state = (await saver.getTuple(config)) ? await graph.getState(config) : undefined;
+    // A thread this run's graph wrote (its journal is written with every checkpoint) was started by an
+    // earlier claim: it resumes where it is. One stopped at an interrupt is not invoked again before its
+    // answer (the node would only ask again). A thread only others wrote (shared) starts a new turn.
+    let state = journal && (await saver.getTuple(config)) ? await graph.getState(config) : undefined;
     let next: unknown = state ? null : input;
     for (;;) {
       if (!state || (!interruptsOf(state).length && state.next.length)) {

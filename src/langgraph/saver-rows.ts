@@ -41,15 +41,40 @@ export interface WriteRow {
   task_path: string;
 }
 
-/** The channel values of a checkpoint: the blob of each channel at its version (`empty`: no value). */
+/**
+ * The channel values of a checkpoint: the blob of each channel at its version (`empty`: no value). A
+ * null-prototype object: a channel named `__proto__` is a key like any other, never the prototype.
+ */
 export async function channelValues(
   serde: SerializerProtocol,
   blobs: BlobRow[],
 ): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
+  const out = Object.create(null) as Record<string, unknown>;
   for (const b of blobs)
     if (b.type !== 'empty' && b.blob) out[b.channel] = await serde.loadsTyped(b.type, b.blob);
   return out;
+}
+
+/**
+ * The blobs a put writes: each channel of `newVersions` at its version, its value serialised (checked by
+ * `cap` first), or `empty` when the checkpoint has none. Own keys only: a channel named `__proto__` is a
+ * channel, not the object's prototype.
+ */
+export function dumpBlobs(
+  serde: SerializerProtocol,
+  values: Record<string, unknown> | undefined,
+  newVersions: Record<string, unknown>,
+  cap: (bytes: Uint8Array, channel: string) => void,
+): Promise<Array<{ channel: string; version: string; type: string; blob: string | null }>> {
+  return Promise.all(
+    Object.entries(newVersions).map(async ([channel, version]) => {
+      if (!values || !Object.prototype.hasOwnProperty.call(values, channel))
+        return { channel, version: String(version), type: 'empty', blob: null };
+      const [type, bytes] = await serde.dumpsTyped(values[channel]);
+      cap(bytes, channel);
+      return { channel, version: String(version), type, blob: Buffer.from(bytes).toString('base64') };
+    }),
+  );
 }
 
 /** Pending writes in LangGraph's order (task path, task id, index). */
@@ -77,6 +102,8 @@ export interface LoadedRow {
 /** The checkpoint and metadata of a row, and the tuple's configs. */
 export async function loadRow(serde: SerializerProtocol, row: CheckpointRow): Promise<LoadedRow> {
   const checkpoint = (await serde.loadsTyped(row.type, row.checkpoint)) as Checkpoint;
+  if (row.type === 'json' && row.checkpoint.includes('"__proto__"'))
+    channelsAsData(checkpoint, row.checkpoint);
   const config: RunnableConfig = {
     configurable: {
       thread_id: row.thread_id,
@@ -99,6 +126,32 @@ export async function loadRow(serde: SerializerProtocol, row: CheckpointRow): Pr
       },
     };
   return { checkpoint, tuple };
+}
+
+/**
+ * The channel names of a checkpoint as data. LangGraph's JSON serializer revives an object by assigning
+ * its keys, so a key `__proto__` sets the prototype (or, for a version number, is dropped): a channel
+ * named `__proto__` would lose its version, and its value with it. The versions are plain JSON (numbers,
+ * strings), so they are read again from the stored text, into null-prototype objects.
+ */
+function channelsAsData(checkpoint: Checkpoint, bytes: Buffer): void {
+  const raw = JSON.parse(bytes.toString('utf8')) as {
+    channel_versions?: Record<string, unknown>;
+    versions_seen?: Record<string, Record<string, unknown>>;
+  };
+  const asData = <T>(o: Record<string, unknown>) => Object.assign(Object.create(null), o) as T;
+  if (raw.channel_versions) checkpoint.channel_versions = asData(raw.channel_versions);
+  if (raw.versions_seen) {
+    const seen: Checkpoint['versions_seen'] = Object.create(null);
+    for (const [node, versions] of Object.entries(raw.versions_seen))
+      Object.defineProperty(seen, node, {
+        value: asData(versions),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    checkpoint.versions_seen = seen;
+  }
 }
 
 /**

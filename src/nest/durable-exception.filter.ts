@@ -19,6 +19,8 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_STALE_FENCE: HttpStatus.CONFLICT,
   // ... or a token it could not authenticate (unsigned, forged, expired, another command's).
   DURABLE_UNAUTHENTICATED_FENCE: HttpStatus.UNAUTHORIZED,
+  // A run named a LangGraph thread another run owns, without sharing it.
+  DURABLE_FOREIGN_THREAD: HttpStatus.FORBIDDEN,
   DURABLE_INVALID_ARGUMENT: HttpStatus.BAD_REQUEST,
   // A schedule made at run time that fires more often than limits.minScheduleIntervalMs.
   DURABLE_SCHEDULE_TOO_FREQUENT: HttpStatus.BAD_REQUEST,
@@ -57,8 +59,9 @@ interface FastifyLike {
  * Maps the library's errors to HTTP answers `{ statusCode, code, message }`: run or command not found →
  * 404, invalid run or command state, idempotency conflict and a stale fencing token (`FenceVerifier`) →
  * 409, a fencing token a target could not authenticate (unsigned, forged, expired, another command's) →
- * 401, invalid argument, unknown kind, unserializable input and invalid options → 400, payload too large
- * → 413, a schedule made at run time that fires too often (`limits.minScheduleIntervalMs`) → 400, a full
+ * 401, a LangGraph thread another run owns (`ForeignThreadError`) → 403, invalid argument, unknown kind,
+ * unserializable input and invalid options → 400, payload too large → 413, a schedule made at run time
+ * that fires too often (`limits.minScheduleIntervalMs`) → 400, a full
  * mailbox (`limits.maxPendingSignals`) → 429, too many stream clients (`limits.maxStreamClients`) → 503;
  * for an endpoint that waits on `RunRepository.result()`: the wait timed out → 202 (the run goes on), the run ended failed,
  * dead-lettered or cancelled → 422 (its status and error code, never its error message: run data). Any other `DurableExecutionError` is a

@@ -22,7 +22,9 @@ export default {
     pool = undefined;
   },
   async createCheckpointer(): Promise<DurablePostgresSaver> {
-    await db().query('truncate langgraph_checkpoints, langgraph_blobs, langgraph_writes, langgraph_journal');
+    await db().query(
+      'truncate langgraph_checkpoints, langgraph_blobs, langgraph_writes, langgraph_journal, langgraph_threads',
+    );
     return new DurablePostgresSaver({ db: db() });
   },
 };
