@@ -1,4 +1,5 @@
 import type { ActiveRun } from './active-run';
+import { STOP_GRACE_MS } from './live-calls';
 
 /** How a phase's code (`run()` or `onCancel()`) ended: its return value or what it threw. @internal */
 export type PhaseEnd = { output: unknown } | { error: unknown };
@@ -28,10 +29,3 @@ export async function drivePhase(run: ActiveRun, body: () => unknown): Promise<P
   await run.control.settled(STOP_GRACE_MS);
   return end;
 }
-
-/**
- * Once a run has stopped (a cancel, a lost lease, a drain), how long a step body that ignores its
- * AbortSignal may go on holding it before it is abandoned (see RunControl.settled).
- * @internal
- */
-export const STOP_GRACE_MS = 5000;

@@ -1,6 +1,23 @@
 import { performance } from 'node:perf_hooks';
 
 /**
+ * Once a run has stopped (a cancel, a lost lease, a drain), how long a call's body that ignores its
+ * AbortSignal may go on holding it before it is abandoned.
+ * @internal
+ */
+export const STOP_GRACE_MS = 5000;
+
+/** A body counted as live (`LiveCalls.trackBody`). @internal */
+export interface TrackedBody<T> {
+  /** The body's own outcome (it stops counting as live when it settles). */
+  readonly promise: Promise<T>;
+  /** Rejects with the run's stop error when the engine gives up on the body. */
+  readonly abandoned: Promise<never>;
+  /** Gives up on it now (nothing when it settled already). */
+  abandon(): void;
+}
+
+/**
  * The live calls of one claim (step bodies, dispatches, lookups, the workflow's own calls), counted
  * until they settle: what a park, a finish and a hand-back wait for. A step body may be abandoned
  * (`trackBody`): it then no longer counts. RunControl builds on it.
@@ -19,6 +36,8 @@ export abstract class LiveCalls {
   abandoned = 0;
   /** Called when the last live call settles (the wait board looks whether the run is blocked). */
   onIdle?: () => void;
+
+  private graceTimer: NodeJS.Timeout | null = null;
 
   /** The run has stopped (a bounded `settled` starts counting its grace then). */
   protected abstract hasStopped(): boolean;
@@ -72,9 +91,12 @@ export abstract class LiveCalls {
    * `abandoned`, and the caller revokes its gate and aborts its signal, so nothing it still does leaves
    * the process or reaches the run's record.
    */
-  trackBody<T>(op: Promise<T>, onAbandon?: (why: Error) => void): { promise: Promise<T>; abandon(): void } {
+  trackBody<T>(op: Promise<T>, onAbandon?: (why: Error) => void): TrackedBody<T> {
     this.liveOps++;
     let open = true;
+    let given!: (why: Error) => void;
+    const abandoned = new Promise<never>((_, reject) => (given = reject));
+    abandoned.catch(() => undefined);
     const release = (): boolean => {
       if (!open) return false;
       open = false;
@@ -86,12 +108,24 @@ export abstract class LiveCalls {
     const abandon = (): void => {
       if (!release()) return;
       this.abandoned++;
-      onAbandon?.(this.stopError() ?? new Error('abandoned by the engine'));
+      const why = this.stopError() ?? new Error('abandoned by the engine');
+      onAbandon?.(why);
+      given(why);
     };
     this.bodies.add(abandon);
     const promise = op.finally(release);
     promise.catch(() => undefined);
-    return { promise, abandon };
+    return { promise, abandon, abandoned };
+  }
+
+  /**
+   * The run stopped: bodies still running `STOP_GRACE_MS` from now are abandoned, whatever waits for
+   * them (a command's outcome, a finish, a hand-back).
+   */
+  protected abandonAfterGrace(): void {
+    if (this.graceTimer || !this.bodies.size) return;
+    this.graceTimer = setTimeout(() => [...this.bodies].forEach((abandon) => abandon()), STOP_GRACE_MS);
+    this.graceTimer.unref();
   }
 
   /**

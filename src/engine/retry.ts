@@ -1,6 +1,7 @@
 import { CommandInStepError } from '../errors/command-in-step.error';
 import { DuplicateRegistrationError } from '../errors/duplicate-registration.error';
 import { DurableUsageError } from '../errors/durable-usage.error';
+import { ForeignThreadError } from '../errors/foreign-thread.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
 import { MissingConcurrencyKeyError } from '../errors/missing-concurrency-key.error';
@@ -18,7 +19,8 @@ import { LongTimer, longTimeout } from '../util/timers';
 
 /**
  * A programming or configuration error: the same code fails the same way on every attempt (a misuse
- * of the library, invalid options or arguments, a missing optional dependency, a duplicate name). Not
+ * of the library, invalid options or arguments, a missing optional dependency, a duplicate name, a
+ * LangGraph thread of another run). Not
  * the engine errors that can be transient (`NoWorkerForKindError`, `SchemaNotReadyError`,
  * `RunNotFoundError`, `UnknownRunKindError` in a mixed fleet): those are retried.
  */
@@ -30,7 +32,8 @@ export function isProgrammingError(err: unknown): boolean {
     err instanceof InvalidArgumentError ||
     err instanceof MissingDependencyError ||
     err instanceof DuplicateRegistrationError ||
-    err instanceof MissingConcurrencyKeyError
+    err instanceof MissingConcurrencyKeyError ||
+    err instanceof ForeignThreadError
   );
 }
 

@@ -115,6 +115,7 @@ export class RunControl extends LiveCalls {
     if (!this.abort.signal.aborted) this.abort.abort(error);
     this.onStop(error);
     this.wakeAll();
+    if (!this.cleaning) this.abandonAfterGrace();
     this.park?.end(); // calls waiting for the park now see the stop
     return error;
   }

@@ -5,6 +5,7 @@ import {
   currentRun,
   DurableStep,
   DurableWorkflow,
+  IdempotentCommand,
   RunContext,
   RunRepository,
   StepTimeoutError,
@@ -22,7 +23,7 @@ import { waitFor } from '../helpers/processes';
  * ends. On 834a499 each of these runs stayed `running` for as long as one watched.
  */
 const never = new Promise<never>(() => undefined);
-const seen = { aborted: [] as unknown[], reached: gate(), lateSent: 0 };
+const seen = { aborted: [] as unknown[], reached: gate(), commandReached: gate(), lateSent: 0 };
 let target = '';
 
 @Injectable()
@@ -44,6 +45,12 @@ class HungSteps {
   @DurableStep({ name: 'hangs-forever' })
   async hangsForever() {
     seen.reached.open();
+    await never;
+  }
+
+  @IdempotentCommand({ name: 'hung_charge', inDoubt: 'retry-with-key' })
+  async hungCharge(_args: { amount: number }) {
+    seen.commandReached.open();
     await never;
   }
 
@@ -86,6 +93,14 @@ class HungLateSend {
   }
 }
 
+@DurableWorkflow('hung-command-cancel')
+class HungCommandCancel {
+  constructor(private readonly steps: HungSteps) {}
+  async run() {
+    return this.steps.hungCharge({ amount: 5 });
+  }
+}
+
 @DurableWorkflow('hung-cancel')
 class HungCancel {
   constructor(private readonly steps: HungSteps) {}
@@ -112,9 +127,13 @@ describe('a hung call never holds a run', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     target = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     db = await createTestDatabase('hung_calls');
-    app = await bootApp(db.url, [HungSteps, HungTimeout, HungRace, HungLateSend, HungCancel], {
-      worker: { enabled: false }, // no heartbeat timer: the default lease (30 s) outlasts every grace here
-    });
+    app = await bootApp(
+      db.url,
+      [HungSteps, HungTimeout, HungRace, HungLateSend, HungCancel, HungCommandCancel],
+      {
+        worker: { enabled: false }, // no heartbeat timer: the default lease (30 s) outlasts every grace here
+      },
+    );
     runs = app.get(RunRepository);
   });
   afterAll(async () => {
@@ -164,5 +183,22 @@ describe('a hung call never holds a run', () => {
       'the run to end cancelled',
     );
     await worker.idle();
+  }, 20_000);
+
+  it('cancel() ends a run whose command body hangs; the command stays in doubt', async () => {
+    const worker = app.get(DurableWorker);
+    const { run } = await runs.start('hung-command-cancel', {});
+    void worker.tick();
+    await seen.commandReached.promise;
+    await runs.cancel(run.id, 'hung command');
+    await worker.heartbeat();
+    await waitFor(
+      async () => (await runs.get(run.id))!.status === 'cancelled',
+      10_000,
+      'the run to end cancelled',
+    );
+    await worker.idle();
+    const [cmd] = await db.query(`select status from ai_commands where run_id = $1`, [run.id]);
+    expect(cmd.status).not.toBe('succeeded'); // its outcome unknown: never recorded as an effect
   }, 20_000);
 });

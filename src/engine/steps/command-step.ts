@@ -16,7 +16,7 @@ import {
   replayOutcome,
   toolCallOf,
 } from './command-outcome';
-import { gated } from '../wire/wire-gate';
+import { gated, type WireGate } from '../wire/wire-gate';
 import { isDefinite, Lookup, parkCommand, resolveInDoubt, settleUncertain } from './command-doubt';
 import { commandFence } from './command-fence';
 import { flushBeforeCall } from '../held-commit';
@@ -176,7 +176,15 @@ async function dispatch(
       // The fenced transport: its requests leave only while the lease holds (checked at the socket).
       frame.gate = env.lease.gate(`command ${cmd.key}`);
       env.control.unsent.delete(cmd.key);
-      return gated(frame, () => call({ idempotencyKey: cmd.key, signal: env.control.signal, fence }));
+      // Waited for until it settles, or until the engine gives up on it (5 s after the run stopped): the
+      // command then stays in doubt for the next claim, and nothing its body still sends leaves.
+      const body = env.control.trackBody(
+        Promise.resolve(
+          gated(frame, () => call({ idempotencyKey: cmd.key, signal: env.control.signal, fence })),
+        ),
+        (why) => (frame.gate as WireGate | undefined)?.revoke(why),
+      );
+      return Promise.race([body.promise, body.abandoned]);
     });
   } catch (err) {
     // The run stopped (lease lost, cancel, drain): the row stays pending, in doubt for the next claim.

@@ -7,6 +7,7 @@ import { pauseHooked } from '../pause-points';
 import { anySignal, settleOrAbandon, untilAborted, withRetry, withTimeout } from '../retry';
 import { StepTimeoutError } from '../../errors/step-timeout.error';
 import type { WireGate } from '../wire/wire-gate';
+import type { TrackedBody } from '../live-calls';
 import { eventPayload } from '../../store/event-payload';
 import { errorFromStored, markStepFailure } from '../stored-error';
 import { gated } from '../wire/wire-gate';
@@ -138,7 +139,7 @@ async function runStep(
   // before the `started` mark, so a run parked over budget did not start the step).
   let useId: string | null = meta.budget ? await admit(env, meta, index) : null;
   if (meta.kind !== 'compute') await markStarted(env, meta, index);
-  let previous: ReturnType<typeof env.control.trackBody> | null = null;
+  let previous: TrackedBody<unknown> | null = null;
   let attempts = 0;
   let tries = 0;
   const attempt = async () => {
