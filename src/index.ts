@@ -79,7 +79,7 @@ export { DurableFenceGuard, DurableFenceKey, DurableFenceToken } from './nest/du
 // Starting and reading runs.
 export { RunRepository } from './api/run.repository';
 export type { StreamEntry, StreamQuery, WatchOptions } from './interfaces/stream.interface';
-export { runEventStream, type RunEventStreamOptions } from './api/run-sse';
+export { runEventStream, type RunEventStreamOptions, type SseSocket } from './api/run-sse';
 export { CommandGateway } from './api/command-gateway.service';
 export { CheckpointService } from './api/checkpoint.service';
 export type { CheckpointListQuery, StepOutput, StepRef } from './api/checkpoint.service';

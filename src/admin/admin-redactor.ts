@@ -5,7 +5,8 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { RedactHook, RedactKey, redactErrorMessage, redactValue } from '../options/redact';
 import type { CommandView } from '../interfaces/command.interface';
 import type { StreamEntry } from '../interfaces/stream.interface';
-import { cappedCheckpoint } from './shown-value';
+import type { MeasuredCheckpoint } from '../store/admin-runs.store';
+import { cappedCheckpoint, checkpointRoute, truncated } from './shown-value';
 
 /**
  * Applies the module's `redact` hook to what the admin API and the inspector page show. Stored data is
@@ -14,16 +15,35 @@ import { cappedCheckpoint } from './shown-value';
 @Injectable()
 export class AdminRedactor {
   private readonly hook?: RedactHook;
-  private readonly maxShownBytes: number;
+  /** `limits.maxShownValueBytes`: the most bytes of a checkpoint value shown (the database measures it). */
+  readonly maxShownValueBytes: number;
 
   constructor(@Inject(DURABLE_EXECUTION_OPTIONS) options: ResolvedDurableOptions) {
     this.hook = options.redact;
-    this.maxShownBytes = options.limits.maxShownValueBytes;
+    this.maxShownValueBytes = options.limits.maxShownValueBytes;
   }
 
-  /** A checkpoint, redacted, its output and meta over `limits.maxShownValueBytes` as a marker. */
-  shownCheckpoint(c: CheckpointView): CheckpointView {
-    return cappedCheckpoint(this.checkpoint(c), this.maxShownBytes);
+  /**
+   * A checkpoint as the admin API shows it: its output and meta over `limits.maxShownValueBytes` (as
+   * measured by the database, before the hook; they were never read) as a marker, the others redacted.
+   * The hook is never called for a value over the cap.
+   */
+  shownCheckpoint({ checkpoint: c, outputBytes, metaBytes }: MeasuredCheckpoint): CheckpointView {
+    const max = this.maxShownValueBytes;
+    const fetch = checkpointRoute(c);
+    const output =
+      outputBytes !== null && outputBytes > max
+        ? truncated(outputBytes, fetch)
+        : c.output === null
+          ? null
+          : this.output(c);
+    const meta =
+      metaBytes !== null && metaBytes > max
+        ? truncated(metaBytes, fetch)
+        : c.meta === null
+          ? null
+          : this.value('checkpoint.meta', c.meta);
+    return cappedCheckpoint({ ...c, output, meta: meta as CheckpointView['meta'] }, max);
   }
 
   private value<T>(key: RedactKey, value: T): T {
@@ -61,11 +81,17 @@ export class AdminRedactor {
   checkpoint(c: CheckpointView): CheckpointView {
     if (!this.hook) return c;
     const meta = c.meta === null ? null : this.value('checkpoint.meta', c.meta);
+    return { ...c, meta, output: this.output(c) };
+  }
+
+  /** A checkpoint's output through the hook (a signal wait's payload as `signal.payload`). */
+  private output(c: CheckpointView): unknown {
+    if (!this.hook) return c.output;
     const out = c.output as { payload?: unknown } | null;
     if (c.stepName.startsWith('$signal:') && out && typeof out === 'object' && 'payload' in out) {
-      return { ...c, meta, output: { ...out, payload: this.value('signal.payload', out.payload) } };
+      return { ...out, payload: this.value('signal.payload', out.payload) };
     }
-    return { ...c, meta, output: this.value('checkpoint.output', c.output) };
+    return this.value('checkpoint.output', c.output);
   }
 
   command(c: CommandView): CommandView;

@@ -1,6 +1,7 @@
 import { Injectable, MessageEvent } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { runEventStream } from '../api/run-sse';
+import { runEventStream, type SseSocket } from '../api/run-sse';
+import type { StreamEntry } from '../interfaces/stream.interface';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { CommandView } from '../interfaces/command.interface';
 import type {
@@ -10,7 +11,7 @@ import type {
   RunStatus,
   RunView,
 } from '../interfaces/run.interface';
-import { AdminRunsStore, AdminRunSummary } from '../store/admin-runs.store';
+import { AdminRunsStore, AdminRunSummary, MeasuredCheckpoint } from '../store/admin-runs.store';
 import { CommandStore } from '../store/command.store';
 import { RunStats, RunStatsReader } from '../store/run-stats.reader';
 import { CommandGateway } from '../api/command-gateway.service';
@@ -95,8 +96,9 @@ export class AdminRunsService {
   ) {}
 
   /** The run's stream as SSE, each entry's data through the redact hook; RunNotFoundError first. */
-  async stream(id: string, lastEventId?: string): Promise<Observable<MessageEvent>> {
-    return runEventStream(this.runs, id, { lastEventId, data: (e) => this.redactor.streamEntry(e) });
+  async stream(id: string, lastEventId?: string, socket?: SseSocket): Promise<Observable<MessageEvent>> {
+    const data = (e: StreamEntry) => this.redactor.streamEntry(e);
+    return runEventStream(this.runs, id, { lastEventId, data, socket });
   }
 
   async list(q: ListRunsQueryDto): Promise<AdminRunPage> {
@@ -124,19 +126,17 @@ export class AdminRunsService {
   /**
    * The run with its newest `limit` events, checkpoints (with their outputs unless `outputs` is false)
    * and commands (and the first `limit` older ones that may need an operator); RunNotFoundError (404)
-   * for an unknown id. The token is read first, so a change while
-   * the rest is read shows as a change on the next poll.
+   * for an unknown id. The token is read first, so a change while the rest is read shows on the next poll.
    */
   async detail(id: string, limit = DETAIL_HISTORY_LIMIT, outputs = true): Promise<AdminRunDetail> {
     const version = await this.requireRun(id);
     const newest = { newestFirst: true };
-    // The inspector page shows no checkpoint output: it reads the checkpoints without them (`outputs`
-    // false), so a run of 200 × 1 MB outputs costs the server nothing of them.
+    // Values over limits.maxShownValueBytes are measured in SQL, never read nor redacted (shown-value.ts).
     const readCheckpoints = (q: RunHistoryQuery) =>
-      outputs ? this.runs.checkpoints(id, q) : this.store.checkpointMarks(id, requireHistoryRange(q));
+      this.store.shownCheckpoints(id, requireHistoryRange(q), this.redactor.maxShownValueBytes, outputs);
     const [stored, cps, cmds, open, evs] = await Promise.all([
       this.runs.get(id),
-      pageByPosition(newest, limit, readCheckpoints, byStep),
+      pageByPosition(newest, limit, readCheckpoints, byCheckpointStep),
       pageByPosition(newest, limit, (q) => this.commandStore.page(id, requireHistoryRange(q)), byStep),
       // Bounded like the rest: the first `limit` commands that may need an operator (the others are in
       // the commands pages, `GET api/runs/:id/commands`).
@@ -180,8 +180,9 @@ export class AdminRunsService {
 
   /** A page of the run's checkpoints by step index (as `events`), redacted, large values as markers. */
   checkpoints(id: string, q: RunHistoryQueryDto): Promise<AdminRunHistoryPage<CheckpointView>> {
-    const read = (p: RunHistoryQuery) => this.runs.checkpoints(id, p);
-    return this.history(id, q, read, byStep, (c) => this.redactor.shownCheckpoint(c));
+    const read = (p: RunHistoryQuery) =>
+      this.store.shownCheckpoints(id, requireHistoryRange(p), this.redactor.maxShownValueBytes);
+    return this.history(id, q, read, byCheckpointStep, (c) => this.redactor.shownCheckpoint(c));
   }
 
   /** A page of the run's commands by step index (as `events`), redacted. */
@@ -191,13 +192,13 @@ export class AdminRunsService {
   }
 
   /** One page by position, redacted; the run is looked up (404) only when the page is empty. */
-  private async history<T>(
+  private async history<T, U = T>(
     id: string,
     { after, before, limit = DETAIL_HISTORY_LIMIT }: RunHistoryQueryDto,
     read: (q: RunHistoryQuery) => Promise<T[]>,
     positionOf: (item: T) => number,
-    redact: (item: T) => T,
-  ): Promise<AdminRunHistoryPage<T>> {
+    redact: (item: T) => U,
+  ): Promise<AdminRunHistoryPage<U>> {
     const page = await pageByPosition({ after, before }, limit, read, positionOf);
     if (!page.items.length) await this.requireRun(id);
     return { items: page.items.map(redact), next: page.next };
@@ -240,6 +241,7 @@ export class AdminRunsService {
 
 const byId = (e: RunEvent) => e.id;
 const byStep = (c: { stepIndex: number }) => c.stepIndex;
+const byCheckpointStep = (c: MeasuredCheckpoint) => c.checkpoint.stepIndex;
 
 /** `['tenant=acme', …]` → `{ tenant: 'acme', … }` (split at the first `=`), or undefined for none. */
 function tagsOf(tags: string[] | undefined): Record<string, string> | undefined {

@@ -17,6 +17,44 @@ export interface RunEventStreamOptions {
   data?: (entry: StreamEntry) => unknown;
   /** Passed to `RunRepository.watch`. */
   pollMs?: number;
+  /**
+   * The connection the stream is written to (`@Req() req` → `req.socket`): the next entry is taken only
+   * once the previous one has left the process (the socket's buffer drained). A client that does not read
+   * then costs the entry being written plus what the run's shared reader holds for it (at most
+   * FOLLOWER_WINDOW_BYTES, 2 MiB, and one page, then it is detached), instead of every entry of the
+   * stream queued in Nest's writer until `maxPendingDataLength`. Without it entries are handed to Nest as
+   * they come (Nest drops a client that falls 4 MiB of characters behind, after buffering more).
+   */
+  socket?: SseSocket;
+}
+
+/** What `runEventStream` needs of the connection it paces itself on (a `net.Socket` or an `http.ServerResponse`). */
+export interface SseSocket {
+  readonly writableNeedDrain: boolean;
+  readonly destroyed: boolean;
+  once(event: 'drain' | 'close', listener: () => void): unknown;
+  removeListener(event: 'drain' | 'close', listener: () => void): unknown;
+}
+
+/**
+ * Resolves once what was written to `socket` has left the process: after Nest's writer had its turn
+ * (it writes a message on the next tick), when the socket needs no drain, or it drained, closed, or
+ * the stream stopped.
+ */
+async function written(socket: SseSocket, signal: AbortSignal): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  if (!socket.writableNeedDrain || socket.destroyed || signal.aborted) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      socket.removeListener('drain', done);
+      socket.removeListener('close', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    socket.once('drain', done);
+    socket.once('close', done);
+    signal.addEventListener('abort', done);
+  });
 }
 
 /** How long a slot taken by `runEventStream` waits for the Observable to be subscribed. */
@@ -41,12 +79,14 @@ function resumeAfter(o: RunEventStreamOptions): number {
  * entry was sent, one `end` event (`{ runId, status }`) and the stream closes. Unsubscribing (the
  * client left) stops the watch. The clients of one run share one reader of its stream (see
  * `RunRepository.watch`); past `limits.maxStreamClients` open clients in this process, a new one is
- * refused before any byte with TooManyStreamClientsError (503 with `DurableExceptionFilter`).
+ * refused before any byte with TooManyStreamClientsError (503 with `DurableExceptionFilter`). Pass the
+ * request's socket (`socket: req.socket`) so the stream waits for each entry to be written before it
+ * takes the next: a client that does not read then costs a bounded amount (docs/OPERATIONS.md, Limits).
  * @example
  * ```ts
  * @Sse('runs/:id/stream')
- * stream(@Param('id') id: string, @Headers('last-event-id') last?: string) {
- *   return runEventStream(this.runs, id, { lastEventId: last });
+ * stream(@Param('id') id: string, @Req() req: Request, @Headers('last-event-id') last?: string) {
+ *   return runEventStream(this.runs, id, { lastEventId: last, socket: req.socket });
  * }
  * ```
  */
@@ -87,6 +127,9 @@ export async function runEventStream(
       for await (const entry of runs.watch(runId, { from, signal: stop.signal, pollMs: options.pollMs })) {
         subscriber.next({ id: String(entry.seq), data: (options.data ?? ((e) => e))(entry) as object });
         last = entry.seq;
+        // Backpressure: the next entry stays in the stream's shared reader (its per-follower window)
+        // until this one has left, so a client that does not read holds one entry here.
+        if (options.socket) await written(options.socket, stop.signal);
       }
       if (stop.signal.aborted) return;
       const run = await runs.get(runId);

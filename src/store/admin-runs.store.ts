@@ -7,6 +7,15 @@ import { DurableDatabase } from './durable-database';
 import { CURSOR_KEY_SQL, cursorValues, keyedRuns, listWalk } from './run-keyset';
 import type { DurableNames, SqlText } from './durable-names';
 
+/** A checkpoint read with its values' sizes (JSON text as PostgreSQL prints it); a value over the cap is null. */
+export interface MeasuredCheckpoint {
+  checkpoint: CheckpointView;
+  /** Bytes of the output's JSON text; null when there is none (or it was not asked for). */
+  outputBytes: number | null;
+  /** Bytes of the meta's JSON text; null when there is none. */
+  metaBytes: number | null;
+}
+
 /**
  * The inspector's runs list: newest first with keyset pagination on (created_at, id), served by
  * ai_runs_list_idx, so page 1,000 costs what page 1 does. A summary only (no input/output): the list must
@@ -123,9 +132,29 @@ export class AdminRunsStore {
     return keyedRuns(rows, toSummary);
   }
 
-  /** The run's checkpoints in `range` without their outputs (what the inspector page's timeline needs). */
-  async checkpointMarks(id: string, range: HistoryRange): Promise<CheckpointView[]> {
-    return (await readHistory(this.db, 'checkpointMarks', id, range)).map(toCheckpoint);
+  /**
+   * The run's checkpoints in `range`, each output and meta measured in SQL and read only when at most
+   * `maxBytes` (else null, its size in `outputBytes`/`metaBytes`). `outputs` false: no output at all
+   * (what the inspector page's timeline needs).
+   */
+  async shownCheckpoints(
+    id: string,
+    range: HistoryRange,
+    maxBytes: number,
+    outputs = true,
+  ): Promise<MeasuredCheckpoint[]> {
+    const rows = await readHistory(
+      this.db,
+      outputs ? 'shownCheckpoints' : 'checkpointMarks',
+      id,
+      range,
+      maxBytes,
+    );
+    return rows.map((r) => ({
+      checkpoint: toCheckpoint(r),
+      outputBytes: r.output_bytes,
+      metaBytes: r.meta_bytes,
+    }));
   }
 
   /** The run's row version and newest event id (RUN_VERSION_SQL); undefined for an unknown run. */

@@ -23,8 +23,31 @@ const history =
       : `select ${columns} from ${t[table]} where run_id = $1 and ${key} > coalesce($2::bigint, -1)${also}
         order by ${key} limit $3`;
 
-/** A checkpoint without its output (the inspector page's timeline shows none: a 1 MB output stays unread). */
-const MARK_COLUMNS = 'run_id, step_index, step_name, null::jsonb as output, attempt, epoch, meta, created_at';
+/**
+ * A checkpoint as a run detail shows it, its output and meta measured here (`octet_length(<value>::text)`,
+ * the JSON text PostgreSQL prints) and sent only when at most $4 bytes: a value over it never reaches
+ * the process (not read off the socket, parsed, or redacted). The sizes are taken once, in a subquery
+ * that LIMIT keeps from being flattened into the outer select. `outputs` false: no output at all (the
+ * inspector page's timeline shows none), only meta measured.
+ * $1 run id, $2 position, $3 limit, $4 the most bytes of a value sent
+ */
+const measured =
+  (newestFirst: boolean, outputs: boolean): SqlText =>
+  (t) => {
+    const sizes = outputs
+      ? 'octet_length(output::text) as output_bytes, octet_length(meta::text) as meta_bytes'
+      : 'null::int as output_bytes, octet_length(meta::text) as meta_bytes';
+    const inner = history(
+      'checkpoints',
+      'step_index',
+      newestFirst,
+      `run_id, step_index, step_name, attempt, epoch, created_at, ${outputs ? 'output, ' : ''}meta, ${sizes}`,
+    )(t);
+    const output = outputs ? 'case when output_bytes <= $4 then output end' : 'null::jsonb';
+    return `select run_id, step_index, step_name, attempt, epoch, created_at, output_bytes, meta_bytes,
+        ${output} as output, case when meta_bytes <= $4 then meta end as meta
+      from (${inner}) m order by step_index${newestFirst ? ' desc' : ''}`;
+  };
 
 /**
  * For each history, the statement after a position (oldest first) and before one (newest first).
@@ -42,11 +65,11 @@ export const HISTORY_SQL: Record<History, { after: SqlText; before: SqlText }> =
   },
 };
 
-/** As HISTORY_SQL.checkpoints, every output left out (null). */
-export const CHECKPOINT_MARKS_SQL = {
-  after: history('checkpoints', 'step_index', false, MARK_COLUMNS),
-  before: history('checkpoints', 'step_index', true, MARK_COLUMNS),
-};
+/** As HISTORY_SQL.checkpoints, every output left out (null), meta measured and sent only under $4 bytes. */
+export const CHECKPOINT_MARKS_SQL = { after: measured(false, false), before: measured(true, false) };
+
+/** As HISTORY_SQL.checkpoints, output and meta measured and sent only under $4 bytes (`output_bytes`, `meta_bytes`). */
+export const SHOWN_CHECKPOINTS_SQL = { after: measured(false, true), before: measured(true, true) };
 
 /** As HISTORY_SQL.checkpoints, the user's steps only (no engine entry: ENGINE_STEP_SQL; a filter of the same range scan). */
 export const USER_CHECKPOINTS_SQL = {
@@ -57,20 +80,28 @@ export const USER_CHECKPOINTS_SQL = {
 /** The whole history, oldest first. */
 export const ALL: HistoryRange = { position: null, newestFirst: false, limit: null };
 
-/** Rows of a run's events, checkpoints or commands in `range`, in its order. */
+/**
+ * Rows of a run's events, checkpoints or commands in `range`, in its order. `checkpointMarks` and
+ * `shownCheckpoints` take `maxValueBytes` (the values over it come as null, with their sizes).
+ */
 export async function readHistory(
   db: DurableDatabase,
-  of: History | 'checkpointMarks' | 'userCheckpoints',
+  of: History | 'checkpointMarks' | 'shownCheckpoints' | 'userCheckpoints',
   runId: string,
   range: HistoryRange,
+  maxValueBytes = 0,
 ): Promise<Record<string, any>[]> {
   const sqls =
     of === 'checkpointMarks'
       ? CHECKPOINT_MARKS_SQL
-      : of === 'userCheckpoints'
-        ? USER_CHECKPOINTS_SQL
-        : HISTORY_SQL[of];
+      : of === 'shownCheckpoints'
+        ? SHOWN_CHECKPOINTS_SQL
+        : of === 'userCheckpoints'
+          ? USER_CHECKPOINTS_SQL
+          : HISTORY_SQL[of];
   const sql = sqls[range.newestFirst ? 'before' : 'after'];
-  const { rows } = await db.query(sql, [runId, range.position, range.limit]);
+  const measures = of === 'checkpointMarks' || of === 'shownCheckpoints';
+  const params = [runId, range.position, range.limit];
+  const { rows } = await db.query(sql, measures ? [...params, maxValueBytes] : params);
   return rows;
 }

@@ -77,6 +77,7 @@ export const PER_RUN: Record<string, PerRun> = {
       'HISTORY_SQL.checkpoints',
       'HISTORY_SQL.commands',
       'CHECKPOINT_MARKS_SQL',
+      'SHOWN_CHECKPOINTS_SQL',
       'USER_CHECKPOINTS_SQL',
     ]
       .flatMap((n) => [`${n}.after`, `${n}.before`])
@@ -239,6 +240,7 @@ export const DYNAMIC: Record<string, string[]> = {
   'src/store/run-history.ts#readHistory:sql': [
     'HISTORY_SQL',
     'CHECKPOINT_MARKS_SQL',
+    'SHOWN_CHECKPOINTS_SQL',
     'USER_CHECKPOINTS_SQL',
   ].map((n) => `${S}run-history.ts#${n}.`),
   // A durable transaction's commit, on the transaction's own connection.

@@ -1,5 +1,7 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DurableAdminModule, DurableStep, DurableWorkflow, RunRepository } from '../../src';
+import { DurableAdminModule, DurableStep, DurableWorkflow, RedactHook, RunRepository } from '../../src';
+import { AdminRunsService } from '../../src/admin/admin-runs.service';
+import { DurableDatabase } from '../../src/store/durable-database';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { tickUntilStatus } from '../helpers/drive';
@@ -9,6 +11,9 @@ import { tickUntilStatus } from '../helpers/drive';
  * count. A checkpoint output (or meta) over `limits.maxShownValueBytes` (its JSON after `redact`) is
  * shown as `{ $truncated: true, bytes, fetch }`, and `GET api/runs/:id/checkpoints/:stepIndex` answers
  * that checkpoint whole; a bad step index is a 400 naming it, a missing one a 404.
+ *
+ * Issue 46 part 4: the bound is on the work too. The sizes are measured in SQL and a value over the cap
+ * is never read from the database, parsed, or handed to the `redact` hook.
  */
 const BIG = 300_000; // characters of each large output: 12 of them are 3.6 MB
 
@@ -38,10 +43,17 @@ let db: TestDatabase;
 let app: INestApplication;
 let api: string;
 let runId: string;
+/** The JSON size of each value the redact hook was handed, by key. */
+const redacted: Array<{ key: string; bytes: number }> = [];
+const redact: RedactHook = (key, value) => {
+  redacted.push({ key, bytes: Buffer.byteLength(JSON.stringify(value) ?? '') });
+  return value;
+};
 
 beforeAll(async () => {
   db = await createTestDatabase('admin_detail_bytes');
   const booted = await bootHttpApp(db.url, {
+    options: { redact },
     imports: [DurableAdminModule.forRoot({ allowAnonymous: true, observability: false })],
     providers: [BigSteps, BigOutputs],
   });
@@ -66,7 +78,8 @@ describe('a run detail bounded in bytes', () => {
     const [first] = detail.checkpoints;
     expect(first.output).toEqual({
       $truncated: true,
-      bytes: Buffer.byteLength(JSON.stringify({ i: 0, blob: '0'.padEnd(BIG, 'x') })),
+      // Measured by PostgreSQL (`octet_length(output::text)`): jsonb prints `{"i": 0, "blob": ...}`, 3 spaces more.
+      bytes: Buffer.byteLength(JSON.stringify({ i: 0, blob: '0'.padEnd(BIG, 'x') })) + 3,
       fetch: `api/runs/${runId}/checkpoints/${first.stepIndex}`,
     });
     expect(detail.checkpoints[12].output).toEqual({ i: 12, note: 'small' });
@@ -81,6 +94,33 @@ describe('a run detail bounded in bytes', () => {
     const one = await fetch(`${api.replace(/api$/, '')}${first.output.fetch}`);
     expect(one.status).toBe(200);
     expect(((await one.json()) as { output: unknown }).output).toEqual({ i: 0, blob: '0'.padEnd(BIG, 'x') });
+  });
+
+  it('never reads nor redacts a value over the cap: the rows the driver returned hold none of them', async () => {
+    const database = app.get(DurableDatabase);
+    const query = jest.spyOn(database, 'query');
+    redacted.length = 0;
+    try {
+      for (const path of [`runs/${runId}`, `runs/${runId}/checkpoints?limit=500`]) {
+        expect((await fetch(`${api}/${path}`)).status).toBe(200);
+      }
+      // The inspector page's read (no outputs) reads no output at all.
+      const page = await app.get(AdminRunsService).detail(runId, undefined, false);
+      expect(page.checkpoints.map((c) => c.output)).toEqual(Array(13).fill(null));
+      const rows = await Promise.all(
+        query.mock.results.map(async (r) => ((await r.value) as { rows?: unknown[] }).rows ?? []),
+      );
+      const returned = rows.flat().map((row) => Buffer.byteLength(JSON.stringify(row)));
+      expect(returned.length).toBeGreaterThan(13);
+      // 12 outputs of 300 KB each read twice (7.2 MB) before: now none of them.
+      expect(Math.max(...returned)).toBeLessThan(64 << 10);
+      expect(returned.reduce((a, b) => a + b, 0)).toBeLessThan(200_000);
+    } finally {
+      query.mockRestore();
+    }
+    const outputs = redacted.filter((r) => r.key === 'checkpoint.output');
+    expect(outputs.length).toBeGreaterThan(0); // the small ones still go through the hook
+    expect(Math.max(...redacted.map((r) => r.bytes))).toBeLessThan(64 << 10);
   });
 
   it('the checkpoint route: a bad step index is a 400 naming it; a missing step or run a 404', async () => {

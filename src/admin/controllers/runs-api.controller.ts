@@ -5,6 +5,7 @@ import {
   NotFoundException,
   Param,
   Query,
+  Req,
   Sse,
   UseFilters,
   UseGuards,
@@ -17,6 +18,7 @@ import { AdminRedactor } from '../admin-redactor';
 import { RunNotFoundError } from '../../errors/run-not-found.error';
 import type { CheckpointView, KindVersionView, PatchStatus, RunEvent } from '../../interfaces/run.interface';
 import { RunRepository } from '../../api/run.repository';
+import type { SseSocket } from '../../api/run-sse';
 import { PatchStatusQueryDto, VersionsQueryDto } from '../dto/run-actions.dto';
 import type { CommandView } from '../../interfaces/command.interface';
 import {
@@ -191,8 +193,10 @@ export class DurableRunsApiController {
   @ApiNotFoundResponse({ description: 'No run with this id' })
   stream(
     @Param('id', runIdPipe()) id: string,
+    @Req() req: { socket?: SseSocket },
     @Headers('last-event-id') lastEventId?: string,
   ): Promise<Observable<MessageEvent>> {
-    return this.admin.stream(id, lastEventId);
+    // The socket paces the stream: the next entry only once the previous one was written.
+    return this.admin.stream(id, lastEventId, req.socket);
   }
 }
