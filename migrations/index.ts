@@ -26,9 +26,9 @@ import { SleepDuePositions1766600000000 } from './1766600000000-sleep-due-positi
 import { RunTagIndex1766700000000 } from './1766700000000-run-tag-index';
 import { ScheduleAttempts1766800000000 } from './1766800000000-schedule-attempts';
 import { ChildEndHint1766900000000 } from './1766900000000-child-end-hint';
-import { PartitionedEvents1767000000000 } from './1767000000000-partitioned-events';
 import { LangGraphCheckpoints1766950000000 } from './1766950000000-langgraph-checkpoints';
-import { LangGraphThreadOwners1767050000000 } from './1767050000000-langgraph-thread-owners';
+import { LangGraphThreadOwners1766990000000 } from './1766990000000-langgraph-thread-owners';
+import { PartitionedEvents1767000000000 } from './1767000000000-partitioned-events';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -58,8 +58,8 @@ export {
   ScheduleAttempts1766800000000,
   ChildEndHint1766900000000,
   LangGraphCheckpoints1766950000000,
+  LangGraphThreadOwners1766990000000,
   PartitionedEvents1767000000000,
-  LangGraphThreadOwners1767050000000,
 };
 
 /**
@@ -96,8 +96,8 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ScheduleAttempts1766800000000,
   ChildEndHint1766900000000,
   LangGraphCheckpoints1766950000000,
+  LangGraphThreadOwners1766990000000,
   PartitionedEvents1767000000000,
-  LangGraphThreadOwners1767050000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

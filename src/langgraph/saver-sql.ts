@@ -1,7 +1,7 @@
 import { ForeignThreadError, InvalidArgumentError, LeaseLostError } from '../index';
 
 /**
- * The statements of `DurablePostgresSaver`, on the tables of migrations 1766950000000 and 1767050000000
+ * The statements of `DurablePostgresSaver`, on the tables of migrations 1766950000000 and 1766990000000
  * in the module's schema. Every write is one statement whose first CTE, `fence`, decides: inside a
  * durable run it is the run's row locked only if the run is still `running` under the claim's epoch on
  * the server's current timeline (the test every fenced write of the engine makes); outside a run, one

@@ -13,7 +13,7 @@ import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { Pool } from 'pg';
 import type { QueryRunner } from 'typeorm';
-import { LangGraphThreadOwners1767050000000 } from '../../migrations';
+import { LangGraphThreadOwners1766990000000 } from '../../migrations';
 import {
   DURABLE_HTTP_STATUS,
   DurableStep,
@@ -305,8 +305,8 @@ describe('langgraph: threads belong to runs; the saver caps values and keeps cha
     const c = await run('lg-turn', { who: 'C', threadId: conv, share: true }); // a later run's rows too
     const outside = `outside-${randomUUID()}`;
     await turnsGraph(saver).invoke({ who: 'O' }, { configurable: { thread_id: outside } });
-    // Back to the tables before migration 1767050000000 (no owners, one journal per thread), and up again.
-    const migration = new LangGraphThreadOwners1767050000000();
+    // Back to the tables before migration 1766990000000 (no owners, one journal per thread), and up again.
+    const migration = new LangGraphThreadOwners1766990000000();
     const q = { query: (sql: string) => pool.query(sql) } as unknown as QueryRunner;
     await migration.down(q);
     expect(await db.query(`select to_regclass('langgraph_threads') as t`)).toEqual([{ t: null }]);

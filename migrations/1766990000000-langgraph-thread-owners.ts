@@ -12,8 +12,8 @@ import { durableNames } from '../src/store/durable-names';
  * `langgraph_journal` is keyed by (thread, run): a run that shares another's thread keeps a journal of
  * its own. Down keeps, per thread, the journal updated last.
  */
-export class LangGraphThreadOwners1767050000000 implements MigrationInterface {
-  name = 'LangGraphThreadOwners1767050000000';
+export class LangGraphThreadOwners1766990000000 implements MigrationInterface {
+  name = 'LangGraphThreadOwners1766990000000';
   /** The PostgreSQL schema of the tables (see `durableExecutionMigrations`); unset: unqualified names. */
   schema?: string;
 
