@@ -1,4 +1,5 @@
 import { LeaseLostError } from '../../errors/lease-lost.error';
+import type { RunCursor } from '../../interfaces/run.interface';
 import type { TransactionMetadata } from '../../interfaces/transaction.interface';
 import type { CheckpointWrite } from '../../store/run-state/fence';
 import { rejectedByServer } from '../../store/run-state/fenced-batcher';
@@ -37,14 +38,18 @@ export async function commitOrStop<T>(
  * Another database: the step's checkpoint in the module's database, after the transaction committed
  * there (or was found committed): a step write like a `@DurableStep`'s.
  */
-export async function checkpointAfter(
+/**
+ * What the step commit of a durable transaction writes: the values pending (`records`, durable once
+ * it commits), the checkpoint (its delivery `seq`; an undefined result marked), and the cursor `done`.
+ */
+export function commitOf(
   env: TransactionEnv,
   meta: TransactionMetadata,
   index: number,
   fingerprint: string | null,
   value: unknown,
   json: string,
-): Promise<unknown> {
+): { records: CheckpointWrite[]; seq: number; writes: CheckpointWrite[]; done: RunCursor } {
   const records = env.log.takePending();
   const seq = env.log.takeSeq();
   const metaJson = value === undefined ? UNDEFINED_META : null;
@@ -56,18 +61,22 @@ export async function checkpointAfter(
     seq,
     fingerprint,
   };
-  const done = cursorAt(env, index, meta.name, 'done');
+  return { records, seq, writes: [...records, checkpoint], done: cursorAt(env, index, meta.name, 'done') };
+}
+
+export async function checkpointAfter(
+  env: TransactionEnv,
+  meta: TransactionMetadata,
+  index: number,
+  fingerprint: string | null,
+  value: unknown,
+  json: string,
+): Promise<unknown> {
+  const { records, seq, writes, done } = commitOf(env, meta, index, fingerprint, value, json);
   try {
     await env.fenced(
       () =>
-        env.store.writeStep(
-          env.fence,
-          done,
-          [...records, checkpoint],
-          'run.checkpoint_saved',
-          payloadOf(meta, index),
-          true,
-        ),
+        env.store.writeStep(env.fence, done, writes, 'run.checkpoint_saved', payloadOf(meta, index), true),
       'run.checkpoint_saved',
       records,
     );

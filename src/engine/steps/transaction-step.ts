@@ -2,11 +2,10 @@ import { performance } from 'node:perf_hooks';
 import { LeaseLostError } from '../../errors/lease-lost.error';
 import { StepTimeoutError } from '../../errors/step-timeout.error';
 import type { TransactionMetadata } from '../../interfaces/transaction.interface';
-import type { CheckpointWrite } from '../../store/run-state/fence';
 import type { DurableTransactionStore, TransactionTarget } from '../../store/transactions/transaction.store';
 import { TransactionSession, transactionStorage } from '../../store/transactions/transaction-session';
 import { completeOther, fenceOther } from '../../store/transactions/other-database';
-import { decodeStored, encodeOutput, UNDEFINED_META } from '../../util/codec';
+import { decodeStored, encodeOutput } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
@@ -15,8 +14,8 @@ import { errorFromStored } from '../stored-error';
 import { LongTimer, longTimeout } from '../../util/timers';
 import { gated } from '../wire/wire-gate';
 import { failed } from './compute-step';
-import { checkpointAfter, commitOrStop, payloadOf, TransactionEnv } from './transaction-commit';
-import { cursorAt, goLive } from './step-env';
+import { checkpointAfter, commitOf, commitOrStop, payloadOf, TransactionEnv } from './transaction-commit';
+import { goLive } from './step-env';
 import { countFailure, recordedFailures, spentAttempts } from './step-attempts';
 
 const noop = (): void => undefined;
@@ -147,18 +146,7 @@ async function attemptOnce(
       crashPoint('after-transaction-commit', index);
       return checkpointAfter(env, meta, index, fingerprint, value, json);
     }
-    const records = env.log.takePending();
-    const seq = env.log.takeSeq();
-    const metaJson = value === undefined ? UNDEFINED_META : null;
-    const checkpoint: CheckpointWrite = {
-      index,
-      name: meta.name,
-      outputJson: json,
-      metaJson,
-      seq,
-      fingerprint,
-    };
-    const done = cursorAt(env, index, meta.name, 'done');
+    const { records, seq, writes, done } = commitOf(env, meta, index, fingerprint, value, json);
     const sentAt = performance.now();
     let out: { cancelRequested: boolean };
     try {
@@ -166,14 +154,7 @@ async function attemptOnce(
         env,
         () =>
           env.store.steps.exclusive(env.runId, () =>
-            store.commitStep(
-              session,
-              env.fence,
-              done,
-              [...records, checkpoint],
-              payloadOf(meta, index),
-              index,
-            ),
+            store.commitStep(session, env.fence, done, writes, payloadOf(meta, index), index),
           ),
         what,
       );
