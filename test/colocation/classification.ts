@@ -243,8 +243,6 @@ export const DYNAMIC: Record<string, string[]> = {
     'SHOWN_CHECKPOINTS_SQL',
     'USER_CHECKPOINTS_SQL',
   ].map((n) => `${S}run-history.ts#${n}.`),
-  // A durable transaction's commit, on the transaction's own connection.
-  'src/store/durable-database.ts#queryOn:config': [`${RS}step-write.ts#TX_STEP_WRITE_SQL`],
 };
 
 /** Functions the migrations leave: per-run (their statements pinned to `new.id`) or an exception. */

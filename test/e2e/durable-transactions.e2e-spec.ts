@@ -15,7 +15,7 @@ import { DurableWorker } from '../../src/engine/worker.service';
 import { DurableDatabase } from '../../src/store/durable-database';
 import { bootModules } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
-import { driveUntil, gate } from '../helpers/drive';
+import { driveUntil, gate, replayFromRecord } from '../helpers/drive';
 import { waitFor } from '../helpers/processes';
 
 /**
@@ -181,10 +181,7 @@ describe('@DurableTransaction on the module database', () => {
     );
     expect(cps.map((c) => c.step_name)).toEqual(['Accounts.activate', 'ledger']);
     // Run it again from its record (retry of a finished run is refused; replay by a new claim instead):
-    await db.query(
-      `update ai_runs set status = 'pending', available_at = now(), output = null, finished_at = null where id = $1`,
-      [id],
-    );
+    await replayFromRecord(db, id);
     steer.attempts = 0;
     const again = await driveUntil(app, db, id);
     expect(again.status).toBe('succeeded');
@@ -252,10 +249,7 @@ describe('@DurableTransaction on the module database', () => {
     const cps = await db.query(`select count(*)::int as n from ai_checkpoints where run_id = $1`, [id]);
     expect(cps[0].n).toBe(7);
     // Replayed from its record by a new claim: the same output, no row written again.
-    await db.query(
-      `update ai_runs set status = 'pending', available_at = now(), output = null, finished_at = null where id = $1`,
-      [id],
-    );
+    await replayFromRecord(db, id);
     expect((await driveUntil(app, db, id)).output).toEqual(run.output);
     for (const account of [...ids, 'race-a', 'race-b']) expect((await rowsOf(account)).ledger).toBe(1);
   });

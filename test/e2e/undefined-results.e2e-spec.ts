@@ -2,7 +2,7 @@ import { INestApplication, Injectable } from '@nestjs/common';
 import { DurableStep, DurableWorkflow, RunRepository } from '../../src';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
-import { driveUntil } from '../helpers/drive';
+import { driveUntil, replayFromRecord } from '../helpers/drive';
 
 /**
  * A step that returns nothing gives `undefined` back, on its first execution and on every replay (issue
@@ -59,10 +59,7 @@ describe('undefined step results', () => {
     );
     expect(marks.map((m) => m.meta?.undefined ?? false)).toEqual([true, false, true]);
     // A new claim replays the record: nothing runs again, and the same branches are taken.
-    await db.query(
-      `update ai_runs set status = 'pending', available_at = now(), output = null, finished_at = null where id = $1`,
-      [run.id],
-    );
+    await replayFromRecord(db, run.id);
     const again = await driveUntil(app, db, run.id);
     expect(again.output).toEqual({ a: true, b: true, c: true });
     expect(bodies).toBe(3);

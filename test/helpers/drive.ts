@@ -78,3 +78,14 @@ export async function driveUntilHeld(
   }
   throw new Error(`run ${runId} was not held in ${maxTicks} ticks`);
 }
+
+/**
+ * Makes a finished run due again from its record (as a new claim after a crash would find it): the
+ * next claim replays every recorded call instead of running it.
+ */
+export async function replayFromRecord(db: TestDatabase, runId: string): Promise<void> {
+  await db.query(
+    `update ai_runs set status = 'pending', available_at = now(), output = null, finished_at = null where id = $1`,
+    [runId],
+  );
+}
