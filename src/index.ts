@@ -120,6 +120,7 @@ export type {
   By,
 } from './interfaces/events.interface';
 
+  CallAbandonedError,
 // Errors, each with a stable code, and their HTTP mapping.
 export {
   ChildRunError,
