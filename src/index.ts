@@ -120,7 +120,6 @@ export type {
   By,
 } from './interfaces/events.interface';
 
-  CallAbandonedError,
 // Errors, each with a stable code, and their HTTP mapping.
 export {
   ChildRunError,

@@ -1,4 +1,3 @@
-import { CallAbandonedError } from '../errors/call-abandoned.error';
 import { CommandInStepError } from '../errors/command-in-step.error';
 import { DuplicateRegistrationError } from '../errors/duplicate-registration.error';
 import { DurableUsageError } from '../errors/durable-usage.error';
@@ -47,7 +46,6 @@ export function isNonRetryable(err: unknown): boolean {
   if (err instanceof NonRetryableError || err instanceof SerializationError) return true;
   if (err instanceof PayloadTooLargeError || err instanceof NonDeterminismError) return true;
   if (err instanceof LeaseLostError || err instanceof RunCancelledError) return true;
-  if (err instanceof CallAbandonedError) return true; // run() had returned: nothing awaits a retry
   if (isProgrammingError(err)) return true;
   if (err instanceof DurableExecutionError) return false;
   const e = err as { name?: string; retryable?: unknown; constraints?: unknown } | null;
@@ -98,14 +96,7 @@ export async function withRetry<T>(
   }
 }
 
-/**
- * An attempt's timeout: the call's own `timeoutMs`, else the module's `defaultTimeoutMs`; 0 is none.
- */
-export function attemptTimeout(own: number | undefined, moduleDefault: number): number {
-  return own ?? moduleDefault;
-}
-
-/** Rejects with StepTimeoutError when `p` does not settle within `ms` (no limit when ms is 0 or undefined). */
+/** Rejects with StepTimeoutError when `p` does not settle within `ms` (no limit when ms is undefined). */
 export function withTimeout<T>(p: Promise<T>, ms: number | undefined, stepName: string): Promise<T> {
   if (!ms) return p;
   let t: LongTimer;

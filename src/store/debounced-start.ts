@@ -1,14 +1,15 @@
 import type { RunView } from '../interfaces/run.interface';
 import type { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
-import { toRunView } from './run-row.mapper';
+import { runViewColumns, toRunView } from './run-row.mapper';
 
 /**
  * A start of a debounced kind, in one statement: inserts the run due `periodMs` from now, or, when a run
  * of the kind with the same debounce key has not begun yet (pending, epoch 0: ai_runs_debounce_idx),
  * replaces its input with this one and moves it `periodMs` from now (`run.debounced`). A claim that
  * holds the row first makes the start wait, then insert a new run (the old one has begun); a start that
- * holds it first makes the claim skip it, and then find it no longer due.
+ * holds it first makes the claim skip it, and then find it no longer due. The result names its columns
+ * (RUN_VIEW_COLUMNS), never `*`: a named statement's result must not change with the table's.
  * $1 kind, $2 input, $3 max attempts, $4 priority, $5 created event payload, $6 concurrency key,
  * $7 debounce key, $8 period ms, $9 tags, $10 kind version
  */
@@ -28,7 +29,7 @@ with ins as (
          case when inserted then $5::jsonb else jsonb_build_object('availableAt', available_at) end
     from ins
 )
-select * from ins`;
+select ${runViewColumns('ins')}, ins.inserted from ins`;
 
 /** What a debounced start writes (the fields of RunControlStore's NewRun it uses). */
 export interface DebouncedRun {

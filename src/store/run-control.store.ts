@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { RunStatus, RunView } from '../interfaces/run.interface';
 import { DurableDatabase } from './durable-database';
-import { toRunView } from './run-row.mapper';
+import { runViewColumns, toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL, SignalSent, SignalToSend, signalParams, signalSent } from './sql/signal.sql';
 import { RETRY_HELD_SQL } from './sql/retry-held.sql';
 import type { DurableNames, SqlText } from './durable-names';
@@ -13,7 +13,8 @@ import { startDebounced } from './debounced-start';
  * idempotency_key makes a concurrent duplicate wait for the first insert and then insert nothing;
  * the caller reads the winner back. pg_notify is delivered at commit and wakes idle workers. A run
  * with a concurrency key of a kind with a per-key limit gets its key's slots (`ai_slots`) and rate
- * tokens (`ai_rate_tokens`) when they are missing.
+ * tokens (`ai_rate_tokens`) when they are missing. The result names its columns (RUN_VIEW_COLUMNS): a
+ * named statement's result must not change with the table's.
  * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload,
  * $8 channel, $9 concurrency key, $10 tags, $11 kind version
  */
@@ -28,7 +29,8 @@ with ins as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.created', 0, $7::jsonb from ins
 )
-select ins.*, (select count(pg_notify($8, ins.kind)) from ins where ins.available_at <= now()) as notified
+select ${runViewColumns('ins')},
+       (select count(pg_notify($8, ins.kind)) from ins where ins.available_at <= now()) as notified
 from ins`;
 
 /**
@@ -37,7 +39,7 @@ from ins`;
  * $1 idempotency key, $2 input
  */
 export const RUN_BY_KEY_SQL: SqlText = (t) =>
-  `select *, input = $2::jsonb as same_input from ${t.runs} where idempotency_key = $1`;
+  `select ${runViewColumns()}, input = $2::jsonb as same_input from ${t.runs} where idempotency_key = $1`;
 
 /**
  * A CTE `closed`: the commands of a run that ends cancelled ($cond on CTE `from`) that were never sent

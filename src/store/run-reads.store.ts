@@ -11,11 +11,11 @@ import type { HistoryRange, KeyedRun, RunCursorKey } from '../util/run-cursor';
 import { DurableDatabase } from './durable-database';
 import { ALL, readHistory } from './run-history';
 import { CURSOR_KEY_SQL, cursorValues, keyedRuns, listWalk } from './run-keyset';
-import { toCheckpoint, toEvent, toRunView } from './run-row.mapper';
+import { runViewColumns, toCheckpoint, toEvent, toRunView } from './run-row.mapper';
 import type { DurableNames, SqlText } from './durable-names';
 
-/** One run by id. $1 run id */
-export const GET_RUN_SQL: SqlText = (t) => `select * from ${t.runs} where id = $1`;
+/** One run by id (its columns named, never `*`: see RUN_VIEW_COLUMNS). $1 run id */
+export const GET_RUN_SQL: SqlText = (t) => `select ${runViewColumns()} from ${t.runs} where id = $1`;
 
 /**
  * The run API's list: newest first, keyset pagination on (created_at, id) through ai_runs_list_idx, or
@@ -25,7 +25,7 @@ export const GET_RUN_SQL: SqlText = (t) => `select * from ${t.runs} where id = $
  */
 const listRuns = (t: DurableNames, tags: string | null): string => {
   const w = listWalk(t, tags, ['$3', '$4']);
-  return `select r.*, ${CURSOR_KEY_SQL} as created_key
+  return `select ${runViewColumns('r')}, ${CURSOR_KEY_SQL} as created_key
          from ${w.from}
         where ($1::text[] is null or r.status = any($1))
           and ($2::text is null or r.kind = $2)

@@ -1,6 +1,13 @@
-import { isHeld, limitScope } from './run-row.mapper';
+import { isHeld, limitScope, RUN_VIEW_COLUMNS, runViewColumns, toRunView } from './run-row.mapper';
 
 describe('the run view mapper', () => {
+  it('reads only the columns the statements that return a run name (RUN_VIEW_COLUMNS, never `*`)', () => {
+    const read = new Set<string>();
+    toRunView(new Proxy({}, { get: (_, k) => (typeof k === 'string' && read.add(k), undefined) }));
+    expect([...read].filter((c) => !(RUN_VIEW_COLUMNS as readonly string[]).includes(c))).toEqual([]);
+    expect(runViewColumns('r')).toMatch(/^r\.id, r\.kind, /);
+  });
+
   it('parses a stored limit scope into which limit, kind and key', () => {
     expect(limitScope(null)).toBeNull();
     expect(limitScope('["triage"]')).toEqual({ limit: 'concurrency', kind: 'triage', scope: '["triage"]' });

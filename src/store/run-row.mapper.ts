@@ -1,6 +1,49 @@
 import type { CheckpointView, RunEvent, RunView } from '../interfaces/run.interface';
 import type { LimitScope } from '../interfaces/run-reads.interface';
 
+/**
+ * The columns of ai_runs a run view is read from (`toRunView`), for statements that return a run to name
+ * instead of `*`. PostgreSQL refuses to run a named prepared statement again once its result's row type
+ * changed (0A000 "cached plan must not change result type"): a `*` of a table in a statement's result
+ * would fail once on every pooled connection of a running process at the next migration that adds a
+ * column to the table. A column `toRunView` reads must be listed here (run-row.mapper.spec.ts). @internal
+ */
+export const RUN_VIEW_COLUMNS = [
+  'id',
+  'kind',
+  'kind_version',
+  'generation',
+  'status',
+  'input',
+  'output',
+  'state',
+  'cursor',
+  'epoch',
+  'worker_id',
+  'lease_expires_at',
+  'available_at',
+  'priority',
+  'attempts',
+  'max_attempts',
+  'idempotency_key',
+  'cancel_requested_at',
+  'cancel_reason',
+  'parked_reason',
+  'concurrency_key',
+  'limited_by',
+  'parent_id',
+  'tags',
+  'error',
+  'created_at',
+  'updated_at',
+  'finished_at',
+] as const;
+
+/** RUN_VIEW_COLUMNS as a select list, each qualified with `alias` when given (`r.id, r.kind, ...`). @internal */
+export function runViewColumns(alias?: string): string {
+  return RUN_VIEW_COLUMNS.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
+}
+
 /** Row → public view. Column names are snake_case in SQL, camelCase in the API. @internal */
 export function toRunView(r: Record<string, any>): RunView {
   return {
