@@ -7,14 +7,21 @@ import { performance } from 'node:perf_hooks';
  */
 export const STOP_GRACE_MS = 5000;
 
+/**
+ * Call bodies of this process the engine gave up on (a timeout, a stop, run() returned) that still
+ * run: a promise cannot be killed, so each holds what it allocated until it settles by itself. The
+ * metrics gauge `durable_abandoned_calls_running` reads it. @internal
+ */
+export const abandonedBodies = { running: 0 };
+
 /** A body counted as live (`LiveCalls.trackBody`). @internal */
 export interface TrackedBody<T> {
   /** The body's own outcome (it stops counting as live when it settles). */
   readonly promise: Promise<T>;
   /** Rejects with the run's stop error when the engine gives up on the body. */
   readonly abandoned: Promise<never>;
-  /** Gives up on it now (nothing when it settled already). */
-  abandon(): void;
+  /** Gives up on it now (nothing when it settled already), with `why` (default: the run's stop). */
+  abandon(why?: Error): void;
 }
 
 /**
@@ -31,13 +38,15 @@ export abstract class LiveCalls {
   protected idleWaiters: Array<() => void> = [];
   protected settledWaiters: Array<() => void> = [];
   /** How to give up on each live step body (`trackBody`), until it settles. */
-  private readonly bodies = new Set<() => void>();
+  private readonly bodies = new Map<(why?: Error) => void, string>();
   /** Step bodies of this claim the engine gave up on while they still ran (they cannot be killed). */
   abandoned = 0;
   /** Called when the last live call settles (the wait board looks whether the run is blocked). */
   onIdle?: () => void;
 
   private graceTimer: NodeJS.Timeout | null = null;
+  /** Set by `abandonAll`: every body tracked from then on is abandoned with this error. */
+  private closed: ((name: string) => Error) | null = null;
 
   /** The run has stopped (a bounded `settled` starts counting its grace then). */
   protected abstract hasStopped(): boolean;
@@ -75,7 +84,7 @@ export abstract class LiveCalls {
       deadline ??= performance.now() + graceMs;
       const left = deadline - performance.now();
       if (left <= 0 && this.bodies.size) {
-        [...this.bodies].forEach((abandon) => abandon());
+        [...this.bodies.keys()].forEach((abandon) => abandon());
         continue;
       }
       await new Promise<void>((r) => {
@@ -91,7 +100,7 @@ export abstract class LiveCalls {
    * `abandoned`, and the caller revokes its gate and aborts its signal, so nothing it still does leaves
    * the process or reaches the run's record.
    */
-  trackBody<T>(op: Promise<T>, onAbandon?: (why: Error) => void): TrackedBody<T> {
+  trackBody<T>(op: Promise<T>, onAbandon?: (why: Error) => void, name = 'a call'): TrackedBody<T> {
     this.liveOps++;
     let open = true;
     let given!: (why: Error) => void;
@@ -105,17 +114,26 @@ export abstract class LiveCalls {
       this.afterLiveChange();
       return true;
     };
-    const abandon = (): void => {
+    const abandon = (reason?: Error): void => {
       if (!release()) return;
       this.abandoned++;
-      const why = this.stopError() ?? new Error('abandoned by the engine');
+      abandonedBodies.running++;
+      op.then(settledLate, settledLate);
+      const why = reason ?? this.stopError() ?? new Error('abandoned by the engine');
       onAbandon?.(why);
       given(why);
     };
-    this.bodies.add(abandon);
+    this.bodies.set(abandon, name);
+    if (this.closed) abandon(this.closed(name));
     const promise = op.finally(release);
     promise.catch(() => undefined);
     return { promise, abandon, abandoned };
+  }
+
+  /** Gives up on every body still live now, each with the error `why` makes for it. */
+  abandonAll(why: (name: string) => Error): void {
+    this.closed = why; // a body that starts after this (a retry's next attempt) is given up on at once
+    [...this.bodies].forEach(([abandon, name]) => abandon(why(name)));
   }
 
   /**
@@ -124,7 +142,10 @@ export abstract class LiveCalls {
    */
   protected abandonAfterGrace(): void {
     if (this.graceTimer || !this.bodies.size) return;
-    this.graceTimer = setTimeout(() => [...this.bodies].forEach((abandon) => abandon()), STOP_GRACE_MS);
+    this.graceTimer = setTimeout(
+      () => [...this.bodies.keys()].forEach((abandon) => abandon()),
+      STOP_GRACE_MS,
+    );
     this.graceTimer.unref();
   }
 
@@ -151,4 +172,9 @@ export abstract class LiveCalls {
       this.onIdle?.(); // the run may be blocked on its waits now
     }
   }
+}
+
+/** An abandoned body settled by itself at last. */
+function settledLate(): void {
+  abandonedBodies.running--;
 }

@@ -3,6 +3,7 @@ import type * as Prom from 'prom-client';
 import { DurableWorker } from '../engine/worker.service';
 import type { DurableObserver } from '../interfaces/durable-observer.interface';
 import { DurableObservers } from '../engine/durable-observers';
+import { abandonedBodies } from '../engine/live-calls';
 import { DURABLE_OBSERVABILITY_OPTIONS } from './observability.constants';
 import type { DurableObservabilityOptions, MetricsRegistryLike } from './observability-options.interface';
 import { loadOptional } from '../util/optional-dependency';
@@ -159,6 +160,14 @@ export class DurableMetrics implements OnModuleInit, OnModuleDestroy {
       registers,
       collect() {
         this.set(worker.inFlightCount);
+      },
+    });
+    new prom.Gauge({
+      name: p + 'abandoned_calls_running',
+      help: 'Call bodies this process gave up on (a timeout, a stop, run() returned) that still run.',
+      registers,
+      collect() {
+        this.set(abandonedBodies.running);
       },
     });
     const claims = counter('runs_claimed_total', 'Runs claimed by this process.', ['workflow']);
