@@ -121,6 +121,7 @@ export type {
 } from './interfaces/events.interface';
 
 // Errors, each with a stable code, and their HTTP mapping.
+  CallAbandonedError,
 export {
   ChildRunError,
   CommandFailedError,

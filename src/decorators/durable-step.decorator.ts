@@ -3,6 +3,7 @@ import type { DurableStepOptions, StepMetadata } from '../interfaces/step-option
 import { handed } from '../engine/handed';
 import { runStorage } from '../engine/run-storage';
 import { DurableUsageError } from '../errors/durable-usage.error';
+import { timeoutProblem } from './timeout-option';
 
 /**
  * Makes a provider method a durable step: inside a run its result is checkpointed, and on replay the
@@ -26,6 +27,8 @@ export function DurableStep(options: DurableStepOptions = {}): MethodDecorator {
       budget: options.budget,
       declaredAt,
     };
+    const timeout = timeoutProblem(options.timeoutMs);
+    if (timeout) throw new DurableUsageError(`@DurableStep on ${declaredAt}: ${timeout}`);
     if (options.budget !== undefined && (typeof options.budget !== 'string' || !options.budget))
       throw new DurableUsageError(
         `@DurableStep on ${declaredAt}: budget must be the name of a budget in the module's budgets`,

@@ -8,6 +8,7 @@ import { handed } from '../engine/handed';
 import { runStorage } from '../engine/run-storage';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { plainTransaction, transactionStorage } from '../store/transactions/transaction-session';
+import { timeoutProblem } from './timeout-option';
 
 const ISOLATIONS: DurableTransactionIsolation[] = ['read committed', 'repeatable read', 'serializable'];
 
@@ -20,9 +21,7 @@ function optionsProblem(o: DurableTransactionOptions): string | undefined {
     return `isolation must be one of ${ISOLATIONS.map((i) => `'${i}'`).join(', ')}, got ${JSON.stringify(o.isolation)}`;
   if (o.dataSource !== undefined && (typeof o.dataSource !== 'string' || !o.dataSource))
     return `dataSource must be the name of a TypeORM DataSource, got ${JSON.stringify(o.dataSource)}`;
-  if (o.timeoutMs !== undefined && !(Number.isFinite(o.timeoutMs) && o.timeoutMs > 0))
-    return `timeoutMs must be a number above 0, got ${JSON.stringify(o.timeoutMs)}`;
-  return undefined;
+  return timeoutProblem(o.timeoutMs);
 }
 
 /**

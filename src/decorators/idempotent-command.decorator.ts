@@ -5,6 +5,7 @@ import type {
   IdempotentCommandOptions,
 } from '../interfaces/command.interface';
 import { CommandInStepError } from '../errors/command-in-step.error';
+import { timeoutProblem } from './timeout-option';
 import { DurableUsageError } from '../errors/durable-usage.error';
 import { handed } from '../engine/handed';
 import { runStorage } from '../engine/run-storage';
@@ -17,10 +18,10 @@ function optionsProblem(o: unknown): string | undefined {
     return `name must be a non-empty string of at most 200 characters, got ${JSON.stringify(name)}`;
   if (!['lookup', 'retry-with-key', 'manual'].includes(inDoubt as string))
     return `inDoubt must be 'lookup', 'retry-with-key' or 'manual', got ${JSON.stringify(inDoubt)}`;
-  const { key } = o as { key?: unknown };
+  const { key, timeoutMs } = o as { key?: unknown; timeoutMs?: unknown };
   if (key !== undefined && typeof key !== 'function')
     return `key must be a function of the arguments returning the command's key, got ${typeof key}`;
-  return undefined;
+  return timeoutProblem(timeoutMs);
 }
 
 /**

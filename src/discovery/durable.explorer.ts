@@ -34,6 +34,9 @@ export class DurableExplorer implements OnModuleInit {
     private readonly boot: DurableBootState,
   ) {}
 
+  /** Durable calls with no timeout at all (`defaultTimeoutMs: 0` and none of their own). */
+  private readonly untimed: string[] = [];
+
   onModuleInit(): void {
     try {
       for (const wrapper of this.discovery.getProviders()) this.explore(wrapper);
@@ -41,6 +44,17 @@ export class DurableExplorer implements OnModuleInit {
       this.boot.failed = err;
       throw err;
     }
+    if (this.untimed.length)
+      this.logger.warn(
+        `${this.untimed.join(', ')} ha${this.untimed.length === 1 ? 's' : 've'} no timeout (defaultTimeoutMs is 0): ` +
+          `a call that never answers holds its run until it is cancelled. Give each a timeoutMs, or set defaultTimeoutMs.`,
+      );
+  }
+
+  /** Notes a call that would wait for ever for a body that never answers. */
+  private timed(what: string, timeoutMs: number | undefined): void {
+    if ((timeoutMs ?? this.options.defaultTimeoutMs) === 0 && timeoutMs === undefined)
+      this.untimed.push(what);
   }
 
   private explore(wrapper: InstanceWrapper): void {
@@ -74,15 +88,18 @@ export class DurableExplorer implements OnModuleInit {
     for (const m of stepMethods) {
       const step = Reflect.getMetadata(STEP_METADATA, proto[m]) as StepMetadata | undefined;
       if (step) this.registry.addStep(step.name, step.declaredAt, metatype);
+      if (step) this.timed(`@DurableStep ${step.name}`, step.timeoutMs);
       if (step?.budget !== undefined && !(step.budget in this.options.budgets))
         throw new DurableUsageError(
           `@DurableStep on ${step.declaredAt} draws on budget '${step.budget}', which the module's budgets do not declare (${Object.keys(this.options.budgets).join(', ') || 'none'}): add it to DurableExecutionModule.forRoot({ budgets })`,
         );
       const tx = Reflect.getMetadata(TRANSACTION_METADATA, proto[m]) as TransactionMetadata | undefined;
       if (tx) this.registry.addStep(tx.name, tx.declaredAt, metatype);
+      if (tx) this.timed(`@DurableTransaction ${tx.name}`, tx.timeoutMs);
       const cmd = Reflect.getMetadata(COMMAND_METADATA, proto[m]) as CommandMetadata | undefined;
       if (!cmd) continue;
       this.registry.addStep(`command:${cmd.name}`, cmd.declaredAt, metatype, 'Command name');
+      this.timed(`@IdempotentCommand ${cmd.name}`, cmd.timeoutMs);
       const lookup = (instance as { lookupCommand?: unknown }).lookupCommand;
       if (cmd.inDoubt === 'lookup' && typeof lookup !== 'function') {
         throw new DurableUsageError(

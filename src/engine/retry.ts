@@ -1,3 +1,4 @@
+import { CallAbandonedError } from '../errors/call-abandoned.error';
 import { CommandInStepError } from '../errors/command-in-step.error';
 import { DuplicateRegistrationError } from '../errors/duplicate-registration.error';
 import { DurableUsageError } from '../errors/durable-usage.error';
@@ -46,6 +47,7 @@ export function isNonRetryable(err: unknown): boolean {
   if (err instanceof NonRetryableError || err instanceof SerializationError) return true;
   if (err instanceof PayloadTooLargeError || err instanceof NonDeterminismError) return true;
   if (err instanceof LeaseLostError || err instanceof RunCancelledError) return true;
+  if (err instanceof CallAbandonedError) return true; // run() had returned: nothing awaits a retry
   if (isProgrammingError(err)) return true;
   if (err instanceof DurableExecutionError) return false;
   const e = err as { name?: string; retryable?: unknown; constraints?: unknown } | null;
@@ -96,7 +98,14 @@ export async function withRetry<T>(
   }
 }
 
-/** Rejects with StepTimeoutError when `p` does not settle within `ms` (no limit when ms is undefined). */
+/**
+ * An attempt's timeout: the call's own `timeoutMs`, else the module's `defaultTimeoutMs`; 0 is none.
+ */
+export function attemptTimeout(own: number | undefined, moduleDefault: number): number {
+  return own ?? moduleDefault;
+}
+
+/** Rejects with StepTimeoutError when `p` does not settle within `ms` (no limit when ms is 0 or undefined). */
 export function withTimeout<T>(p: Promise<T>, ms: number | undefined, stepName: string): Promise<T> {
   if (!ms) return p;
   let t: LongTimer;

@@ -37,3 +37,4 @@ export * from './unauthenticated-fence.error';
 export * from './too-many-stream-clients.error';
 export * from './too-many-pending-signals.error';
 export * from './foreign-thread.error';
+export * from './call-abandoned.error';

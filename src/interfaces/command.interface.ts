@@ -20,6 +20,13 @@ export interface IdempotentCommandOptions<A = any> {
   requiresApproval?: boolean | ((args: A) => boolean);
   /** In-claim retries of a call that threw (same key every time). Default: 1 attempt, no retry. */
   retry?: RetryPolicy;
+  /**
+   * Give up on a call that has not answered within this: its `signal` fires with `StepTimeoutError`,
+   * nothing it still sends leaves, and its outcome is unknown, so the command is in doubt and settled by
+   * `inDoubt` (or sent again with the same key, per `retry`). Default: the module's `defaultTimeoutMs`
+   * (10 minutes); 0: none.
+   */
+  timeoutMs?: number;
   /** Tool-call identity from the model output, part of the key. Default: `args.toolCallId ?? args.tool_call_id`. */
   toolCallId?: (args: A) => string | undefined;
   /**

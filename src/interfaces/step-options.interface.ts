@@ -23,7 +23,7 @@ export interface DurableStepOptions {
    * fires with `StepTimeoutError`, the engine stops waiting and retries or fails the step as `retry`
    * says. A body that ignores the signal is abandoned after a grace of 5 s (the next attempt starts once it settled, or then): its
    * late result is dropped, and its requests and its calls on the run (`ctx.progress`, `ctx.emit`) are
-   * refused. Default: none.
+   * refused. Default: the module's `defaultTimeoutMs` (10 minutes); 0: none.
    */
   timeoutMs?: number;
   /**

@@ -24,7 +24,8 @@ export interface DurableTransactionOptions {
   retry?: RetryPolicy;
   /**
    * The transaction's deadline: past it the running statement is cancelled, the transaction rolled
-   * back (its connection closed) and the attempt fails with `StepTimeoutError`. Default none.
+   * back (its connection closed) and the attempt fails with `StepTimeoutError`. Default: the module's
+   * `defaultTimeoutMs` (10 minutes); 0: none.
    */
   timeoutMs?: number;
 }

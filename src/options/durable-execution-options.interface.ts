@@ -1,6 +1,9 @@
 import type { ModelBudgetOptions, ResolvedModelBudget } from '../interfaces/budget.interface';
 import type { FenceKeyOptions, ResolvedFenceKey } from './fence-key';
 import type { RedactHook } from './redact';
+import type { WorkerOptions } from './worker-options.interface';
+
+export type { WorkerOptions } from './worker-options.interface';
 
 /** Retry policy of a step or command: exponential backoff with jitter. */
 export interface RetryPolicy {
@@ -75,49 +78,6 @@ export interface DatabaseOptions {
   preparedStatements?: boolean;
 }
 
-/** Worker options: how this process claims and drives runs. */
-export interface WorkerOptions {
-  /** Claim and drive runs in this process. Default true. Off on API-only pods. */
-  enabled?: boolean;
-  /** Runs in flight at once. Default 10. */
-  concurrency?: number;
-  /** Poll interval while work is flowing. Default 1000 ms; backs off while idle. */
-  pollIntervalMs?: number;
-  /** Lease length; a worker silent for this long loses its runs. Default 30 s. */
-  leaseTtlMs?: number;
-  /** Lease renewal period; must be below `leaseTtlMs`. Default 10 s. */
-  heartbeatMs?: number;
-  /**
-   * The fenced transport (default true): a request made inside a command or step body through
-   * `fetch`/undici or `node:http`/`https` (axios and other clients built on it) leaves only while this claim's lease
-   * holds, checked synchronously where its bytes are handed to the socket. A request refused there
-   * never left: the run stops as on a lost lease and the command stays in doubt for the next claim.
-   * Off: only the check before the body runs. See README, "What leaves under a lease".
-   */
-  fencedTransport?: boolean;
-  /**
-   * How long before the lease's local deadline a request may no longer leave (the fenced transport).
-   * Default `leaseTtlMs / 10`; must be below `leaseTtlMs / 3` (where a call renews the lease first).
-   */
-  wireMarginMs?: number;
-  /** How long shutdown waits for in-flight steps before releasing their leases. Default 10 s. */
-  drainTimeoutMs?: number;
-  /**
-   * Group commit: while this many step writes (finishes) of this process are in flight, further step
-   * writes (finishes) of other runs wait and then go together in one statement, each fenced by its own
-   * run (a stale or refused one fails alone). One written while fewer are in flight goes at once,
-   * alone. Default 2; 0 sends every one alone (one run per statement, as on a sharded PostgreSQL).
-   */
-  groupCommit?: number;
-  /** Worker identity in the record. Default `host:pid:random`. */
-  workerId?: string;
-  /**
-   * How often the worker renews its presence row (`ai_workers`: which kinds it serves; an idle worker
-   * sends no lease heartbeat). A row not renewed for three periods no longer counts. Default 10 s.
-   */
-  presenceIntervalMs?: number;
-}
-
 /** Reconciler options: the sweep that recovers expired leases. */
 export interface ReconcilerOptions {
   /** Run the reconciler in this process. Default true. */
@@ -178,6 +138,13 @@ export interface DurableExecutionModuleOptions {
   defaultMaxAttempts?: number;
   /** Default retry policy of steps. */
   defaultRetry?: RetryPolicy;
+  /**
+   * The timeout of each attempt of a `@DurableStep`, `@IdempotentCommand` or `@DurableTransaction`
+   * that sets no `timeoutMs` of its own: a call that never answers cannot hold its run (docs/API.md,
+   * "Timeouts"). Default 600000 (10 minutes); 0: none (a call without its own `timeoutMs` then waits
+   * for ever, and the module warns at boot, naming them).
+   */
+  defaultTimeoutMs?: number;
   /**
    * One hook for every place run data is shown: `redact(key, value)` returns what may be shown in
    * place of `value`. Event payloads pass it (key: the event type) before they are stored and again
@@ -240,6 +207,7 @@ export interface ResolvedDurableOptions {
   limits: Required<LimitOptions>;
   defaultMaxAttempts: number;
   defaultRetry: Required<RetryPolicy>;
+  defaultTimeoutMs: number;
   redact?: DurableExecutionModuleOptions['redact'];
   logRunData: boolean;
   unservedKinds: 'warn' | 'refuse';

@@ -50,6 +50,7 @@ export class WorkerOptionsSchema {
   @IsOptional() @IsInt() @Min(0) @Max(1000) groupCommit?: number;
   @IsOptional() @IsString() @MinLength(1) workerId?: string;
   @IsOptional() @IsInt() @Min(100) presenceIntervalMs?: number;
+  @IsOptional() @IsInt() @Min(0) lateCallGraceMs?: number;
 }
 
 export class ReconcilerOptionsSchema {
@@ -82,6 +83,7 @@ export class DurableExecutionOptionsSchema {
   @IsOptional() @ValidateNested() @Type(() => LimitOptionsSchema) limits?: LimitOptionsSchema;
   @IsOptional() @IsInt() @Min(1) @Max(1000) defaultMaxAttempts?: number;
   @IsOptional() @ValidateNested() @Type(() => RetryPolicySchema) defaultRetry?: RetryPolicySchema;
+  @IsOptional() @IsInt() @Min(0) defaultTimeoutMs?: number;
   @IsOptional() @IsFunctionValue() redact?: unknown;
   @IsOptional() @IsBoolean() logRunData?: boolean;
   @IsOptional() @IsIn(['warn', 'refuse']) unservedKinds?: 'warn' | 'refuse';

@@ -30,6 +30,7 @@ describe('resolveOptions', () => {
           workerId: expect.any(String),
           presenceIntervalMs: 10_000,
           fencedTransport: true,
+          lateCallGraceMs: 30_000,
           wireMarginMs: 3000, // a tenth of the lease
         },
         reconciler: {
@@ -50,6 +51,7 @@ describe('resolveOptions', () => {
         },
         defaultMaxAttempts: 5,
         defaultRetry: { maxAttempts: 3, initialDelayMs: 200, multiplier: 2, maxDelayMs: 10_000, jitter: 0.2 },
+        defaultTimeoutMs: 600_000,
         redact: undefined,
         logRunData: false,
         unservedKinds: 'warn',
@@ -96,6 +98,7 @@ describe('resolveOptions', () => {
         groupCommit: 2,
         workerId: 'pod-a',
         presenceIntervalMs: 10_000,
+        lateCallGraceMs: 30_000,
         fencedTransport: true,
         wireMarginMs: 3000,
       });

@@ -144,6 +144,11 @@ describe('resolveOptions', () => {
         'drainTimeoutMs must not be less than 0',
       ],
       [
+        'worker.lateCallGraceMs',
+        { database: { url: URL }, worker: { lateCallGraceMs: -1 } },
+        'lateCallGraceMs must not be less than 0',
+      ],
+      [
         'worker.workerId',
         { database: { url: URL }, worker: { workerId: '' } },
         'workerId must be longer than or equal to 1 characters',
@@ -202,6 +207,11 @@ describe('resolveOptions', () => {
         'defaultMaxAttempts',
         { database: { url: URL }, defaultMaxAttempts: 0 },
         'defaultMaxAttempts must not be less than 1',
+      ],
+      [
+        'defaultTimeoutMs',
+        { database: { url: URL }, defaultTimeoutMs: 1.5 },
+        'defaultTimeoutMs must be an integer number',
       ],
       [
         'defaultRetry.jitter',

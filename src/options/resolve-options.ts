@@ -115,6 +115,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     workerId: defaultWorkerId(),
     presenceIntervalMs: 10_000,
     fencedTransport: true,
+    lateCallGraceMs: 30_000,
     ...stripUnset(raw.worker),
   } as Omit<ResolvedDurableOptions['worker'], 'wireMarginMs'> & { wireMarginMs?: number };
   const wireMarginMs = worker.wireMarginMs ?? Math.round(worker.leaseTtlMs / 10);
@@ -196,6 +197,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     limits,
     defaultMaxAttempts: raw.defaultMaxAttempts ?? 5,
     defaultRetry,
+    defaultTimeoutMs: raw.defaultTimeoutMs ?? 600_000,
     redact: raw.redact ?? undefined,
     logRunData: raw.logRunData ?? false,
     unservedKinds: raw.unservedKinds ?? 'warn',

@@ -3,7 +3,9 @@ import { jsonEqual } from '../../util/json';
 import { toStoredJson } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
-import { withRetry } from '../retry';
+import { CallAbandonedError } from '../../errors/call-abandoned.error';
+import { StepTimeoutError } from '../../errors/step-timeout.error';
+import { anySignal, attemptTimeout, withRetry, withTimeout } from '../retry';
 import { serializeError } from '../serialize-error';
 import {
   Cmd,
@@ -22,6 +24,8 @@ import { commandFence } from './command-fence';
 import { flushBeforeCall } from '../held-commit';
 import { cursorAt, goLive, StepEnv } from './step-env';
 import { misuse } from './wait-step';
+import { failed } from './compute-step';
+import { errorFromStored } from '../stored-error';
 
 /**
  * One `@IdempotentCommand` call inside a run: replay a recorded outcome, settle a command whose outcome
@@ -58,6 +62,7 @@ export async function executeCommand(
   const rec = env.log.recordedAt(index, stepName, fingerprint);
   if (rec) {
     await env.log.replayed(index);
+    if (rec.failed) throw errorFromStored(rec.output); // abandoned after run() returned (see dispatch)
     return replayOutcome(meta, key, rec.output);
   }
   await goLive(env, index, stepName);
@@ -176,19 +181,29 @@ async function dispatch(
       // The fenced transport: its requests leave only while the lease holds (checked at the socket).
       frame.gate = env.lease.gate(`command ${cmd.key}`);
       env.control.unsent.delete(cmd.key);
-      // Waited for until it settles, or until the engine gives up on it (5 s after the run stopped): the
-      // command then stays in doubt for the next claim, and nothing its body still sends leaves.
+      // Waited for until it settles, its timeout, or until the engine gives up on it (5 s after the run
+      // stopped, or once run() returned and `lateCallGraceMs` passed): its signal fires, nothing its body
+      // still sends leaves, and the outcome is unknown (in doubt, settled below or by the next claim).
+      const stop = new AbortController(); // this attempt's: its timeout, or the run's stop
+      const signal = anySignal(env.control.signal, stop.signal);
       const body = env.control.trackBody(
-        Promise.resolve(
-          gated(frame, () => call({ idempotencyKey: cmd.key, signal: env.control.signal, fence })),
-        ),
-        (why) => (frame.gate as WireGate | undefined)?.revoke(why),
+        Promise.resolve(gated(frame, () => call({ idempotencyKey: cmd.key, signal, fence }))),
+        (why) => (stop.abort(why), (frame.gate as WireGate | undefined)?.revoke(why)),
+        `command ${cmd.key}`,
       );
-      return Promise.race([body.promise, body.abandoned]);
+      const ms = attemptTimeout(meta.timeoutMs, env.options.defaultTimeoutMs);
+      return withTimeout(Promise.race([body.promise, body.abandoned]), ms, meta.name).catch((err) => {
+        if (err instanceof StepTimeoutError) body.abandon(err);
+        throw err;
+      });
     });
   } catch (err) {
     // The run stopped (lease lost, cancel, drain): the row stays pending, in doubt for the next claim.
     if (env.control.stop) throw env.control.error ?? err;
+    // Abandoned once run() had returned: the row stays pending (in doubt); the abandonment is recorded
+    // at its index, as a step's failure is, so a replay of the run rejects the same call the same way.
+    if (err instanceof CallAbandonedError)
+      return failed(env, { name: `command:${meta.name}` }, cmd.index, cmd.fingerprint, err);
     const error = serializeError(err);
     if (isDefinite(meta, err)) {
       await recordOutcome(env, meta, cmd, {

@@ -4,7 +4,7 @@ import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashArmed, crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
 import { pauseHooked } from '../pause-points';
-import { anySignal, settleOrAbandon, untilAborted, withRetry, withTimeout } from '../retry';
+import { anySignal, attemptTimeout, settleOrAbandon, untilAborted, withRetry, withTimeout } from '../retry';
 import { StepTimeoutError } from '../../errors/step-timeout.error';
 import type { WireGate } from '../wire/wire-gate';
 import type { TrackedBody } from '../live-calls';
@@ -143,8 +143,7 @@ async function runStep(
   let attempts = 0;
   let tries = 0;
   const attempt = async () => {
-    // An attempt that timed out may still run: the next one starts once it has settled, or after a
-    // grace of 5 s (then it is abandoned: it no longer holds the run, and nothing it sends leaves).
+    // A timed-out attempt may still run: the next starts once it settled, or after 5 s (it is abandoned).
     if (previous) await settleOrAbandon(previous);
     if (meta.budget && attempts++ > 0) useId = await admit(env, meta, index);
     // A frame per attempt: values drawn inside the body are the same on every retry.
@@ -153,8 +152,7 @@ async function runStep(
     if (paused) await paused;
     const renewing = env.lease.ensure(`step ${meta.name}`);
     if (renewing) await renewing;
-    // The body is tracked on its own: one that outlives its timeout still counts as live (no retry
-    // starts beside it, no park or handover while it runs).
+    // The body is tracked on its own (trackBody): live until it settles or is abandoned.
     frame.gate = env.lease.gate(`step ${meta.name}`); // the fenced transport, as for commands
     const stop = new AbortController(); // this attempt's: its timeout, or the run's stop
     frame.signal = anySignal(env.control.signal, stop.signal);
@@ -167,10 +165,12 @@ async function runStep(
     const body = env.control.trackBody(
       gated(frame, () => Promise.resolve().then(call)),
       giveUp,
+      `step ${meta.name}`,
     );
     previous = body;
+    const ms = attemptTimeout(meta.timeoutMs, env.options.defaultTimeoutMs);
     try {
-      return await untilAborted(withTimeout(body.promise, meta.timeoutMs, meta.name), frame.signal);
+      return await untilAborted(withTimeout(body.promise, ms, meta.name), frame.signal);
     } catch (err) {
       if (err instanceof StepTimeoutError) {
         giveUp(err);

@@ -3,22 +3,20 @@ import { LeaseLostError } from '../../errors/lease-lost.error';
 import { StepTimeoutError } from '../../errors/step-timeout.error';
 import type { TransactionMetadata } from '../../interfaces/transaction.interface';
 import type { DurableTransactionStore, TransactionTarget } from '../../store/transactions/transaction.store';
-import { TransactionSession, transactionStorage } from '../../store/transactions/transaction-session';
+import { transactionStorage } from '../../store/transactions/transaction-session';
 import { completeOther, fenceOther } from '../../store/transactions/other-database';
 import { decodeStored, encodeOutput } from '../../util/codec';
 import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
-import { withRetry } from '../retry';
+import type { TrackedBody } from '../live-calls';
+import { attemptTimeout, settleOrAbandon, withRetry, withTimeout } from '../retry';
 import { errorFromStored } from '../stored-error';
-import { LongTimer, longTimeout } from '../../util/timers';
-import { gated } from '../wire/wire-gate';
+import { gated, type WireGate } from '../wire/wire-gate';
 import { failed } from './compute-step';
 import { checkpointAfter, commitOf, commitOrStop, payloadOf, TransactionEnv } from './transaction-commit';
 import { goLive } from './step-env';
 import { countFailure, recordedFailures, spentAttempts } from './step-attempts';
-
-const noop = (): void => undefined;
 
 export type { TransactionEnv };
 
@@ -69,15 +67,16 @@ async function runTransaction(
   if (prior && failures >= policy.maxAttempts) throw spentAttempts(prior);
   const target = await store.target(meta.dataSource);
   let tries = 0;
-  let previous: Promise<unknown> | null = null;
+  let previous: TrackedBody<unknown> | null = null;
   const attempt = async () => {
-    // A body abandoned at its deadline may still run: the next attempt starts once it has settled.
-    if (previous) await previous.then(noop, noop);
+    // A body abandoned at its deadline may still run: the next attempt starts once it has settled, or
+    // after a grace (its transaction is rolled back already).
+    if (previous) await settleOrAbandon(previous);
     const paused = env.pause('before-call', `transaction:${meta.name}`);
     if (paused) await paused;
     const renewing = env.lease.ensure(`transaction ${meta.name}`);
     if (renewing) await renewing;
-    const body = { promise: null as Promise<unknown> | null };
+    const body = { promise: null as TrackedBody<unknown> | null };
     try {
       return await attemptOnce(env, store, target, meta, index, call, fingerprint, ++tries, body);
     } catch (err) {
@@ -107,7 +106,7 @@ async function attemptOnce(
   call: () => unknown,
   fingerprint: string | null,
   attempt: number,
-  body: { promise: Promise<unknown> | null },
+  body: { promise: TrackedBody<unknown> | null },
 ): Promise<unknown> {
   const session = await store.open(target, meta);
   const what = `the commit of transaction ${meta.name}`;
@@ -124,11 +123,25 @@ async function attemptOnce(
     crashPoint('before-transaction-sql', index);
     const frame = env.frame({ index, name: meta.name, derived: 0, attempt });
     frame.gate = env.lease.gate(`transaction ${meta.name}`);
-    body.promise = env.control.track(
+    // Tracked on its own: given up on at its timeout, 5 s after the run stopped, or once run() returned
+    // and `lateCallGraceMs` passed; then its transaction is abandoned (rolled back, connection closed).
+    const tracked = env.control.trackBody(
       transactionStorage.run(session, () => gated(frame, () => Promise.resolve().then(call))),
-      false,
+      (why) => {
+        void store.abandon(session, why);
+        (frame.gate as WireGate | undefined)?.revoke(why);
+        frame.revoked = why;
+      },
+      `transaction ${meta.name}`,
     );
-    const output = await deadline(body.promise, meta, session, store);
+    body.promise = tracked;
+    const ms = attemptTimeout(meta.timeoutMs, env.options.defaultTimeoutMs);
+    const output = await withTimeout(Promise.race([tracked.promise, tracked.abandoned]), ms, meta.name).catch(
+      (err) => {
+        if (err instanceof StepTimeoutError) tracked.abandon(err);
+        throw err;
+      },
+    );
     env.control.checkActive(false);
     const { json, value } = encodeOutput(
       output,
@@ -172,24 +185,4 @@ async function attemptOnce(
   } finally {
     await store.rollback(session); // nothing when it committed or was abandoned
   }
-}
-
-/** The body's result, or StepTimeoutError at `meta.timeoutMs`: the transaction is abandoned then. */
-function deadline(
-  body: Promise<unknown>,
-  meta: TransactionMetadata,
-  session: TransactionSession,
-  store: DurableTransactionStore,
-): Promise<unknown> {
-  if (!meta.timeoutMs) return body;
-  let t: LongTimer;
-  const ms = meta.timeoutMs;
-  const timeout = new Promise<never>((_, reject) => {
-    t = longTimeout(() => {
-      const err = new StepTimeoutError(meta.name, ms);
-      void store.abandon(session, err);
-      reject(err);
-    }, ms);
-  });
-  return Promise.race([body, timeout]).finally(() => t.cancel());
 }
