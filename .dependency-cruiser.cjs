@@ -79,9 +79,29 @@ module.exports = {
     {
       name: 'langgraph-public-api-only',
       severity: 'error',
-      comment: 'src/langgraph (the nestjs-durable-execution/langgraph subpath) builds on the public API only: src/index.ts.',
+      comment:
+        'src/langgraph (the nestjs-durable-execution/langgraph subpath) builds on the public API only: src/index.ts, and the error it throws (src/errors/foreign-thread.error.ts, exported by the subpath).',
       from: { path: '^src/langgraph/' },
-      to: { path: '^src/(?!langgraph/|index[.]ts$)' },
+      to: { path: '^src/(?!langgraph/|index[.]ts$|errors/foreign-thread[.]error[.]ts$)' },
+    },
+    {
+      name: 'fence-loads-no-driver',
+      severity: 'error',
+      comment:
+        'src/fence (the nestjs-durable-execution/fence subpath) is imported by target services alone: nothing it reaches may load the package root, the engine or the store, nor typeorm or pg (test/pack/check-pack.sh checks the same at run time).',
+      from: { path: '^src/fence/' },
+      to: {
+        path: '^src/(index[.]ts$|store/|engine/|api/|maintenance/|admin/|observability/)|^node_modules/(typeorm|pg|@nestjs/typeorm)/',
+        reachable: true,
+      },
+    },
+    {
+      name: 'subpath-entries-are-entries',
+      severity: 'error',
+      comment:
+        "A subpath's index (the package root's too) is for the package's users: the library's own modules import what they need from its file, never through an entry (that would load the whole entry, and make cycles).",
+      from: { path: '^src/', pathNot: '[.]spec[.]ts$|^src/(ai-sdk|openai-agents|agent-shared|langgraph)/' },
+      to: { path: '^src/((admin|observability|fence|migrations|maintenance/retention|testing|ai-sdk|openai-agents|langgraph)/)?index[.]ts$' },
     },
     {
       name: 'not-to-test',

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { runDurableMigrations } from '../src';
+import { runDurableMigrations } from '../src/migrations';
 
 /** Same server as `url`, another database. */
 export function withDatabase(url: string, db: string): string {

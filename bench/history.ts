@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Client } from 'pg';
-import { revertDurableMigrations } from '../src';
+import { revertDurableMigrations } from '../src/migrations';
 import { DEFAULT_NAMES as T } from '../src/store/durable-names';
 import { CLAIM_RUNS_SQL } from '../src/store/run-state/claim-runs';
 import { STEP_WRITE_SQL } from '../src/store/run-state/step-write';

@@ -2,10 +2,9 @@
 //   node scripts/api-report.mjs check   (npm run api:check)  fails when etc/*.api.md differ from the code
 //   node scripts/api-report.mjs update  (npm run api:update) rewrites them
 // Emits the declarations into dist/ (as `npm run build` does; the .js there are left alone), then runs
-// API Extractor on the package root (api-extractor.json), the /testing subpath
-// (api-extractor.testing.json), the /ai-sdk subpath (api-extractor.ai-sdk.json), the /openai-agents
-// subpath (api-extractor.openai-agents.json) and the /langgraph subpath (api-extractor.langgraph.json),
-// sharing one compiler program between them.
+// API Extractor on the package root (api-extractor.json) and on each subpath in SUBPATHS
+// (api-extractor.<name>.json, e.g. api-extractor.fence.json for /fence), sharing one compiler program
+// between them.
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -30,7 +29,8 @@ const tsc = spawnSync(
 );
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 
-const configs = ['api-extractor.json', 'api-extractor.testing.json', 'api-extractor.ai-sdk.json', 'api-extractor.openai-agents.json', 'api-extractor.langgraph.json'].map((f) =>
+const SUBPATHS = ['testing', 'ai-sdk', 'openai-agents', 'langgraph', 'admin', 'observability', 'fence', 'migrations', 'retention'];
+const configs = ['api-extractor.json', ...SUBPATHS.map((name) => `api-extractor.${name}.json`)].map((f) =>
   ExtractorConfig.loadFileAndPrepare(join(root, f)),
 );
 const compilerState = CompilerState.create(configs[0], {

@@ -70,11 +70,9 @@ export type {
   WaitForSignalOptions,
 } from './interfaces/command.interface';
 
-// Fencing tokens a target you own can check: the header (sent only where a command spreads fenceHeaders),
-// signed with the module option `fence`, the verifier that authenticates it and refuses a superseded claim
-// in the target's PostgreSQL (src/util/fence.ts), and a Nest guard.
-export * from './util/fence';
-export { DurableFenceGuard, DurableFenceKey, DurableFenceToken } from './nest/durable-fence.guard';
+// Fencing tokens: the module option `fence` signs the token a command gets (`ctx.fence`). What sends,
+// parses, signs and checks it is the `nestjs-durable-execution/fence` subpath (src/fence).
+export type { FenceKeyOptions } from './options/fence-key';
 
 // Starting and reading runs.
 export { RunRepository } from './api/run.repository';
@@ -121,17 +119,15 @@ export type {
 } from './interfaces/events.interface';
 
 // Errors, each with a stable code, and their HTTP mapping.
-  CallAbandonedError,
 export {
+  CallAbandonedError,
   ChildRunError,
   CommandFailedError,
   CommandInStepError,
   CommandNotFoundError,
-  DanglingCallError,
   DuplicateRegistrationError,
   DurableExecutionError,
   DurableUsageError,
-  ForeignThreadError,
   IdempotencyConflictError,
   InvalidArgumentError,
   InvalidCommandStateError,
@@ -140,7 +136,6 @@ export {
   LeaseLostError,
   MissingConcurrencyKeyError,
   MissingDependencyError,
-  MountMismatchError,
   NoWorkerForKindError,
   NonDeterminismError,
   NonRetryableError,
@@ -155,97 +150,16 @@ export {
   SchemaNotReadyError,
   SerializationError,
   SignalTimeoutError,
-  StaleFenceError,
   StepTimeoutError,
   TooManyStreamClientsError,
-  UnauthenticatedFenceError,
   UnknownRunKindError,
 } from './errors';
 export { ScheduleTooFrequentError, TooManyPendingSignalsError } from './errors'; // the limits on callers
-export type { ChildRunEnd, DurableErrorCode, FenceRefusal } from './errors';
+export type { ChildRunEnd, DurableErrorCode } from './errors';
 export * from './nest/durable-exception.filter'; // DurableExceptionFilter, DURABLE_HTTP_STATUS, DurableErrorBody
 
-// Migrations: applied by the module, listed in the app's DataSource, or run from a script.
-export {
-  runDurableMigrations,
-  revertDurableMigrations,
-  durableMigrationStatus,
-  DURABLE_MIGRATIONS_TABLE,
-} from './store/run-migrations';
-export type { DurableMigrationStatus, MigrationSource } from './store/run-migrations';
-export {
-  DURABLE_EXECUTION_MIGRATIONS,
-  durableExecutionMigrations,
-  CreateDurableExecutionSchema1764400000000,
-  CommandApprovalStates1764500000000,
-  HotLeaseRenewal1764600000000,
-  ReplayOrder1764700000000,
-  RunResultNotify1764800000000,
-  AdminSessions1764900000000,
-  WorkerPresence1765000000000,
-} from '../migrations';
-export type { DurableMigrationClass, DurableMigrationOptions } from '../migrations';
-
-// Opt-in: admin API and run inspector.
-export { DurableAdminModule } from './admin/durable-admin.module';
-export type {
-  DurableAdminLoginOptions,
-  DurableAdminModuleAsyncOptions,
-  DurableAdminModuleOptions,
-  DurableAdminOpenApiOptions,
-  DurableSecurityScheme,
-} from './admin/admin-options.interface';
-export { addDurableAdminSecurity } from './admin/admin-openapi';
-export type { OpenApiDocumentLike } from './admin/admin-openapi';
-export { DURABLE_ADMIN_CSRF_HEADER, DURABLE_ADMIN_SESSION_COOKIE } from './admin/login/admin-session';
-export { ApiKeyAdminGuard } from './admin/api-key-admin.guard';
-export type { ApiKeyAdminGuardOptions, ApiKeyHolder } from './admin/api-key-admin.guard';
-export { isDurableAdminAction } from './admin/admin-access.guard';
-export { DURABLE_OPERATOR } from './admin/admin.constants';
-// Bodies of the admin REST API (GET api/runs, api/runs/:id and its events, checkpoints, changes, api/stats; 400 field errors).
-export type {
-  AdminRunSummary,
-  AdminRunPage,
-  AdminRunDetail,
-  AdminRunHistoryPage,
-  AdminRunChanges,
-} from './admin/admin-runs.service';
-export type { RunTimeline, EpochSection, EpochStart, StepRow } from './admin/run-timeline';
-export type { FieldError } from './admin/admin-validation.pipe';
-export type { RunStats } from './store/run-stats.reader';
-
-// Opt-in: metrics, traces, health, observers.
-export { DurableObservabilityModule } from './observability/durable-observability.module';
-export type {
-  DurableHealthOptions,
-  DurableMetricsOptions,
-  DurableObservabilityAsyncOptions,
-  DurableObservabilityOptions,
-  DurableObservabilityRoutes,
-  DurableTracingOptions,
-  MetricsRegistryLike,
-} from './observability/observability-options.interface';
-export { DurableObservers } from './engine/durable-observers';
-export type {
-  DurableObserver,
-  ReconcileOutcome,
-  RunAttemptInfo,
-  RunAttemptOutcome,
-  StepInfo,
-  StepOutcome,
-  WorkerTickInfo,
-} from './interfaces/durable-observer.interface';
-export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './observability/durable-health.indicator';
-export type { DurableHealthResult } from './observability/durable-health.indicator';
-export type { ReplicationMode } from './util/replication-report';
-
-// Opt-in: retention.
-export { DurableRetentionModule } from './maintenance/retention/durable-retention.module';
-export type { DurableRetentionAsyncOptions } from './maintenance/retention/durable-retention.module';
-export { DurableRetention, RETENTION_INTERVAL_NAME } from './maintenance/retention/durable-retention.service';
+// Opt-in, each behind a subpath of its own: the admin API and run inspector (`/admin`, src/admin), metrics,
+// traces, health and observers (`/observability`, src/observability), retention (`/retention`,
+// src/maintenance/retention), fencing tokens (`/fence`, src/fence) and the migrations (`/migrations`,
+// src/migrations). The module's own jobs in the app's SchedulerRegistry:
 export { DURABLE_JOB_NAMES } from './engine/durable-jobs';
-export type { JobCadence } from './engine/durable-jobs';
-export type {
-  DurableRetentionOptions,
-  RetentionResult,
-} from './maintenance/retention/retention-options.interface';

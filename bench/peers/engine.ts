@@ -20,13 +20,8 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import {
-  DurableExecutionModule,
-  DurableStep,
-  DurableWorkflow,
-  RunRepository,
-  runDurableMigrations,
-} from '../../src';
+import { DurableExecutionModule, DurableStep, DurableWorkflow, RunRepository } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { DurableDatabase } from '../../src/store/durable-database';
 import { WAKE_CHANNEL } from '../../src/durable-execution.constants';

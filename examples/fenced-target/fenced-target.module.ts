@@ -1,7 +1,7 @@
 import { DynamicModule, Injectable, Module, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { FenceSecret, FenceVerifier } from '../../src'; // in an app: 'nestjs-durable-execution'
+import { FenceSecret, FenceVerifier } from '../../src/fence'; // in an app: 'nestjs-durable-execution/fence'
 import { TransfersController } from './transfers.controller';
 
 /** Creates the service's tables at boot: its ledger and the verifier's table of fences. */

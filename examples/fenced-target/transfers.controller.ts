@@ -10,6 +10,7 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import type { LookupResult } from '../../src'; // in an app: 'nestjs-durable-execution' (a type: loads nothing)
 import {
   DurableExceptionFilter,
   DurableFenceGuard,
@@ -17,8 +18,7 @@ import {
   DurableFenceToken,
   FenceToken,
   FenceVerifier,
-  LookupResult,
-} from '../../src'; // in an app: 'nestjs-durable-execution'
+} from '../../src/fence'; // in an app: 'nestjs-durable-execution/fence'
 
 /** What POST /transfers takes: the command's idempotency key and the transfer. */
 export interface TransferBody {

@@ -19,3 +19,5 @@ export { graphCommand } from './graph-calls';
 export type { GraphCommandOptions } from './graph-calls';
 export { durableToolNode } from './tool-node';
 export type { DurableToolNodeOptions, GraphTool } from './tool-node';
+// The error the saver throws on another run's thread.
+export { ForeignThreadError } from '../errors/foreign-thread.error';

@@ -1,4 +1,5 @@
-import { ForeignThreadError, InvalidArgumentError, LeaseLostError } from '../index';
+import { ForeignThreadError } from '../errors/foreign-thread.error';
+import { InvalidArgumentError, LeaseLostError } from '../index';
 
 /**
  * The statements of `DurablePostgresSaver`, on the tables of migrations 1766950000000 and 1766990000000

@@ -1,4 +1,5 @@
-import { currentRun, ForeignThreadError, PayloadTooLargeError } from '../index';
+import { ForeignThreadError } from '../errors/foreign-thread.error';
+import { currentRun, PayloadTooLargeError } from '../index';
 import { currentGraph } from './graph-frame';
 import type { DurablePostgresSaverOptions } from './saver-options';
 import type { SaverFence, SaverTables } from './saver-sql';

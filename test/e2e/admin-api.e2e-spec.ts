@@ -1,11 +1,8 @@
 import { CanActivate, ExecutionContext, INestApplication, Injectable, Type } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import {
-  ApiKeyAdminGuard,
   CommandContext,
   CommandFailedError,
-  DurableAdminModule,
-  DurableAdminModuleOptions,
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
@@ -13,6 +10,7 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
+import { ApiKeyAdminGuard, DurableAdminModule, DurableAdminModuleOptions } from '../../src/admin';
 import { bootHttpApp } from '../helpers/app';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

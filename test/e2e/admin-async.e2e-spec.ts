@@ -1,18 +1,14 @@
 import { DynamicModule, INestApplication } from '@nestjs/common';
+import { DurableWorkflow, InvalidOptionsError, RunContext, RunRepository } from '../../src';
 import {
   ApiKeyAdminGuard,
   DURABLE_ADMIN_SESSION_COOKIE,
   DurableAdminModule,
   DurableAdminModuleAsyncOptions,
   DurableAdminModuleOptions,
-  DurableObservabilityAsyncOptions,
-  DurableObservabilityModule,
-  DurableWorkflow,
-  InvalidOptionsError,
   MountMismatchError,
-  RunContext,
-  RunRepository,
-} from '../../src';
+} from '../../src/admin';
+import { DurableObservabilityAsyncOptions, DurableObservabilityModule } from '../../src/observability';
 import { bootError, bootHttpApp, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 

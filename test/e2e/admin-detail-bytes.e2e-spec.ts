@@ -1,5 +1,6 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DurableAdminModule, DurableStep, DurableWorkflow, RedactHook, RunRepository } from '../../src';
+import { DurableStep, DurableWorkflow, RedactHook, RunRepository } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { AdminRunsService } from '../../src/admin/admin-runs.service';
 import { DurableDatabase } from '../../src/store/durable-database';
 import { bootHttpApp } from '../helpers/app';

@@ -1,13 +1,12 @@
 import { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { InvalidOptionsError } from '../../src';
+import { ApiKeyAdminGuard, DurableAdminModule } from '../../src/admin';
 import {
-  ApiKeyAdminGuard,
   DATABASE_UNREACHABLE,
-  DurableAdminModule,
   DurableObservabilityModule,
   DurableObservabilityOptions,
-  InvalidOptionsError,
-} from '../../src';
+} from '../../src/observability';
 import { bootHttpApp } from '../helpers/app';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

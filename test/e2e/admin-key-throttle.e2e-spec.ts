@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { createHmac } from 'node:crypto';
-import { ApiKeyAdminGuard, DURABLE_ADMIN_SESSION_COOKIE, DurableAdminModule } from '../../src';
+import { ApiKeyAdminGuard, DURABLE_ADMIN_SESSION_COOKIE, DurableAdminModule } from '../../src/admin';
 import { tokenHash } from '../../src/admin/login/admin-session';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

@@ -1,15 +1,12 @@
 import { CanActivate, Controller, Get, INestApplication, Injectable } from '@nestjs/common';
 import type { Browser } from 'playwright-core';
+import { DurableWorkflow, InvalidOptionsError, RunContext, RunRepository } from '../../src';
 import {
   ApiKeyAdminGuard,
   DURABLE_ADMIN_CSRF_HEADER,
   DURABLE_ADMIN_SESSION_COOKIE,
   DurableAdminModule,
-  DurableWorkflow,
-  InvalidOptionsError,
-  RunContext,
-  RunRepository,
-} from '../../src';
+} from '../../src/admin';
 import { tokenHash } from '../../src/admin/login/admin-session';
 import { bootHttpApp } from '../helpers/app';
 import { describeWithBrowser, launchChromium } from '../helpers/browser';

@@ -6,7 +6,7 @@ import {
   DURABLE_ADMIN_SESSION_COOKIE,
   DurableAdminModule,
   DurableAdminModuleOptions,
-} from '../../src';
+} from '../../src/admin';
 import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 

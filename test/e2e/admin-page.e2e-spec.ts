@@ -2,13 +2,9 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { INestApplication } from '@nestjs/common';
 import type { Browser } from 'playwright-core';
-import {
-  ApiKeyAdminGuard,
-  CommandGateway,
-  DurableAdminModule,
-  RunRepository,
-  runDurableMigrations,
-} from '../../src';
+import { CommandGateway, RunRepository } from '../../src';
+import { ApiKeyAdminGuard, DurableAdminModule } from '../../src/admin';
+import { runDurableMigrations } from '../../src/migrations';
 import { driveRun, releaseCrashedRuns, runWorkerUntilCrash } from '../../src/testing';
 import { bootHttpApp } from '../helpers/app';
 import { describeWithBrowser, launchChromium } from '../helpers/browser';

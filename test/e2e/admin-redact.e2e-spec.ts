@@ -1,7 +1,6 @@
 import { INestApplication, Injectable } from '@nestjs/common';
 import {
   CommandFailedError,
-  DurableAdminModule,
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
@@ -10,6 +9,7 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';

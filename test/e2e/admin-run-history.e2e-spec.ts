@@ -2,14 +2,8 @@ import { createHash } from 'node:crypto';
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { Browser } from 'playwright-core';
-import {
-  DurableAdminModule,
-  DurableWorkflow,
-  InvalidArgumentError,
-  RedactHook,
-  RunContext,
-  RunRepository,
-} from '../../src';
+import { DurableWorkflow, InvalidArgumentError, RedactHook, RunContext, RunRepository } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { bootApp, bootHttpApp } from '../helpers/app';
 import { describeWithBrowser, launchChromium } from '../helpers/browser';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

@@ -6,7 +6,7 @@
  */
 import { ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
-import { runDurableMigrations } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { compiledEntry } from '../helpers/compiled';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';

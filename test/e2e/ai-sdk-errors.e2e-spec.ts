@@ -7,7 +7,8 @@
 import path from 'node:path';
 import { INestApplication } from '@nestjs/common';
 import { generateText, tool } from 'ai';
-import { DurableWorkflow, RunContext, RunRepository, runDurableMigrations } from '../../src';
+import { DurableWorkflow, RunContext, RunRepository } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { durableModel, durableTools } from '../../src/ai-sdk';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

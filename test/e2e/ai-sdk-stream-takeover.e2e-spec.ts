@@ -12,7 +12,8 @@
 import path from 'node:path';
 import { Controller, Headers, INestApplication, Param, Sse } from '@nestjs/common';
 import { streamText } from 'ai';
-import { runDurableMigrations, runEventStream, RunRepository } from '../../src';
+import { runEventStream, RunRepository } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';

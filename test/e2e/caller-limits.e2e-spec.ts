@@ -1,7 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import {
   DURABLE_HTTP_STATUS,
-  DurableAdminModule,
   DurableCron,
   DurableExecutionError,
   DurableSchedules,
@@ -13,6 +12,7 @@ import {
   ScheduleTooFrequentError,
   TooManyPendingSignalsError,
 } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { cli } from '../../src/cli/main';
 import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
 import { bootApp, bootError, bootHttpApp, durableModule } from '../helpers/app';

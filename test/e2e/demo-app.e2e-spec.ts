@@ -5,7 +5,8 @@ import { createInspectorApp } from '../../examples/purchase-order/inspector/insp
 import { SimulatedServices, startSimulatedServices } from '../../examples/purchase-order/simulated/services';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
-import { DURABLE_ADMIN_SESSION_COOKIE, InvalidOptionsError } from '../../src';
+import { InvalidOptionsError } from '../../src';
+import { DURABLE_ADMIN_SESSION_COOKIE } from '../../src/admin';
 
 const KEY = 'demo-admin-key-0123456789';
 

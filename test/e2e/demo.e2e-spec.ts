@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DemoResult, runDemo } from '../../examples/purchase-order/demo';
-import type { AdminRunDetail } from '../../src';
+import type { AdminRunDetail } from '../../src/admin';
 import { browserTestsRun, CHROMIUM } from '../helpers/browser';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { runDurableMigrations } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 

@@ -18,8 +18,8 @@ import {
   RunNotFoundError,
   RunRepository,
   SerializationError,
-  StaleFenceError,
 } from '../../src';
+import { StaleFenceError } from '../../src/fence';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 

@@ -6,16 +6,13 @@ import {
   CommandFence,
   CommandLookup,
   DurableWorkflow,
-  fenceHeaders,
-  FenceToken,
-  FenceVerifier,
   IdempotentCommand,
   LookupContext,
   LookupResult,
   NonRetryableError,
   RunRepository,
-  signFence,
 } from '../../src';
+import { fenceHeaders, FenceToken, FenceVerifier, signFence } from '../../src/fence';
 import { startFencedTarget } from '../../examples/fenced-target/main';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

@@ -2,7 +2,7 @@ import http2 from 'node:http2';
 import net, { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { WebSocketServer } from 'ws';
-import { runDurableMigrations } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 import type { SocketClient, SocketSendInput } from '../fixtures/zombie-socket-app';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import http from 'node:http';
 import { AddressInfo, connect, Socket } from 'node:net';
-import { runDurableMigrations } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { FakeTarget, startFakeTarget } from '../helpers/fake-target';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';

@@ -1,12 +1,7 @@
 import { INestApplication, Injectable } from '@nestjs/common';
 import { Client } from 'pg';
-import {
-  DurableCron,
-  DurableObservabilityModule,
-  DurableStep,
-  DurableWorkflow,
-  RunRepository,
-} from '../../src';
+import { DurableCron, DurableStep, DurableWorkflow, RunRepository } from '../../src';
+import { DurableObservabilityModule } from '../../src/observability';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
 import { DurableMetrics } from '../../src/observability/durable-metrics.service';

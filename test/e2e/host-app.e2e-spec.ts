@@ -5,13 +5,13 @@ import {
   DurableDataSource,
   DURABLE_JOB_NAMES,
   DurableExecutionModule,
-  DurableRetentionModule,
   DurableStep,
   DurableWorkflow,
   InvalidOptionsError,
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableRetentionModule } from '../../src/maintenance/retention';
 import { DurableDatabase } from '../../src/store/durable-database';
 import { bootApp, bootError, bootModules } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

@@ -1,6 +1,5 @@
 import { INestApplication } from '@nestjs/common';
 import {
-  DurableAdminModule,
   DurableCron,
   DurableSchedules,
   DurableWorkflow,
@@ -8,6 +7,7 @@ import {
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { DurableUsageError } from '../../src/errors/durable-usage.error';
 import { ScheduleRunner } from '../../src/maintenance/schedule-runner.service';
 import { bootHttpApp } from '../helpers/app';

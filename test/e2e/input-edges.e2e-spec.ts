@@ -2,13 +2,13 @@ import { INestApplication, Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import {
   CommandGateway,
-  DurableAdminModule,
   DurableWorkflow,
   IdempotencyConflictError,
   IdempotentCommand,
   RunContext,
   RunRepository,
 } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { EchoWorkflow, OtherWorkflow } from '../fixtures/echo-workflows';
 import { bootHttpApp } from '../helpers/app';
 import { DurableWorker } from '../../src/engine/worker.service';

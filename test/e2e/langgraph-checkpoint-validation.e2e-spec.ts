@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { runDurableMigrations } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 
 const ROOT = path.join(__dirname, '..', '..');

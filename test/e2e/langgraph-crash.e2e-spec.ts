@@ -9,7 +9,8 @@
  */
 import { ChildProcess, fork } from 'node:child_process';
 import { INestApplication } from '@nestjs/common';
-import { RunRepository, runDurableMigrations } from '../../src';
+import { RunRepository } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import path from 'node:path';
 import { bootApp } from '../helpers/app';
 import { compiledEntry } from '../helpers/compiled';

@@ -18,11 +18,11 @@ import {
   DURABLE_HTTP_STATUS,
   DurableStep,
   DurableWorkflow,
-  ForeignThreadError,
   PayloadTooLargeError,
   RunContext,
   RunRepository,
 } from '../../src';
+import { ForeignThreadError } from '../../src/langgraph';
 import { DurablePostgresSaver, runGraph } from '../../src/langgraph';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

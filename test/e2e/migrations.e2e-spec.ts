@@ -6,7 +6,7 @@ import {
   DURABLE_MIGRATIONS_TABLE,
   revertDurableMigrations,
   runDurableMigrations,
-} from '../../src';
+} from '../../src/migrations';
 import { Client } from 'pg';
 import { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { DurableWorkflow, RunRepository, SchemaConflictError } from '../../src';

@@ -6,9 +6,9 @@ import {
   DurableExecutionModule,
   DurableExecutionModuleOptions,
   InvalidOptionsError,
-  runDurableMigrations,
   SchemaNotReadyError,
 } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 import { bootError, bootModules } from '../helpers/app';
 import { createTestDatabase, serverUrl, TestDatabase, withDatabase } from '../helpers/database';
 

@@ -5,7 +5,8 @@ import {
   INestApplication,
   UnauthorizedException,
 } from '@nestjs/common';
-import { ApiKeyAdminGuard, DurableAdminModule, DurableObservabilityModule } from '../../src';
+import { ApiKeyAdminGuard, DurableAdminModule } from '../../src/admin';
+import { DurableObservabilityModule } from '../../src/observability';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 

@@ -1,15 +1,14 @@
 import { INestApplication, Injectable, Type } from '@nestjs/common';
 import {
   CommandContext,
-  DurableAdminModule,
   DurableExecutionModuleOptions,
-  DurableObservabilityOptions,
-  DurableObservers,
   DurableStep,
   DurableWorkflow,
   IdempotentCommand,
   RunRepository,
 } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
+import { DurableObservabilityOptions, DurableObservers } from '../../src/observability';
 import { bootApp, bootHttpApp } from '../helpers/app';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { Reconciler } from '../../src/maintenance/reconciler.service';

@@ -1,13 +1,6 @@
 import { INestApplication } from '@nestjs/common';
-import {
-  ApiKeyAdminGuard,
-  DurableAdminModule,
-  DurableSchedules,
-  DurableWorkflow,
-  PatchStatus,
-  RunContext,
-  RunRepository,
-} from '../../src';
+import { DurableSchedules, DurableWorkflow, PatchStatus, RunContext, RunRepository } from '../../src';
+import { ApiKeyAdminGuard, DurableAdminModule } from '../../src/admin';
 import { driveRun } from '../../src/testing';
 import { cli } from '../../src/cli/main';
 import { nextTick } from '../../src/util/cron-ticks';

@@ -1,14 +1,8 @@
 import { INestApplication, Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import {
-  DurableRetention,
-  DurableRetentionModule,
-  DurableStep,
-  DurableWorkflow,
-  revertDurableMigrations,
-  RunRepository,
-  runDurableMigrations,
-} from '../../src';
+import { DurableStep, DurableWorkflow, RunRepository } from '../../src';
+import { DurableRetention, DurableRetentionModule } from '../../src/maintenance/retention';
+import { revertDurableMigrations, runDurableMigrations } from '../../src/migrations';
 import { EventPartitionsStore } from '../../src/store/event-partitions.store';
 import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, queryOnce, serverUrl, TestDatabase } from '../helpers/database';

@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { Pool } from 'pg';
-import { DurableAdminModule } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { ReplicationCheck } from '../../src/maintenance/replication-check.service';
 import { DurableDatabase } from '../../src/store/durable-database';
 import { ReplicationStore } from '../../src/store/replication.store';

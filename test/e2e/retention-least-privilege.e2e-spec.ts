@@ -4,8 +4,8 @@ import {
   DurableRetention,
   DurableRetentionModule,
   DurableRetentionOptions,
-  runDurableMigrations,
-} from '../../src';
+} from '../../src/maintenance/retention';
+import { runDurableMigrations } from '../../src/migrations';
 import { bootModules, durableModule } from '../helpers/app';
 import { CapturingLogger } from '../helpers/capturing-logger';
 import { createTestDatabase, queryOnce, serverUrl, TestDatabase } from '../helpers/database';

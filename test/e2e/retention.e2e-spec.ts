@@ -2,9 +2,6 @@ import { INestApplication, Injectable, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   DurableExecutionModule,
-  DurableRetention,
-  DurableRetentionModule,
-  DurableRetentionOptions,
   DurableStep,
   DurableWorkflow,
   InvalidOptionsError,
@@ -12,6 +9,11 @@ import {
   RunNotFoundError,
   RunRepository,
 } from '../../src';
+import {
+  DurableRetention,
+  DurableRetentionModule,
+  DurableRetentionOptions,
+} from '../../src/maintenance/retention';
 import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';

@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
-import { ApiKeyAdminGuard, DurableAdminModule, DurableWorkflow, RunContext, RunRepository } from '../../src';
+import { DurableWorkflow, RunContext, RunRepository } from '../../src';
+import { ApiKeyAdminGuard, DurableAdminModule } from '../../src/admin';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';

@@ -1,5 +1,6 @@
 import { INestApplication, Logger } from '@nestjs/common';
-import { DurableAdminModule, DurableCron, DurableSchedules, DurableWorkflow } from '../../src';
+import { DurableCron, DurableSchedules, DurableWorkflow } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { cli } from '../../src/cli/main';
 import { DURABLE_EXECUTION_OPTIONS } from '../../src/durable-execution.constants';
 import { DurableRegistry } from '../../src/engine/durable.registry';

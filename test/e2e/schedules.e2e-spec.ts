@@ -1,6 +1,5 @@
 import { INestApplication, Injectable } from '@nestjs/common';
 import {
-  DurableAdminModule,
   DurableCron,
   DurableSchedules,
   DurableWorkflow,
@@ -8,6 +7,7 @@ import {
   RunRepository,
   ScheduledRunInput,
 } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { DurableUsageError } from '../../src/errors/durable-usage.error';
 import { ScheduleNotFoundError } from '../../src/errors/schedule-not-found.error';

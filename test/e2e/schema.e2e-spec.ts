@@ -3,7 +3,6 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import {
   CommandGateway,
-  DURABLE_EXECUTION_MIGRATIONS,
   DurableExecutionModule,
   DurableStep,
   DurableWorkflow,
@@ -13,11 +12,14 @@ import {
   RunContext,
   RunRepository,
   SchemaConflictError,
+} from '../../src';
+import {
+  DURABLE_EXECUTION_MIGRATIONS,
   durableExecutionMigrations,
   durableMigrationStatus,
   revertDurableMigrations,
   runDurableMigrations,
-} from '../../src';
+} from '../../src/migrations';
 import { cli } from '../../src/cli/main';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { RunStatsReader } from '../../src/store/run-stats.reader';

@@ -8,7 +8,6 @@ import {
   UseFilters,
 } from '@nestjs/common';
 import {
-  DurableAdminModule,
   DurableExceptionFilter,
   DurableStep,
   DurableWorkflow,
@@ -16,6 +15,7 @@ import {
   RedactHook,
   RunRepository,
 } from '../../src';
+import { DurableAdminModule } from '../../src/admin';
 import { bootHttpApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { runDurableMigrations } from '../../src';
+import { runDurableMigrations } from '../../src/migrations';
 
 /** Applies the module schema plus the worker fixture's `step_effects` table on the database at `url`. */
 export async function prepareWorkerSchema(url: string): Promise<void> {

@@ -56,7 +56,44 @@ printf '%s\n' "import { runWorkerUntilCrash } from 'nestjs-durable-execution/tes
   "export const aiSdk: [typeof durableModel, typeof durableTools] = [durableModel, durableTools];" > node16/index.ts
 node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
   --noEmit --types node node16/index.ts
-node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || !Array.isArray(m.DURABLE_EXECUTION_MIGRATIONS) || typeof t.runWorkerUntilCrash !== 'function') process.exit(1); const a = require('nestjs-durable-execution/ai-sdk'); if (typeof a.durableModel !== 'function' || typeof a.durableTools !== 'function') process.exit(1)"
+node -e "const m = require('nestjs-durable-execution'); const t = require('nestjs-durable-execution/testing'); if (typeof m.DurableExecutionModule !== 'function' || typeof t.runWorkerUntilCrash !== 'function') process.exit(1); const a = require('nestjs-durable-execution/ai-sdk'); if (typeof a.durableModel !== 'function' || typeof a.durableTools !== 'function') process.exit(1)"
+# The opt-in subpaths (docs/API.md): their types through "exports" (node16) and their modules. Each name is
+# asserted present in its subpath and absent from the root (a 0.x move, no root re-exports).
+mkdir -p node16-sub
+printf '%s\n' "import { ApiKeyAdminGuard, DurableAdminModule, type AdminRunPage } from 'nestjs-durable-execution/admin';" \
+  "import { DurableObservabilityModule, DurableObservers, type DurableObserver } from 'nestjs-durable-execution/observability';" \
+  "import { DurableFenceGuard, FenceVerifier, fenceHeaders, parseFence, type FenceToken } from 'nestjs-durable-execution/fence';" \
+  "import { DURABLE_EXECUTION_MIGRATIONS, runDurableMigrations, type DurableMigrationClass } from 'nestjs-durable-execution/migrations';" \
+  "import { DurableRetentionModule, type DurableRetentionOptions } from 'nestjs-durable-execution/retention';" \
+  "export type Page = AdminRunPage; export type Observer = DurableObserver; export type Token = FenceToken;" \
+  "export type Migration = DurableMigrationClass; export type Retention = DurableRetentionOptions;" \
+  "export const subpaths = [ApiKeyAdminGuard, DurableAdminModule, DurableObservabilityModule, DurableObservers, DurableFenceGuard, FenceVerifier, fenceHeaders, parseFence, DURABLE_EXECUTION_MIGRATIONS, runDurableMigrations, DurableRetentionModule];" > node16-sub/index.ts
+node "$root/node_modules/typescript/bin/tsc" --module node16 --moduleResolution node16 --target ES2022 --strict \
+  --noEmit --types node --experimentalDecorators node16-sub/index.ts
+node -e "
+const root = require('nestjs-durable-execution');
+const entries = {
+  admin: ['DurableAdminModule', 'ApiKeyAdminGuard', 'addDurableAdminSecurity', 'isDurableAdminAction', 'DURABLE_OPERATOR'],
+  observability: ['DurableObservabilityModule', 'DurableObservers', 'DurableHealthIndicator', 'DATABASE_UNREACHABLE'],
+  fence: ['FenceVerifier', 'DurableFenceGuard', 'DurableFenceToken', 'parseFence', 'fenceHeaders', 'signFence', 'StaleFenceError'],
+  migrations: ['DURABLE_EXECUTION_MIGRATIONS', 'durableExecutionMigrations', 'runDurableMigrations', 'revertDurableMigrations'],
+  retention: ['DurableRetentionModule', 'DurableRetention'],
+};
+for (const [sub, names] of Object.entries(entries)) {
+  const m = require('nestjs-durable-execution/' + sub);
+  for (const n of names) {
+    if (m[n] === undefined) { console.error('pack check: nestjs-durable-execution/' + sub + ' does not export ' + n); process.exit(1); }
+    if (n in root) { console.error('pack check: the package root still exports ' + n + ' (moved to /' + sub + ')'); process.exit(1); }
+  }
+}"
+# /fence in a process of its own, as a target service loads it: neither the package root nor a driver.
+node -e "
+const f = require('nestjs-durable-execution/fence');
+if (typeof f.FenceVerifier !== 'function' || typeof f.DurableFenceGuard !== 'function') process.exit(1);
+const loaded = Object.keys(require.cache);
+const heavy = loaded.filter((p) => /[\\/]node_modules[\\/](typeorm|pg|@nestjs[\\/]typeorm)[\\/]/.test(p) || /nestjs-durable-execution[\\/]dist[\\/]src[\\/]index[.]js$/.test(p));
+if (heavy.length) { console.error('pack check: nestjs-durable-execution/fence loaded ' + heavy.join(', ')); process.exit(1); }
+if (!loaded.some((p) => /[\\/]node_modules[\\/]@nestjs[\\/]common[\\/]/.test(p))) { console.error('pack check: the /fence probe saw no @nestjs/common in require.cache: it checks nothing'); process.exit(1); }"
 # The /openai-agents subpath: its types (with skipLibCheck: @openai/agents-openai 0.20's own .d.ts fail
 # TS1542 under node16 without it) and its module, which loads nothing of @openai/agents until a call.
 mkdir -p node16-oa

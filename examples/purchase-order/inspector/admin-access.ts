@@ -12,7 +12,7 @@
  * in the browser and never reaches the server.
  */
 import { randomBytes } from 'node:crypto';
-import { ApiKeyAdminGuard, type DurableAdminModuleOptions } from '../../../src'; // in an app: 'nestjs-durable-execution'
+import { ApiKeyAdminGuard, type DurableAdminModuleOptions } from '../../../src/admin'; // in an app: 'nestjs-durable-execution/admin'
 
 /** Where the demo mounts the admin module: the inspector at `/durable`, the API at `/durable/api`. */
 export const ADMIN_PATH = 'durable';

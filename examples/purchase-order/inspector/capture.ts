@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { AdminRunDetail, AdminRunPage } from '../../../src'; // in an app: 'nestjs-durable-execution'
+import type { AdminRunDetail, AdminRunPage } from '../../../src/admin'; // in an app: 'nestjs-durable-execution/admin'
 
 export const CHROMIUM_ARGS = [
   '--headless',

@@ -5,7 +5,8 @@
  */
 import { DynamicModule, INestApplication, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DurableAdminModule, DurableExecutionModule } from '../../../src'; // in an app: 'nestjs-durable-execution'
+import { DurableExecutionModule } from '../../../src'; // in an app: 'nestjs-durable-execution'
+import { DurableAdminModule } from '../../../src/admin'; // in an app: 'nestjs-durable-execution/admin'
 import { ADMIN_PATH, type DemoAdminAccess } from './admin-access';
 
 /**

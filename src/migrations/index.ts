@@ -1,0 +1,28 @@
+/**
+ * `nestjs-durable-execution/migrations`: the module's migrations, for apps and scripts that apply them
+ * themselves. By default the module applies them at boot (`database.migrationsRun`) and the CLI's
+ * `migrate` applies them from a deploy step; this entry is for listing them in the app's own DataSource
+ * (`DURABLE_EXECUTION_MIGRATIONS`, `durableExecutionMigrations({ schema })`) or running them from a
+ * script (`runDurableMigrations`, `revertDurableMigrations`, `durableMigrationStatus`). See
+ * docs/OPERATIONS.md ("Migrations") and docs/UPGRADING.md.
+ * @packageDocumentation
+ */
+export {
+  runDurableMigrations,
+  revertDurableMigrations,
+  durableMigrationStatus,
+  DURABLE_MIGRATIONS_TABLE,
+} from '../store/run-migrations';
+export type { DurableMigrationStatus, MigrationSource } from '../store/run-migrations';
+export {
+  DURABLE_EXECUTION_MIGRATIONS,
+  durableExecutionMigrations,
+  CreateDurableExecutionSchema1764400000000,
+  CommandApprovalStates1764500000000,
+  HotLeaseRenewal1764600000000,
+  ReplayOrder1764700000000,
+  RunResultNotify1764800000000,
+  AdminSessions1764900000000,
+  WorkerPresence1765000000000,
+} from '../../migrations';
+export type { DurableMigrationClass, DurableMigrationOptions } from '../../migrations';
