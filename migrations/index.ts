@@ -28,7 +28,9 @@ import { ScheduleAttempts1766800000000 } from './1766800000000-schedule-attempts
 import { ChildEndHint1766900000000 } from './1766900000000-child-end-hint';
 import { LangGraphCheckpoints1766950000000 } from './1766950000000-langgraph-checkpoints';
 import { LangGraphThreadOwners1766990000000 } from './1766990000000-langgraph-thread-owners';
+import { RecordFormat1766995000000 } from './1766995000000-record-format';
 import { PartitionedEvents1767000000000 } from './1767000000000-partitioned-events';
+import { RunForks1767200000000 } from './1767200000000-run-forks';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -59,7 +61,9 @@ export {
   ChildEndHint1766900000000,
   LangGraphCheckpoints1766950000000,
   LangGraphThreadOwners1766990000000,
+  RecordFormat1766995000000,
   PartitionedEvents1767000000000,
+  RunForks1767200000000,
 };
 
 /**
@@ -97,7 +101,9 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   ChildEndHint1766900000000,
   LangGraphCheckpoints1766950000000,
   LangGraphThreadOwners1766990000000,
+  RecordFormat1766995000000,
   PartitionedEvents1767000000000,
+  RunForks1767200000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

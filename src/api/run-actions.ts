@@ -1,3 +1,4 @@
+import type { DurableRegistry } from '../engine/durable.registry';
 import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { RetryHeldOptions, RunView } from '../interfaces/run.interface';
@@ -11,11 +12,14 @@ import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { TooManyPendingSignalsError } from '../errors/too-many-pending-signals.error';
 import { requireUuid } from '../util/uuid';
 
+export { forkRun } from './run-fork';
+
 /** What the operator actions of `RunRepository` need. @internal */
 export interface RunActionDeps {
   control: RunControlStore;
   reads: RunReadStore;
   options: ResolvedDurableOptions;
+  registry: DurableRegistry;
 }
 
 /** `RunRepository.cancel`: checked, recorded with who asked; the run as it is after. */

@@ -6,6 +6,16 @@ import { RunNotFoundError } from '../errors/run-not-found.error';
 import { RunEndListener } from '../store/run-end-listener';
 import { RunOutcome, RunReadStore } from '../store/run-reads.store';
 import { MAX_TIMER_MS } from '../util/timers';
+import { requireUuid } from '../util/uuid';
+
+/**
+ * `started` (a run `start` or `fork` returned) with a `result(opts)` that waits for its run's output
+ * (`RunResultWaiter.wait`), not enumerable: the object still serialises as it did. @internal
+ */
+export function withResult<T extends { run: { id: string } }>(started: T, results: RunResultWaiter): T {
+  const result = (o?: { timeoutMs?: number }) => results.wait(started.run.id, o?.timeoutMs);
+  return Object.defineProperty(started, 'result', { value: result, enumerable: false });
+}
 
 /**
  * Waits for runs to end through NOTIFY on `durable_execution_done`: one LISTEN connection per process,
@@ -23,9 +33,13 @@ export class RunResultWaiter {
 
   /**
    * The output of run `id` once it has ended: RunFailedError when it failed, was dead-lettered or
-   * cancelled, ResultTimeoutError after `timeoutMs` (the run goes on).
+   * cancelled, ResultTimeoutError after `timeoutMs` (default 30 s; the run goes on). Arguments are
+   * checked first (InvalidArgumentError).
    */
-  async wait<O>(id: string, timeoutMs: number, kind: string | null = null): Promise<O> {
+  async wait<O>(id: string, timeoutMs = 30_000, kind: string | null = null): Promise<O> {
+    requireUuid(id, 'id');
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
+      throw new InvalidArgumentError('timeoutMs', `must be a finite number >= 0, got ${timeoutMs}`);
     await this.runEnds.listen((runId) => this.wake(runId));
     const deadline = Date.now() + timeoutMs;
     let row = await this.awaitable(id);

@@ -2,7 +2,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DurableRegistry } from '../engine/durable.registry';
 import type { WorkflowSignals } from '../engine/run-context';
-import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { ApprovalDecision, CommandResolution } from '../interfaces/command.interface';
 import type {
   PatchStatus,
@@ -29,12 +28,13 @@ import { WorkerPresenceStore } from '../store/worker-presence.store';
 import { requireHistoryRange } from '../util/run-cursor';
 import { requireUuid } from '../util/uuid';
 import { approveCommand, resolveCommand } from './command-decisions';
-import { RunResultWaiter } from './run-results';
+import { RunResultWaiter, withResult } from './run-results';
 import { RunStarter, workflowKind } from './run-start';
 import { kindVersions, listRuns, patchStatusOf } from './run-queries';
 import * as actions from './run-actions';
 import { RunStreamReader } from './run-stream';
 import type { StreamEntry, StreamQuery, WatchOptions } from '../interfaces/stream.interface';
+import type { ForkRunOptions, ForkRunResult } from '../interfaces/run-fork.interface';
 
 /**
  * What controllers inject: start runs, read them and their trail, cancel and re-drive them. Its reads
@@ -62,7 +62,7 @@ export class RunRepository {
     private readonly streams: RunStreamReader,
   ) {
     this.starter = new RunStarter(registry, control, options, presence);
-    this.acts = { control, reads, options };
+    this.acts = { control, reads, options, registry };
   }
 
   /**
@@ -92,9 +92,7 @@ export class RunRepository {
     input: unknown,
     opts: StartRunOptions = {},
   ): Promise<StartRunResult> {
-    const started = await this.starter.start(kindOrWorkflow, input, opts);
-    const result = (o?: { timeoutMs?: number }) => this.result(started.run.id, o);
-    return Object.defineProperty(started, 'result', { value: result, enumerable: false }) as StartRunResult;
+    return withResult(await this.starter.start(kindOrWorkflow, input, opts), this.results) as StartRunResult;
   }
 
   /**
@@ -112,18 +110,13 @@ export class RunRepository {
   async result<O = unknown>(id: string, opts?: { timeoutMs?: number }): Promise<O>;
   async result(...args: unknown[]): Promise<unknown> {
     const kind = typeof args[0] === 'function' ? workflowKind(args.shift() as WorkflowClass, 'result') : null;
-    const [id, opts = {}] = args as [string, { timeoutMs?: number }?];
-    requireUuid(id, 'id');
-    const timeoutMs = opts.timeoutMs ?? 30_000;
-    if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
-      throw new InvalidArgumentError('timeoutMs', `must be a finite number >= 0, got ${timeoutMs}`);
-    return this.results.wait(id, timeoutMs, kind);
+    const [id, opts] = args as [string, { timeoutMs?: number }?];
+    return this.results.wait(id, opts?.timeoutMs, kind);
   }
 
   /** The run with this id, or null. An id that is not a UUID is an InvalidArgumentError. */
   async get(id: string): Promise<RunView | null> {
-    requireUuid(id, 'id');
-    return this.reads.get(id);
+    return this.reads.get(requireUuid(id, 'id'));
   }
 
   /** Runs newest first, filtered, with keyset pagination (`after` = previous page's `next`). */
@@ -162,6 +155,15 @@ export class RunRepository {
    */
   retry(id: string, by?: string): Promise<RunView> {
     return actions.retryRun(this.acts, id, by);
+  }
+
+  /**
+   * Time travel (docs/TIME-TRAVEL.md): a new run inheriting run `runId`'s record before `opts.fromStep`
+   * (never executed or sent again) that executes from there; its new commands are keyed apart.
+   * ForkRefusedError for a cut that would inherit what the original has not settled.
+   */
+  async fork<I = unknown, O = unknown>(runId: string, opts: ForkRunOptions<I>): Promise<ForkRunResult<I, O>> {
+    return withResult(await actions.forkRun(this.acts, runId, opts), this.results) as ForkRunResult<I, O>;
   }
 
   /**
@@ -218,14 +220,12 @@ export class RunRepository {
    * (run_id, id) index. Bad paging options are an InvalidArgumentError naming the field.
    */
   async events(id: string, query?: RunHistoryQuery): Promise<RunEvent[]> {
-    requireUuid(id, 'id');
-    return this.reads.events(id, requireHistoryRange(query));
+    return this.reads.events(requireUuid(id, 'id'), requireHistoryRange(query));
   }
 
   /** The run's checkpoints in step order; with a `query`, one part of them by step index (as `events`). */
   async checkpoints(id: string, query?: RunHistoryQuery): Promise<CheckpointView[]> {
-    requireUuid(id, 'id');
-    return this.reads.checkpoints(id, requireHistoryRange(query));
+    return this.reads.checkpoints(requireUuid(id, 'id'), requireHistoryRange(query));
   }
 
   /** The run's progress stream (`ctx.emit`) after `from`, in order, at most `limit` (500; 1000 at most). */

@@ -6,7 +6,7 @@ export type { RecordedStep } from '../store/run-state/load-replay';
 export const REPLAY_STALL_MS = 1000;
 
 /** Recorded values (ctx.now/uuid/random, wait deadlines, patch markers) are read at once, not delivered in order. */
-const isDelivery = (name: string): boolean => !/^\$(?!sleep$|signal:|child:|emit:)/.test(name);
+export const isDelivery = (name: string): boolean => !/^\$(?!sleep$|signal:|child:|emit:)/.test(name);
 
 /**
  * The replay log of one claim: step indexes, recorded results, and the order in which results reach

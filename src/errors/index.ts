@@ -37,4 +37,5 @@ export * from './unauthenticated-fence.error';
 export * from './too-many-stream-clients.error';
 export * from './too-many-pending-signals.error';
 export * from './foreign-thread.error';
+export * from './fork-refused.error';
 export * from './call-abandoned.error';

@@ -9,7 +9,18 @@ type PayloadKeys<T> = T extends unknown ? keyof T & string : never;
  * compares the payloads stored on real runs with it, another test compares it with docs/EVENTS.md.
  */
 export const DURABLE_EVENT_PAYLOAD_KEYS = {
-  'run.created': ['kind', 'idempotencyKey', 'traceparent', 'schedule', 'scheduledAt', 'parent'],
+  'run.created': [
+    'kind',
+    'idempotencyKey',
+    'traceparent',
+    'schedule',
+    'scheduledAt',
+    'parent',
+    'forkedFrom',
+    'fromStep',
+    'inherited',
+    'edited',
+  ],
   'run.claimed': ['workerId', 'attempt', 'timeline', 'slots', 'rateToken'],
   'run.limited': ['scope'],
   'run.debounced': ['availableAt'],
@@ -43,7 +54,8 @@ export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'run.held': ['reason', 'error', 'notSent'],
   'run.dead_lettered': ['reason', 'attempts', 'error', 'notSent'],
   'run.cancel_requested': ['reason', 'by', 'parent'],
-  'run.cancelled': ['reason', 'by', 'cleanup', 'cleanupError', 'notSent', 'parent'],
+  'run.cancelled': ['reason', 'by', 'cleanup', 'cleanupError', 'notSent', 'parent', 'fork'],
+  'run.forked': ['fork', 'fromStep', 'original', 'by'],
   'run.cleanup_started': [],
   'run.retried': ['by'],
   'run.reconciled': ['reason', 'previousWorker', 'outcome', 'attempts', 'availableAt', 'inDoubt'],

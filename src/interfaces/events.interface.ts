@@ -9,29 +9,10 @@
  * so a `redact` that drops fields makes them optional in what you read back.
  */
 
-/** Who acted: an operator's name (admin API, `RunRepository` calls with `by`), or a part of the engine. */
-export type By = string;
+import type { By, CommandRef, ModelUsagePayload, NotSent } from './event-parts.interface';
+import type { ForkCreatedPayload, RunForkedPayload } from './run-fork.interface';
 
-/** A step's model usage, kept when the output of a `kind: 'model'` step carries `usage` or a request id. */
-export interface ModelUsagePayload {
-  usage?: unknown;
-  requestId?: unknown;
-}
-
-/** The command an outcome event is about: its idempotency key, its name, and its step index. */
-export interface CommandRef {
-  key: string;
-  name: string;
-  step: number;
-}
-
-/**
- * On an event that ends a claim: the idempotency keys of commands this claim reserved but never sent
- * (the run stopped between the reserve and the call); their reservations were withdrawn.
- */
-export interface NotSent {
-  notSent?: string[];
-}
+export type { By, CommandRef, ModelUsagePayload, NotSent } from './event-parts.interface';
 
 /**
  * Payload of each event type, by type. `availableAt` is the due time PostgreSQL recorded (ISO text, or
@@ -48,7 +29,7 @@ export interface DurableEventPayloads {
     scheduledAt?: string;
     /** A child run (`ctx.startChild`): its parent run's id. */
     parent?: string;
-  };
+  } & ForkCreatedPayload;
   /** A worker claimed the run; the event's epoch is the new one. `attempt` counts claims without progress. */
   'run.claimed': {
     workerId: string;
@@ -171,8 +152,9 @@ export interface DurableEventPayloads {
    * `cleanup` when its workflow has `onCancel`: `done`, or `failed` and the error it ended with).
    */
   'run.cancelled':
-    | { reason: string | null; by?: By; parent?: string }
+    | { reason: string | null; by?: By; parent?: string; fork?: string }
     | ({ by: 'worker'; cleanup?: 'done' | 'failed'; cleanupError?: string } & NotSent);
+  'run.forked': RunForkedPayload;
   /** A cancel reached the running workflow and its `onCancel` cleanup begins (once per run). */
   'run.cleanup_started': Record<never, never>;
   /** A failed or dead-lettered run was put back to `pending`. */
@@ -232,6 +214,7 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'run.dead_lettered': true,
   'run.cancel_requested': true,
   'run.cancelled': true,
+  'run.forked': true,
   'run.cleanup_started': true,
   'run.retried': true,
   'run.reconciled': true,

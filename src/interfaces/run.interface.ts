@@ -58,6 +58,11 @@ export interface RunView<I = unknown, O = unknown> {
   held: boolean;
   /** The run that started this one (`ctx.child`, `ctx.startChild`), or null. */
   parentId: string | null;
+  /**
+   * The run this one was forked from (`RunRepository.fork`) and the first position it executed itself
+   * (`fromStep`; what it inherited lies before it), or null for a run that was started.
+   */
+  forkedFrom: { runId: string; fromStep: number } | null;
   /** Its tags (`StartRunOptions.tags`, `ctx.setTags`), or an empty object. */
   tags: Record<string, string>;
   error: { name?: string; code?: string; message: string; stack?: string; cause?: unknown } | null;

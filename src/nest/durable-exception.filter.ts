@@ -21,6 +21,8 @@ export const DURABLE_HTTP_STATUS: Readonly<Partial<Record<DurableErrorCode, numb
   DURABLE_UNAUTHENTICATED_FENCE: HttpStatus.UNAUTHORIZED,
   // A run named a LangGraph thread another run owns, without sharing it.
   DURABLE_FOREIGN_THREAD: HttpStatus.FORBIDDEN,
+  // A fork whose cut would inherit something unsettled (a command in doubt, a running child) or cut a Promise.all.
+  DURABLE_FORK_REFUSED: HttpStatus.CONFLICT,
   DURABLE_INVALID_ARGUMENT: HttpStatus.BAD_REQUEST,
   // A schedule made at run time that fires more often than limits.minScheduleIntervalMs.
   DURABLE_SCHEDULE_TOO_FREQUENT: HttpStatus.BAD_REQUEST,

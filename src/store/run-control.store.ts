@@ -4,9 +4,11 @@ import { DurableDatabase } from './durable-database';
 import { runViewColumns, toRunView } from './run-row.mapper';
 import { SEND_SIGNAL_SQL, SignalSent, SignalToSend, signalParams, signalSent } from './sql/signal.sql';
 import { RETRY_HELD_SQL } from './sql/retry-held.sql';
-import type { DurableNames, SqlText } from './durable-names';
+import type { SqlText } from './durable-names';
 import { keyLimitRows, releaseSlots } from './run-state/slots';
 import { startDebounced } from './debounced-start';
+import { closeUnsentCommands } from './sql/close-unsent.sql';
+import { RunForkStore } from './fork/run-fork.store';
 
 /**
  * Insert a run and its `run.created` event in one statement. ON CONFLICT on the unique
@@ -40,20 +42,6 @@ from ins`;
  */
 export const RUN_BY_KEY_SQL: SqlText = (t) =>
   `select ${runViewColumns()}, input = $2::jsonb as same_input from ${t.runs} where idempotency_key = $1`;
-
-/**
- * A CTE `closed`: the commands of a run that ends cancelled ($cond on CTE `from`) that were never sent
- * and never will be (awaiting approval, or approved but not dispatched yet) are closed as `rejected`
- * (resolution `run_cancelled`): nobody has to decide them any more, and retention can prune the run.
- */
-export function closeUnsentCommands(t: DurableNames, cond: string, from: string): string {
-  return `closed as (
-  update ${t.commands} c
-     set status = 'rejected', resolution = 'run_cancelled', updated_at = now(),
-         error = '{"message":"the run was cancelled before this command was sent"}'::jsonb
-    from ${from} where c.run_id = ${from}.id and ${cond} and c.status in ('awaiting_approval', 'approved')
-)`;
-}
 
 /**
  * Cancel as a recorded request. A run nobody drives (pending/waiting) is cancelled at once; a running
@@ -148,7 +136,12 @@ export interface KeyHolder {
  */
 @Injectable()
 export class RunControlStore {
-  constructor(private readonly db: DurableDatabase) {}
+  /** `RunRepository.fork`'s plan and statement. */
+  readonly forks: RunForkStore;
+
+  constructor(private readonly db: DurableDatabase) {
+    this.forks = new RunForkStore(db);
+  }
 
   /** Inserts the run and its `run.created` event; null when its idempotency key is already taken. */
   async insert(run: NewRun): Promise<RunView | null> {

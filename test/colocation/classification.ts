@@ -71,6 +71,7 @@ export const PER_RUN: Record<string, PerRun> = {
   [`${S}replay-history.store.ts#RUN_SQL`]: {},
   [`${S}test-controls.ts#DUE_NOW_SQL`]: {},
   [`${S}test-controls.ts#WAIT_LEFT_SQL`]: {},
+  [`${S}fork/fork-run.sql.ts#FORK_PLAN_SQL`]: {},
   ...Object.fromEntries(
     [
       'HISTORY_SQL.events',
@@ -129,6 +130,9 @@ export const EXCEPTIONS: Record<string, Exception> = {
   ),
   [`${RS}child-start.ts#CANCEL_CHILD_SQL`]: cross(
     "child cancel: fenced by the parent, writes the child's row",
+  ),
+  [`${S}fork/fork-run.sql.ts#FORK_RUN_SQL`]: cross(
+    "time travel: the original's record copied into a new run (another shard), the original fenced when cancelled",
   ),
   [`${RS}budget-charge.ts#CHARGE_BUDGET_SQL`]: cross(
     "budgets: ai_budget_charge runs on the budget's shard (distributed function by name)",

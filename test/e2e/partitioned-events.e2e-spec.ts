@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { DurableStep, DurableWorkflow, RunRepository } from '../../src';
 import { DurableRetention, DurableRetentionModule } from '../../src/maintenance/retention';
 import { revertDurableMigrations, runDurableMigrations } from '../../src/migrations';
+import { DURABLE_EXECUTION_MIGRATIONS } from '../../migrations';
 import { EventPartitionsStore } from '../../src/store/event-partitions.store';
 import { bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, queryOnce, serverUrl, TestDatabase } from '../helpers/database';
@@ -31,6 +32,12 @@ class PartJob {
 }
 
 const DAY = 86_400_000;
+/** The partitioning and the migrations after it, newest first: reverted together (each reverts cleanly). */
+const FROM_PARTITIONING = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name)
+  .slice(DURABLE_EXECUTION_MIGRATIONS.findIndex((m) => m.name === 'PartitionedEvents1767000000000'))
+  .reverse();
+const revertPartitioning = (url: string) =>
+  revertDurableMigrations({ type: 'postgres', url }, FROM_PARTITIONING.length);
 const migrate = (url: string) => runDurableMigrations({ type: 'postgres', url });
 const boot = (url: string) =>
   bootModules({
@@ -61,9 +68,7 @@ describe('ai_events partitioned by week', () => {
   });
 
   it('the migration keeps a table holding events: rows, ids, grants, a run history; down() restores it', async () => {
-    expect(await revertDurableMigrations({ type: 'postgres', url: db.url }, 1)).toEqual([
-      'PartitionedEvents1767000000000',
-    ]);
+    expect(await revertPartitioning(db.url)).toEqual(FROM_PARTITIONING);
     expect(await relkind(db)).toBe('r');
     app = await boot(db.url);
     const runs = app.get(RunRepository);
@@ -107,7 +112,7 @@ describe('ai_events partitioned by week', () => {
     const all = await db.query(`select * from ai_events order by id`);
 
     await app.close();
-    await revertDurableMigrations({ type: 'postgres', url: db.url }, 1);
+    await revertPartitioning(db.url);
     expect(await relkind(db)).toBe('r');
     expect(await db.query(`select * from ai_events order by id`)).toEqual(all);
     const [{ def }] = await db.query(

@@ -10,7 +10,7 @@ import {
   StoreContext,
 } from './fence';
 import type { DurableNames, SqlText } from '../durable-names';
-import { closeUnsentCommands } from '../run-control.store';
+import { closeUnsentCommands } from '../sql/close-unsent.sql';
 import { releaseSlots } from './slots';
 import type { BatchItem } from './fenced-batcher';
 
