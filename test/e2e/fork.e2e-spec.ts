@@ -5,8 +5,6 @@
  * again; what it runs itself reaches the vendor under keys of its own; the original is left as it was,
  * or cancelled and fenced in the fork's statement.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { INestApplication } from '@nestjs/common';
 import { ForkRefusedError, InvalidArgumentError, RunRepository } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
@@ -23,34 +21,7 @@ import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 import { FakeTarget, startFakeTarget } from '../helpers/fake-target';
 import { waitFor } from '../helpers/processes';
-
-/** The loopback model: every turn it is asked, by run and step; a prompt starting BROKEN gets garbage. */
-export interface ModelServer {
-  url: string;
-  asked: Array<{ run: string; step: number; prompt: string }>;
-  close(): Promise<void>;
-}
-
-export async function startModelServer(): Promise<ModelServer> {
-  const asked: ModelServer['asked'] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const { run, step, prompt } = JSON.parse(body) as { run: string; step: number; prompt: string };
-      asked.push({ run, step, prompt });
-      const text = prompt.startsWith('BROKEN') ? '<<garbage>>' : `answer ${step} to [${prompt}]`;
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ text }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    asked,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
+import { ModelServer, startModelServer } from '../helpers/model-server';
 
 /** The keys the vendor saw for a run id (the key names its run: `run_<id>:step_<n>:act`). */
 const keysOf = (vendor: FakeTarget, runId: string) =>

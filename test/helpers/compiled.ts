@@ -13,6 +13,7 @@ const ENTRIES = [
   'test/fixtures/zombie-socket-app.ts',
   'test/fixtures/tx-worker-app.ts',
   'test/fixtures/ai-agent-app.ts',
+  'test/fixtures/fork-agent-app.ts',
   'test/langgraph/graph-worker.ts',
   'test/openai-agents/agents-app.ts',
   'test/chaos/chaos-worker.ts',
