@@ -2,7 +2,7 @@
  * From a generated case to one the durable run is compared on. The plain run lists every occurrence;
  * while two that are not causally ordered are closer than GAP_UNITS, one of them moves a unit later: a
  * signal arrives later (past the case's length it is dropped: it never comes), or the step, command,
- * sleep or timeout that made it lasts a unit longer (a loop's body for every item). A case whose events
+ * sleep, timeout or hung step's attempt that made it lasts a unit longer (a loop's body for every item). A case whose events
  * cannot be spread that way, that never returns, or that is too long is not run (`invalid`). The repair
  * is a function of the generated case, so fast-check shrinks the generated case and repairs each shrink.
  */
@@ -44,7 +44,7 @@ function later(c: DiffCase, o: Occurrence, p: Profile): DiffCase | null {
     return { ...c, signals };
   }
   const [kind, label] = o.what.split(' ');
-  if (!['step', 'cmd', 'sleep', 'timeout', 'child'].includes(kind)) return null;
+  if (!['step', 'cmd', 'sleep', 'timeout', 'child', 'hang'].includes(kind)) return null;
   const ops = lengthen(c.ops, label.split(/(?=[./])/), kind);
   return ops ? { ...c, ops } : null;
 }
@@ -67,6 +67,10 @@ function grow(op: Op, rest: string[], kind: string): Op | null {
     if ((op.t === 'wait' || op.t === 'child') && kind === 'timeout' && op.timeout !== null)
       return { ...op, timeout: op.timeout + 1 };
     if (op.t === 'child' && kind === 'child') return { ...op, d: op.d + 1 };
+    // A hung step: its attempts' timeout, or its second attempt's length.
+    if (op.t === 'hang' && kind === 'timeout' && op.timeout !== null)
+      return { ...op, timeout: op.timeout + 1 };
+    if (op.t === 'hang' && kind === 'hang' && op.then !== null) return { ...op, then: op.then + 1 };
     return null;
   }
   if (op.t === 'patch') {

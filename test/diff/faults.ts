@@ -12,6 +12,7 @@ import path from 'node:path';
 import type { Fault } from './harness';
 import type { Rig } from './setup';
 import type { PlainResult } from './plain';
+import { isMarkMessage, recordMark } from './marks';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -41,10 +42,12 @@ export function workerPool(env: { dbUrl: string; worldUrl: string; leaseTtlMs: n
         WORKER_ID: id,
         LEASE_TTL_MS: String(env.leaseTtlMs),
         HEARTBEAT_MS: String(Math.round(env.leaseTtlMs / 4)),
+        DIFF_MARKS_IPC: '1', // catch and finally blocks reported to this process (marks.ts)
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     live.set(id, child);
+    child.on('message', (m) => isMarkMessage(m) && recordMark(m.runId, m.diffMark));
     child.once('exit', () => live.delete(id));
     return new Promise((resolve, reject) => {
       child.once('message', () => resolve());
@@ -86,7 +89,12 @@ export function killWindow(plain: PlainResult): Kill | null {
   for (const [label, call] of [...plain.calls].sort((x, y) => x[1].from - y[1].from)) {
     const at = call.from + KILL_AFTER_UNITS;
     const quietUntil = at + TAKEOVER_UNITS;
-    if (call.kind === 'child' || call.to <= quietUntil) continue; // a child runs in a run of its own
+    if (call.kind === 'child' || call.kind === 'hang' || call.to <= quietUntil) continue; // a child runs in a run of its own
+    // A hung body live across the kill would start its attempts afresh on the new owner.
+    const hung = [...plain.calls.values()].some(
+      (x) => x.kind === 'hang' && x.from < quietUntil && x.to > call.from,
+    );
+    if (hung) continue;
     const busy = occ.some((o) => !o.what.startsWith('mailbox') && o.time > call.from && o.time <= quietUntil);
     if (busy) continue;
     const timers = occ.filter(

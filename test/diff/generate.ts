@@ -35,8 +35,39 @@ function leaf(p: Profile): fc.Arbitrary<Op> {
         timeout: fc.option(timeout, { freq: 2 }),
       }),
     },
+    { weight: 2, arbitrary: timedHang },
+    { weight: 1, arbitrary: hungForever },
   );
 }
+
+/**
+ * A hung step with a timeout: one or two attempts, the second perhaps returning; rarely deaf to its
+ * signal (its next attempt then waits for the 5 s grace: valid as a race's loser).
+ */
+const timedHang: fc.Arbitrary<Op> = fc
+  .record({
+    timeout: fc.integer({ min: 1, max: 5 }),
+    attempts: fc.constantFrom<1 | 2>(1, 2),
+    deaf: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))), // a quarter
+    returns: fc.boolean(),
+  })
+  .chain(({ returns, ...h }) =>
+    h.attempts === 2 && returns
+      ? // The second attempt returns, GAP_UNITS before its own timeout at least.
+        fc
+          .integer({ min: GAP_UNITS + 1, max: 6 })
+          .chain((timeout) =>
+            fc
+              .integer({ min: 1, max: timeout - GAP_UNITS })
+              .map((then): Op => ({ t: 'hang', ...h, timeout, then })),
+          )
+      : fc.constant<Op>({ t: 'hang', ...h, then: null }),
+  );
+
+/** A hung step without a timeout: it never settles (a race's loser, or a run that is cancelled). */
+const hungForever: fc.Arbitrary<Op> = fc
+  .boolean()
+  .map((deaf): Op => ({ t: 'hang', timeout: null, attempts: 1, deaf, then: null }));
 
 /** A wait with a timeout: what try/catch is mostly around. */
 const timedWait: fc.Arbitrary<Op> = fc.record({ t: fc.constant('wait' as const), name, timeout });
@@ -63,12 +94,31 @@ function node(p: Profile, depth: number): fc.Arbitrary<Op> {
         body: sub,
       }),
     },
+    { weight: 3, arbitrary: tryOf(p, sub) },
     {
-      weight: 2,
-      arbitrary: fc.record({ t: fc.constant('try' as const), body: fc.oneof(timedWait, sub) }),
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.constantFrom<'race' | 'any'>('race', 'any'), hungForever, sub, fc.boolean())
+        .map(([t, h, o, first]): Op => ({ t, ops: first ? [h, o] : [o, h] })),
     },
     { weight: 1, arbitrary: patchOf(p) },
   );
+}
+
+/**
+ * try { body } catch { n++ (rethrow) } finally { m++ }: around a timed wait, a sequence of leaves
+ * (`try { await sleep; await step }`: a park inside, then a call), a hung step, or any node (nested
+ * tries, races, loops).
+ */
+function tryOf(p: Profile, sub: fc.Arbitrary<Op>): fc.Arbitrary<Op> {
+  const seqOf = fc
+    .array(fc.oneof(leaf(p), timedWait, timedHang), { minLength: 2, maxLength: 3 })
+    .map((ops): Op => ({ t: 'seq', ops }));
+  return fc.record({
+    t: fc.constant('try' as const),
+    body: fc.oneof(timedWait, seqOf, timedHang, sub),
+    rethrow: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))),
+  });
 }
 
 /** for x of [n] { patched ? a : b }, a and b leaves (a step, a command or a sleep). */

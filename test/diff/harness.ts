@@ -8,6 +8,7 @@ import { RunRepository } from '../../src';
 import type { Outcome } from './interpret';
 import type { PlainResult } from './plain';
 import { signalScript, type DiffCase, type DiffInput, type Mutation } from './program';
+import { dropMarks, executionsOf } from './marks';
 import type { DiffWorld, Execution } from './world';
 import { DIFF_KIND, type SignalPayload } from './workflow';
 
@@ -30,6 +31,8 @@ export interface DurableResult {
   error: string | null;
   effects: Record<string, number>;
   executions: Execution[];
+  /** The catch and finally blocks each execution of run() ran (marks.ts), up to a cancel or lost lease. */
+  blocks: Map<string, string[]>;
   /**
    * The latest a body was first called after its virtual time, and a signal sent after its time (ms):
    * the machine's share of a divergence (competing events are GAP_UNITS units apart).
@@ -67,7 +70,8 @@ export async function runDurable(
   })();
   const faults = o.fault ? o.fault(run.id, t0, () => ended) : Promise.resolve([]);
   const cancel = c.cancel === undefined ? null : cancelAt(env, run.id, t0, c.cancel, () => ended);
-  const deadline = t0 + plain.end * env.unitMs + (o.slackMs ?? 8_000);
+  const last = Math.max(plain.end, plain.finished ?? 0);
+  const deadline = t0 + last * env.unitMs + plain.extraMs + (o.slackMs ?? 8_000);
   let view = (await env.runs.get(run.id))!;
   while (!TERMINAL.includes(view.status) && Date.now() < deadline) {
     await pause(40);
@@ -80,6 +84,8 @@ export async function runDurable(
   await sender;
   if (cancel) notes.push(...(await cancel));
   const w = env.world.run(run.id);
+  const blocks = executionsOf(run.id);
+  dropMarks(run.id);
   // First executions only: a body run again after a takeover is late by the takeover, as it should be.
   const seen = new Set<string>();
   for (const x of w.executions) {
@@ -97,6 +103,7 @@ export async function runDurable(
     error: view.error ? `${view.error.name ?? ''}: ${view.error.message}` : null,
     effects: w.effects,
     executions: w.executions,
+    blocks,
     lateMs: late,
     epoch: view.epoch,
     notes,
@@ -140,6 +147,17 @@ export function compare(plain: PlainResult, d: DurableResult): string[] {
     }
     if (canonical(plain.outcome.value) !== canonical(d.outcome.value))
       out.push(`value: expected ${canonical(plain.outcome.value)}, got ${canonical(d.outcome.value)}`);
+    if (canonical(plain.outcome.counts) !== canonical(d.outcome.counts))
+      out.push(`counts: expected ${canonical(plain.outcome.counts)}, got ${canonical(d.outcome.counts)}`);
+  }
+  // Every execution of run() (a park's, a takeover's) ran a prefix of plain JavaScript's blocks.
+  const blocks = plain.marks.map((m) => m.what);
+  for (const [exec, ran] of d.blocks) {
+    const i = ran.findIndex((x, j) => blocks[j] !== x);
+    if (i >= 0)
+      out.push(
+        `execution ${exec} ran ${ran[i]} as its block ${i + 1}, plain JavaScript ${blocks[i] ?? 'none'} (it ran ${ran.join(' ')})`,
+      );
   }
   for (const label of new Set([...Object.keys(plain.effects), ...Object.keys(d.effects)]))
     if ((plain.effects[label] ?? 0) !== (d.effects[label] ?? 0))

@@ -12,57 +12,13 @@
  * durable run uses it to end each step at its virtual time on the real clock (so lateness never adds up
  * along a sequence); the plain run checks it against its clock.
  */
-import { childLabel, itemLabel, type Mutation, type Op, type SignalName } from './program';
+import { OpFailure, why, type Hooks, type Json, type Out, type Outcome, type Prims } from './interpret-types';
+import { childLabel, itemLabel, type Mutation, type Op } from './program';
 
-export type Json = null | string | number | boolean | Json[] | { [k: string]: Json };
+export { OpFailure, why } from './interpret-types';
+export type { Hooks, Json, Out, Outcome, Prims } from './interpret-types';
 
-export interface Out {
-  v: Json;
-  t: number;
-}
-
-/** A rejection of the program: a signal wait's timeout, or `any` with every part rejected. */
-export class OpFailure extends Error {
-  constructor(
-    readonly why: string,
-    readonly t: number,
-  ) {
-    super(why);
-    this.name = 'OpFailure';
-  }
-}
-
-export interface Prims {
-  step(label: string, d: number, at: number): Promise<Out>;
-  cmd(label: string, d: number, at: number): Promise<Out>;
-  sleep(label: string, n: number, at: number): Promise<Out>;
-  /** Rejects with OpFailure('timeout', at + timeout) when the timeout passes first. */
-  wait(label: string, name: SignalName, timeout: number | null, at: number): Promise<Out>;
-  /** A child run of `d` units, waited for; rejects with OpFailure('timeout', at + timeout). */
-  child(label: string, d: number, timeout: number | null, at: number): Promise<Out>;
-  /** ctx.patched(id) of the patch op `label` (the old code answers false without asking; `old`: its path). */
-  patched(label: string, old: Op): boolean;
-}
-
-/** What the durable run returns and the plain run computes. */
-export interface Outcome {
-  trace: string[];
-  value: Json;
-}
-
-/** Coverage hooks (the plain run's): a composite op settled. */
-export interface Hooks {
-  settled?(op: Op, label: string, failed: boolean, v: Json): void;
-}
-
-/** What an error is called in the trace: the failure's reason, or the engine error's name. */
-export function why(e: unknown): string {
-  if (e instanceof OpFailure) return e.why;
-  const err = e as { name?: string; message?: string };
-  return `error:${err?.name ?? 'unknown'}:${err?.message ?? String(e)}`;
-}
-
-const LEAVES = ['step', 'cmd', 'sleep', 'wait', 'child'];
+const LEAVES = ['step', 'cmd', 'sleep', 'wait', 'child', 'hang'];
 const tOf = (e: unknown, at: number) => (e instanceof OpFailure ? e.t : at);
 const latest = (ts: number[], at: number) => Math.max(at, ...ts);
 
@@ -73,6 +29,12 @@ export async function interpret(
   hooks?: Hooks,
 ): Promise<Outcome> {
   const trace: string[] = [];
+  // Workflow-local counters, as `let n = 0, m = 0` in run(): catch and finally blocks run.
+  const counts = { catch: 0, finally: 0 };
+  const mark = (what: string) => {
+    trace.push(what);
+    hooks?.mark?.(what);
+  };
 
   function run(op: Op, label: string, at: number): Promise<Out> {
     const p = exec(op, label, at).then(
@@ -105,6 +67,8 @@ export async function interpret(
         return prims.wait(label, op.name, op.timeout, at);
       case 'child':
         return prims.child(label, op.d, op.timeout, at);
+      case 'hang':
+        return prims.hang(label, op, at);
       case 'patch': {
         // for (const x of items) ctx.patched(id) ? await a : await b; a at `<item>.0`, b at `<item>.1`.
         const vs: Json[] = [];
@@ -194,11 +158,18 @@ export async function interpret(
         return { v: vs, t };
       }
       case 'try':
+        hooks?.enter?.(label);
         try {
           const o = await run(op.body, childLabel(label, 0), at);
           return { v: { ok: o.v }, t: o.t };
         } catch (e) {
+          counts.catch++;
+          mark(`${label}#catch`);
+          if (op.rethrow) throw e;
           return { v: { caught: why(e) }, t: tOf(e, at) };
+        } finally {
+          counts.finally++;
+          mark(`${label}#finally`);
         }
     }
   }
@@ -216,5 +187,5 @@ export async function interpret(
       values.push({ caught: why(e) });
       t = tOf(e, t);
     }
-  return { trace: [...trace], value: values };
+  return { trace: [...trace], value: values, counts: { ...counts } };
 }

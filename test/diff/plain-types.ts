@@ -17,12 +17,24 @@ export interface Queued {
   key: number;
   seq: number;
   time: number;
-  /** Timers and waits are dropped once run() returned or the run was cancelled; steps and commands finish. */
-  wait: boolean;
+  /**
+   * Timers and waits (true) are dropped once run() returned or the run was cancelled; steps, commands
+   * and hung steps' attempts (false) finish; the late-call bound ('body') goes after run() returned, not
+   * after a cancel.
+   */
+  wait: Drop;
   fire: () => void;
 }
 
-export type CallKind = 'step' | 'cmd' | 'child';
+export type Drop = boolean | 'body';
+
+export type CallKind = 'step' | 'cmd' | 'child' | 'hang';
+
+/** A catch or finally block run (`<label>#catch`), at a virtual time. */
+export interface PlainMark {
+  what: string;
+  time: number;
+}
 
 export interface PlainResult {
   outcome: Outcome;
@@ -31,6 +43,19 @@ export interface PlainResult {
   effects: Record<string, number>;
   /** When the durable run ends: run() returned (succeeded), or the cancel and what ran on (units). */
   end: number;
+  /** When the run finished (run() returned and no call was live any more; null: cancelled first). */
+  finished: number | null;
+  /**
+   * What the durable run may take beyond `end` and `finished` on the real clock (ms): a cancel while a
+   * hung body runs is found at a heartbeat, and one that ignores its signal is abandoned after a grace.
+   */
+  extraMs: number;
+  /**
+   * The catch and finally blocks run, in order. A cancelled run's go on after the cancel where a step's
+   * outcome comes (the durable run delivers it, then stops at its next call): the durable executions
+   * must each have run a prefix of them.
+   */
+  marks: PlainMark[];
   /** Why the durable run cannot be compared on this case (never returns, too long, ...), or null. */
   invalid: string | null;
   occurrences: Occurrence[];

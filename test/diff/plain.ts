@@ -20,6 +20,11 @@
  *   its due time; ties in call order);
  * - once run() returned, pending timers and waits are dropped; steps and commands still running finish.
  *   The run finishes when run() returned and no step or command runs.
+ * - a hung step (plain-hang.ts) times out at each attempt's timeout, then fails or returns on its second
+ *   attempt; one without a timeout never settles and holds the finish until the engine's late-call bound
+ *   after run() returned (without a bound the case is not run) or a cancel;
+ * - each catch and finally block run is a mark (`<label>#catch`), listed with its time: every durable
+ *   execution must have run a prefix of them (a park runs none).
  * - a cancel at C is an AbortSignal the run observes at its next durable occurrence: unless the run
  *   finished before C, it ends `cancelled`; what was called before C happened (a command's effect, a
  *   step's body, a child's start; steps and commands running at C finish), nothing is called from C on,
@@ -29,10 +34,20 @@
  * Alongside the outcome it lists every occurrence (an event at a virtual time, with the event in whose
  * continuation it was called): cases.ts checks that two not causally ordered are GAP_UNITS apart.
  */
-import type { DiffCase, Mutation, Op } from './program';
-import { interpret, OpFailure, type Hooks, type Json, type Out, type Outcome, type Prims } from './interpret';
+import {
+  GAP_UNITS,
+  HEARTBEAT_MS,
+  LATE_CALL_GRACE_UNITS,
+  STOP_GRACE_MS,
+  type DiffCase,
+  type Mutation,
+  type Op,
+} from './program';
+import { interpret, type Hooks, type Json, type Out, type Outcome, type Prims } from './interpret';
+import { plainChild, plainPatched, type PrimSim } from './plain-child';
+import { plainHang, type HungBody } from './plain-hang';
 import { plainSignals } from './plain-signals';
-import type { Occurrence, PlainResult, Queued } from './plain-types';
+import type { Drop, Occurrence, PlainMark, PlainResult, Queued } from './plain-types';
 
 export type { CallKind, Occurrence, PlainResult } from './plain-types';
 
@@ -44,8 +59,16 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
   let current = 0;
   let ended = false;
   let invalid: string | null = null;
-  /** Steps and commands running; when run() returned and none runs, the run finished (at `finished`). */
+  /** Steps and commands running (and hung bodies); when run() returned and none runs, the run finished. */
   let live = 0;
+  const bodies = new Map<string, HungBody>();
+  const busy = () => live + bodies.size;
+  /** When a step or command last settled (the late-call bound must not compete with it). */
+  let lastSettled = -Infinity;
+  let extraMs = 0;
+  const marks: PlainMark[] = [];
+  /** Try blocks entered and not left: a park now is inside one (its blocks must not run). */
+  let openTries = 0;
   let finished: number | null = null;
   let cancelled: number | null = null;
   const occurrences: Occurrence[] = [{ id: 0, time: 0, parent: null, what: 'start' }];
@@ -58,7 +81,7 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
   const schedule = (
     time: number,
     what: string,
-    wait: boolean,
+    wait: Drop,
     fire: () => void,
     key = time,
     parent: number | null = current,
@@ -87,6 +110,7 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     return new Promise<Out>((resolve) =>
       schedule(to, `${kind} ${label}`, false, () => {
         live--;
+        lastSettled = now;
         if (loser(label)) tags.add(`loser ${kind} finished after its race`);
         if (ended) tags.add(`${kind} let finish after run() returned`);
         resolve({ v: `${kind === 'step' ? 's' : 'c'}:${label}`, t: to });
@@ -94,11 +118,7 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     );
   };
 
-  /** Per patch op: the old code got past its first position; the answer once the new code asked. */
-  const oldPassed = new Set<string>();
-  const answers = new Map<string, boolean>();
-  const onOld = () => c.deploy !== undefined && now < c.deploy;
-
+  const sim: PrimSim = { now: () => now, called, schedule, loser, tags, calls, busy };
   const prims: Prims = {
     step: leaf('step'),
     cmd: leaf('cmd'),
@@ -113,45 +133,19 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
       );
     },
     wait: plainSignals({ now: () => now, occurrences, schedule, called, loser, tags }, c),
-    child(label, d, timeout, at) {
-      if (!called(label, at)) return never;
-      calls.set(label, { kind: 'child', from: now, to: now + d });
-      const to = now + d;
-      let done = false;
-      return new Promise((resolve, reject) => {
-        if (timeout !== null)
-          schedule(now + timeout, `timeout ${label}`, true, () => {
-            if (done) return;
-            done = true;
-            tags.add('child wait timed out (child cancelled)');
-            reject(new OpFailure('timeout', now));
-          });
-        schedule(to, `child ${label}`, true, () => {
-          if (done) return;
-          done = true;
-          if (live > 0) tags.add('child ended while its parent ran a call');
-          tags.add(timeout === null ? 'child waited for' : 'child waited for with a timeout');
-          if (loser(label)) tags.add('loser child ended after its race');
-          resolve({ v: `k:${label}`, t: to });
-        });
-      });
-    },
-    patched(label, old) {
-      if (onOld()) {
-        // The old code takes the old path without asking. It got past the op's first position once a
-        // command or sleep there is called (reserved, due time written), a step once it settled
-        // (committed) before the deploy.
-        if (old.t !== 'step' || now + old.d < c.deploy!) oldPassed.add(label);
-        return false;
-      }
-      if (!answers.has(label) && c.deploy !== undefined)
-        tags.add(
-          oldPassed.has(label) ? 'patch: old path after the deploy' : 'patch: new path after the deploy',
-        );
-      if (!answers.has(label)) answers.set(label, !oldPassed.has(label));
-      tags.add(answers.get(label) ? 'patched in a loop: new path' : 'patched in a loop: old path');
-      return answers.get(label)!;
-    },
+    child: plainChild(sim),
+    hang: plainHang({
+      now: () => now,
+      schedule,
+      called,
+      loser,
+      ended: () => ended,
+      invalid: (why) => (invalid ??= why),
+      tags,
+      calls,
+      bodies,
+    }),
+    patched: plainPatched(sim, c),
   };
 
   if (c.cancel !== undefined) {
@@ -163,9 +157,14 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
       () => {
         if (finished !== null) return void tags.add('cancel lost to the finish');
         cancelled = at;
+        if (bodies.size) {
+          tags.add('cancel while a body hangs');
+          // Found at a heartbeat; a body that ignores its signal is abandoned after the stop's grace.
+          extraMs = HEARTBEAT_MS + ([...bodies.values()].some((b) => b.deaf) ? STOP_GRACE_MS : 0);
+        }
         if (ended) tags.add('cancel after run() returned, calls still live');
         else if (live) tags.add('cancel while a step or command runs');
-        else tags.add('cancel while parked');
+        else if (!bodies.size) tags.add('cancel while parked');
       },
       at,
       null,
@@ -178,8 +177,15 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
       if (op.t === 'race' || op.t === 'any') settledRaces.add(label);
       if (op.t === 'try' && JSON.stringify(v) === JSON.stringify({ caught: 'timeout' }))
         tags.add('try/catch timeout');
+      if (op.t === 'try' && failed) tags.add('try: catch rethrew');
       if (failed) tags.add(`${op.t} rejected`);
     },
+    mark(what) {
+      marks.push({ what, time: now });
+      if (what.endsWith('#finally') && openTries--) tags.add('try: finally ran');
+      if (what.endsWith('#catch')) tags.add('try: catch ran');
+    },
+    enter: () => void openTries++,
   };
 
   let outcome: Outcome | null = null;
@@ -191,18 +197,29 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
   });
   /** run() returned in the continuation of the current occurrence: the end is one more. */
   const mark = () => {
-    if (ended && !live && finished === null && cancelled === null) finished = now;
+    if (!ended && !busy() && openTries > 0 && cancelled === null) tags.add('park inside a try block');
+    if (ended && !busy() && finished === null && cancelled === null) finished = now;
     if (!ended || marked || cancelled !== null) return;
     marked = true;
     end = now;
     occurrences.push({ id: occurrences.length, time: now, parent: current, what: 'end' });
+    if ([...bodies.values()].some((b) => b.forever) && LATE_CALL_GRACE_UNITS !== null)
+      schedule(now + LATE_CALL_GRACE_UNITS, 'late-call bound', 'body', lateBound);
+  };
+  /** `worker.lateCallGraceMs` after run() returned: the engine abandons the calls still live. */
+  const lateBound = () => {
+    if (live || now - lastSettled < GAP_UNITS || [...bodies.values()].some((b) => !b.forever))
+      invalid ??= 'a call outlives the late-call bound';
+    for (const [label, b] of bodies) if (b.forever) bodies.delete(label);
+    tags.add('hung loser abandoned after run() returned');
   };
   await tick();
   mark();
   while (queue.length) {
     queue.sort((x, y) => x.key - y.key || x.seq - y.seq);
     const e = queue.shift()!;
-    if ((ended || cancelled !== null) && e.wait) continue; // dropped: run() returned, or cancelled
+    if ((ended || cancelled !== null) && e.wait === true) continue; // dropped: run() returned, or cancelled
+    if (cancelled !== null && e.wait === 'body') continue; // no late-call bound after a cancel
     now = Math.max(now, e.time);
     current = e.id;
     e.fire();
@@ -211,15 +228,19 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
   }
   if (cancelled !== null) end = Math.max(end, now);
   else if (!outcome) return { ...result(), invalid: 'run() never returns (a wait nothing answers)' };
+  else if (bodies.size) invalid ??= 'a hung call holds the run (no late-call bound)';
   return result();
 
   function result(): PlainResult {
     if (end > maxUnits) invalid ??= `takes ${end} units (more than ${maxUnits})`;
     return {
-      outcome: outcome ?? { trace: [], value: null },
+      outcome: outcome ?? { trace: [], value: null, counts: { catch: 0, finally: 0 } },
       status: cancelled === null ? 'succeeded' : 'cancelled',
       effects,
       end,
+      finished: cancelled === null ? finished : null,
+      extraMs,
+      marks,
       invalid,
       occurrences,
       calls,

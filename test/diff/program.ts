@@ -25,8 +25,19 @@ export type Op =
   | { t: 'race' | 'any' | 'all' | 'allSettled' | 'seq'; ops: Op[] }
   /** for (const x of items) await body (seq), or Promise.all(items.map(body)) (par). */
   | { t: 'loop'; items: number; par: boolean; body: Op }
-  /** try { await body } catch (e) { 'caught:<why>' } */
-  | { t: 'try'; body: Op }
+  /**
+   * try { await body } catch (e) { n++; 'caught:<why>' (rethrow: throw e) } finally { m++ }: the
+   * workflow-local counters n and m end in the outcome (`counts`), each catch and finally in the trace.
+   */
+  | { t: 'try'; body: Op; rethrow?: boolean }
+  /**
+   * A @DurableStep whose body hangs: it never settles unless its attempt's AbortSignal fires (`deaf`:
+   * not even then). With a timeout (units): each attempt times out then (StepTimeoutError), the policy
+   * allows `attempts` (1 or 2); the step then rejects ('timeout'), or with `then` the second attempt
+   * returns after `then` units (value `s:<label>`). Without a timeout it settles never: only as a race's
+   * loser (the engine abandons it `lateCallGraceMs` after run() returned) or under a cancel.
+   */
+  | { t: 'hang'; timeout: number | null; attempts: 1 | 2; deaf: boolean; then: number | null }
   /**
    * ctx.child(DiffChild, { d }, { timeoutMs }): a child run whose body is a step of `d` units; its value
    * `k:<label>`; with a timeout it rejects ('timeout') and the child is cancelled.
@@ -70,6 +81,35 @@ export const GAP_UNITS = 2;
 /** The real length of a unit: GAP_UNITS units = 400 ms between competing events. */
 export const UNIT_MS = 200;
 
+/**
+ * The engine's bounds, in units of UNIT_MS (plain.ts models them): a timed-out body that ignores its
+ * signal is abandoned ABANDON_GRACE_MS after its timeout (retry.ts; the next attempt starts then).
+ */
+export const ABANDON_GRACE_UNITS = 5000 / UNIT_MS;
+/**
+ * The durable rigs' `worker.lateCallGraceMs` (setup.ts), in units: calls still live that long after
+ * run() returned are abandoned (a hung loser); null: no bound (the run never finishes while one hangs).
+ */
+export const LATE_CALL_GRACE_UNITS: number | null = null;
+/**
+ * How long after a cancel the durable run may take to end, beyond the plain run's end, when a hung
+ * body runs: the heartbeat that finds the cancel (the default 10 s) plus, for a body that ignores its
+ * signal, the stop's grace (STOP_GRACE_MS, 5 s).
+ */
+export const HEARTBEAT_MS = 10_000;
+export const STOP_GRACE_MS = 5000;
+
+/** A hang op called at `at`: when it rejects (`fails`), when its second attempt returns, or never. */
+export function hangEnd(
+  o: Extract<Op, { t: 'hang' }>,
+  at: number,
+): { fails: number | null; returns: number | null } {
+  if (o.timeout === null) return { fails: null, returns: null };
+  const gap = o.deaf ? ABANDON_GRACE_UNITS : 0; // the next attempt waits for the timed-out body's grace
+  if (o.attempts === 2 && o.then !== null) return { fails: null, returns: at + o.timeout + gap + o.then };
+  return { fails: at + o.attempts * o.timeout + (o.attempts - 1) * gap, returns: null };
+}
+
 /** The label of child `i` of the op labelled `parent` (loops: item `x`, with '/'). */
 export const childLabel = (parent: string, i: number) => `${parent}.${i}`;
 export const itemLabel = (parent: string, x: number) => `${parent}/${x}`;
@@ -108,7 +148,9 @@ export function describeCase(c: DiffCase): string {
       case 'loop':
         return `for x of [${o.items}]${o.par ? ' all' : ''} { ${op(o.body)} }`;
       case 'try':
-        return `try { ${op(o.body)} }`;
+        return `try { ${op(o.body)} }${o.rethrow ? ' rethrow' : ''}`;
+      case 'hang':
+        return `hang${o.deaf ? ' deaf' : ''}${o.timeout === null ? '' : ` ≤${o.timeout}×${o.attempts}${o.then === null ? '' : ` then ${o.then}`}`}`;
       case 'child':
         return `child ${o.d}${o.timeout === null ? '' : ` ≤${o.timeout}`}`;
       case 'patch':

@@ -100,7 +100,14 @@ export async function runDifferential(env: DurableEnv, o: DiffOptions): Promise<
   runs.sort((a, b) => a.index - b.index);
   const coverage = new Map<string, number>();
   for (const r of runs)
-    for (const tag of [...r.p.plain.tags, ...r.durable.notes.map((n) => `fault: ${n.split(' ')[0]}`)])
+    for (const tag of [
+      ...r.p.plain.tags,
+      ...r.durable.notes.map((n) => `fault: ${n.split(' ')[0]}`),
+      // Two executions of run() or more reported catch or finally blocks: one of them parked (or was cut).
+      ...([...r.durable.blocks.values()].filter((b) => b.length).length > 1
+        ? ['blocks checked across executions']
+        : []),
+    ])
       coverage.set(tag, (coverage.get(tag) ?? 0) + 1);
   const divergent = runs.filter((r) => r.divergences.length);
   const { shrunk, shrinks } =

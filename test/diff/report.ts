@@ -37,6 +37,19 @@ export const RULES = [
   'loser child ended after its race',
   'child ended while its parent ran a call',
   'patched in a loop: new path',
+  'try: finally ran',
+  'try: catch ran',
+  'try: catch rethrew',
+  'park inside a try block',
+  'blocks checked across executions',
+  'hang: failed with StepTimeoutError',
+  'hang: timed out, retried',
+  'hang: its second attempt returned',
+  'hang deaf: abandoned after its grace',
+  'hang failed after its race',
+  'hang returned after its race',
+  'cancel while a body hangs',
+  'hung loser abandoned after run() returned',
 ];
 
 export function coverageTable(coverage: Map<string, number>, cases: number): string {

@@ -20,9 +20,13 @@ import {
   ChildRunError,
   RunContext,
   SignalTimeoutError,
+  StepTimeoutError,
 } from '../../src';
-import { interpret, OpFailure, type Out, type Outcome, type Prims } from './interpret';
-import type { DiffInput } from './program';
+import { DiffHangs } from './hang-steps';
+import { interpret, OpFailure, type Hooks, type Out, type Outcome, type Prims } from './interpret';
+import { sendMark } from './marks';
+import { hangEnd, UNIT_MS, type DiffInput } from './program';
+import { getJson, post } from './world-client';
 
 export const DIFF_KIND = 'diff-program';
 export const DIFF_CHILD_KIND = 'diff-child';
@@ -36,18 +40,7 @@ interface LeafArgs {
   unitMs: number;
 }
 
-const world = () => process.env.DIFF_WORLD_URL!;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function post<T>(path: string, body: unknown): Promise<T> {
-  const res = await fetch(`${world()}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`world ${path}: HTTP ${res.status}`);
-  return (await res.json()) as T;
-}
 
 /** A body: says when it was called, then lasts until its virtual end. A child's says it for its parent. */
 async function body(kind: 'step' | 'cmd' | 'child', a: LeafArgs & { parent?: string }): Promise<string> {
@@ -93,8 +86,9 @@ export class DiffCalls implements CommandLookup {
   }
 
   async lookupCommand(_command: string, key: string) {
-    const res = await fetch(`${world()}/effect?key=${encodeURIComponent(key)}`);
-    return (await res.json()) as { found: true; result: unknown } | { found: false };
+    return getJson<{ found: true; result: unknown } | { found: false }>(
+      `/effect?key=${encodeURIComponent(key)}`,
+    );
   }
 }
 
@@ -117,11 +111,29 @@ export class DiffChild {
 /** The code a worker process runs: `old` (DIFF_CODE=old) takes a patch op's old path without asking. */
 const code = () => (process.env.DIFF_CODE === 'old' ? 'old' : 'new');
 
+/** Executions of run() in this process (each reports its catch and finally blocks as `<pid>:<n>`). */
+let executions = 0;
+
 @DurableWorkflow(DIFF_KIND, { maxAttempts: 20 })
 export class DiffWorkflow {
-  constructor(private readonly calls: DiffCalls) {}
+  constructor(
+    private readonly calls: DiffCalls,
+    private readonly hangs: DiffHangs,
+  ) {}
 
   async run(input: DiffInput, ctx: RunContext): Promise<Outcome> {
+    const exec = `${process.pid}:${++executions}`;
+    let seq = 0;
+    const hooks: Hooks = {
+      // The run stopped for a cancel or a lost lease (not a park: RunSuspended) when the block ran.
+      mark: (what) =>
+        sendMark(ctx.runId, {
+          exec,
+          seq: seq++,
+          what,
+          stopped: ctx.signal.aborted && (ctx.signal.reason as Error)?.name !== 'RunSuspended',
+        }),
+    };
     const t0 = await this.calls.begin();
     const leaf = (label: string, d: number, at: number): LeafArgs => ({
       label,
@@ -156,10 +168,29 @@ export class DiffWorkflow {
               throw new OpFailure('timeout', at + timeout!);
             throw e;
           }),
+      hang: (label, op, at) => {
+        if (input.unitMs !== UNIT_MS)
+          throw new Error(`a hang op needs ${UNIT_MS} ms units (its steps' timeouts)`);
+        const { fails, returns } = hangEnd(op, at);
+        const due = t0 + at * input.unitMs;
+        const thenEnd = returns;
+        return this.hangs
+          .of(
+            op.timeout,
+            op.attempts,
+          )({ label, due, deaf: op.deaf, thenEnd, t0, unitMs: input.unitMs })
+          .then(
+            (v) => ({ v, t: returns! }),
+            (e: unknown) => {
+              if (e instanceof StepTimeoutError) throw new OpFailure('timeout', fails!);
+              throw e;
+            },
+          );
+      },
       patched: (label) => code() === 'new' && ctx.patched(`p${label.replace(/\//g, '_')}`),
     };
-    return interpret(input.ops, prims, input.mutation);
+    return interpret(input.ops, prims, input.mutation, hooks);
   }
 }
 
-export const DIFF_PROVIDERS = [DiffCalls, DiffWorkflow, DiffChild];
+export const DIFF_PROVIDERS = [DiffCalls, DiffHangs, DiffWorkflow, DiffChild];
