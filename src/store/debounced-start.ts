@@ -1,6 +1,7 @@
 import type { RunView } from '../interfaces/run.interface';
 import type { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
+import { RECORD_FORMAT } from './record-format';
 import { runViewColumns, toRunView } from './run-row.mapper';
 
 /**
@@ -16,12 +17,12 @@ import { runViewColumns, toRunView } from './run-row.mapper';
 export const DEBOUNCED_START_SQL: SqlText = (t) => `
 with ins as (
   insert into ${t.runs} as r (kind, input, max_attempts, available_at, priority, concurrency_key, debounce_key, tags,
-                              kind_version)
-  values ($1, $2::jsonb, $3, now() + $8 * interval '1 millisecond', $4, $6, $7, $9::jsonb, $10)
+                              kind_version, record_format)
+  values ($1, $2::jsonb, $3, now() + $8 * interval '1 millisecond', $4, $6, $7, $9::jsonb, $10, ${RECORD_FORMAT})
   on conflict (kind, debounce_key) where debounce_key is not null and status = 'pending' and epoch = 0
   do update set input = excluded.input, available_at = excluded.available_at, priority = excluded.priority,
                 concurrency_key = excluded.concurrency_key, tags = excluded.tags,
-                kind_version = excluded.kind_version, updated_at = now()
+                kind_version = excluded.kind_version, record_format = excluded.record_format, updated_at = now()
   returning r.*, (r.xmax = 0) as inserted
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)

@@ -8,6 +8,7 @@ import type { SqlText } from './durable-names';
 import { keyLimitRows, releaseSlots } from './run-state/slots';
 import { startDebounced } from './debounced-start';
 import { closeUnsentCommands } from './sql/close-unsent.sql';
+import { RECORD_FORMAT } from './record-format';
 import { RunForkStore } from './fork/run-fork.store';
 
 /**
@@ -23,8 +24,8 @@ import { RunForkStore } from './fork/run-fork.store';
 export const START_RUN_SQL: SqlText = (t) => `
 with ins as (
   insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority, concurrency_key, tags,
-                         kind_version)
-  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9, $10::jsonb, $11)
+                         kind_version, record_format)
+  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9, $10::jsonb, $11, ${RECORD_FORMAT})
   on conflict (idempotency_key) do nothing
   returning *
 ), ${keyLimitRows(t, 'ins')}, ev as (

@@ -2,6 +2,7 @@ import type { SqlText } from './durable-names';
 import { keyLimitRows } from './run-state/slots';
 import { seededUuid } from './sql/seeded-uuid.sql';
 import { CURRENT_TIMELINE } from './sql/timeline.sql';
+import { RECORD_FORMAT } from './record-format';
 
 /**
  * Fires one schedule's due ticks in one statement: locks its row (SKIP LOCKED: another process is firing
@@ -32,9 +33,10 @@ with cur as (
    where (cur.overlap = 'allow' or not (select b from busy))
      and (cur.overlap <> 'queue' or f.at = $6[1])
 ), ins as (
-  insert into ${t.runs} (id, kind, input, idempotency_key, max_attempts, concurrency_key, lookup_first)
+  insert into ${t.runs} (id, kind, input, idempotency_key, max_attempts, concurrency_key, lookup_first, record_format)
   select ${seededUuid(`extract(epoch from cur.created_at)::text || '/' || fire.key`)}, cur.kind, fire.input,
-         fire.key, coalesce(cur.max_attempts, $7), cur.concurrency_key, coalesce(cur.timeline <> ${CURRENT_TIMELINE}, false)
+         fire.key, coalesce(cur.max_attempts, $7), cur.concurrency_key, coalesce(cur.timeline <> ${CURRENT_TIMELINE}, false),
+         ${RECORD_FORMAT}
     from cur, fire
   on conflict (idempotency_key) do nothing
   returning id, kind, idempotency_key, input, concurrency_key

@@ -36,6 +36,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_runs', 'lookup_first'],
   ['ai_schedules', 'timeline'],
   ['ai_schedules', 'max_attempts'],
+  ['ai_runs', 'record_format'],
 ];
 
 /**

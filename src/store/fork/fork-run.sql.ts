@@ -3,6 +3,7 @@ import { closeUnsentCommands } from '../sql/close-unsent.sql';
 import { CLEANUP_BASE } from '../run-state/cleanup-mark';
 import { pinnedVersion } from '../sql/pinned-version.sql';
 import { keyLimitRows, releaseSlots } from '../run-state/slots';
+import { RECORD_FORMAT } from '../record-format';
 
 /** The lowest patch marker position (`patchIndex`): below it, sleeps' due times (`-2^30 - 1 - position`). */
 const LOWEST_PATCH = -(2 ** 30);
@@ -46,6 +47,7 @@ select r.id, r.kind, r.status, r.epoch, r.xmin::text as row_version, ${pinnedVer
  * the fork is then due at the end of the original's lease, when nothing the old owner started can still
  * act (its wire gate refuses from its local deadline on). Nothing of the fork's is written into the
  * original's rows. An idempotency key `$9` another run holds inserts nothing (and cancels nothing).
+ * The fork's record format is the original's or RECORD_FORMAT, the later: it holds the original's records.
  * $1 original id, $2 its row version, $3 fork step, $4 'leave' | 'cancel', $5 input (null: the
  * original's), $6 version, $7 edited index (null: none), $8 edited output, $9 idempotency key,
  * $10 `run.created` payload, $11 `run.forked` payload, $12 cancel reason, $13 `run.cancelled` payload,
@@ -54,15 +56,15 @@ select r.id, r.kind, r.status, r.epoch, r.xmin::text as row_version, ${pinnedVer
 export const FORK_RUN_SQL: SqlText = (t) => `
 with orig as (
   select r.id, r.kind, r.status, r.epoch, r.input, r.max_attempts, r.priority, r.concurrency_key, r.tags,
-         r.lease_expires_at
+         r.lease_expires_at, r.record_format
     from ${t.runs} r where r.id = $1 and r.xmin::text = $2
      for update
 ), fork as (
   insert into ${t.runs} (kind, kind_version, input, idempotency_key, max_attempts, available_at, priority,
-                         concurrency_key, tags, epoch, forked_from, fork_step)
+                         concurrency_key, tags, epoch, forked_from, fork_step, record_format)
   select o.kind, $6, coalesce($5::jsonb, o.input), $9, o.max_attempts,
          case when $4::text = 'cancel' and o.status = 'running' then greatest(o.lease_expires_at, now()) else now() end,
-         o.priority, o.concurrency_key, o.tags, o.epoch, o.id, $3
+         o.priority, o.concurrency_key, o.tags, o.epoch, o.id, $3, greatest(o.record_format, ${RECORD_FORMAT})
     from orig o
   on conflict (idempotency_key) do nothing
   returning *

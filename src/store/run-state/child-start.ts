@@ -14,6 +14,7 @@ import {
 } from './fence';
 import { keyLimitRows } from './slots';
 import { seededUuid } from '../sql/seeded-uuid.sql';
+import { RECORD_FORMAT } from '../record-format';
 
 /**
  * `ctx.startChild`, fenced, in ONE statement: the parent's row is marked `has_children` (its end then
@@ -35,8 +36,9 @@ ${fencedRun(
   'id, epoch, lookup_first, cancel_requested_at is not null as cancel_requested',
 )}, ins as (
   insert into ${t.runs} (id, kind, input, idempotency_key, max_attempts, available_at, priority,
-                         concurrency_key, parent_id, parent_close, lookup_first)
-  select ${seededUuid('$7')}, $5, $6::jsonb, $7, $8, now(), $9, $10, run.id, $11, run.lookup_first from run
+                         concurrency_key, parent_id, parent_close, lookup_first, record_format)
+  select ${seededUuid('$7')}, $5, $6::jsonb, $7, $8, now(), $9, $10, run.id, $11, run.lookup_first, ${RECORD_FORMAT}
+    from run
   on conflict (idempotency_key) do nothing
   returning *
 ), ${keyLimitRows(t, 'ins')}, created as (

@@ -1,11 +1,13 @@
 import type { DurableNames } from '../durable-names';
 import { CURRENT_TIMELINE } from '../sql/timeline.sql';
 import { pinnedVersion } from '../sql/pinned-version.sql';
+import { claimableFormat } from '../record-format';
 
 /**
  * The due runs a claim may take, in claim order, locked SKIP LOCKED: the conditions of the partial
  * index ai_runs_claim_idx (`status in ('pending', 'waiting') and limited_by is null`: a run held back
- * by a concurrency limit has left it) and the claim's own. Both claim statements select through it.
+ * by a concurrency limit has left it) and the claim's own, among them a record format this release can
+ * replay (RECORD_FORMAT: a later release's runs are left to its workers). Both claim statements select through it.
  * Of a kind's runs it takes those not pinned to a version yet (never claimed) and those pinned to a
  * version the worker registers ($6 kinds, $7 versions: the pairs; null: any version).
  * $2 kinds, $3 limit, $5 run ids in flight in this process
@@ -16,6 +18,7 @@ export function dueCandidates(t: DurableNames, columns: string): string {
      and limited_by is null
      and available_at <= now()
      and attempts < max_attempts
+     and ${claimableFormat()}
      and kind = any($2::text[])
      and ($6::text[] is null or kind_version is null and epoch = 0
           or (kind, ${pinnedVersion()}) in (select * from unnest($6::text[], $7::int[])))

@@ -2,6 +2,7 @@ import { eventPayload } from '../event-payload';
 import type { SqlText } from '../durable-names';
 import { Fence, fencedRun, runFenced, StoreContext } from './fence';
 import { heldWhileWaiting, releaseSlots } from './slots';
+import { RECORD_FORMAT } from '../record-format';
 
 /**
  * `ctx.continueAsNew(input)`, fenced, in ONE statement: the run keeps its id, its signals, tags, stream
@@ -9,7 +10,7 @@ import { heldWhileWaiting, releaseSlots } from './slots';
  * its checkpoints and commands (all settled: the call waited for every live call) deleted, back to
  * `waiting` and due at once, its slots freed (kept when its kind holds them while waiting: the run has
  * not ended; the next claim takes them back), attempts reset, and a
- * `run.continued_as_new` event with what it deleted. A stale worker matches no row and changes nothing.
+ * `run.continued_as_new` event with what it deleted. The new history is this release's: its record format. A stale worker matches no row and changes nothing.
  * $1 id, $2 worker, $3 epoch, $4 input, $5 event payload, $6 wake channel
  */
 export const CONTINUE_RUN_SQL: SqlText = (t) => `
@@ -17,7 +18,7 @@ ${fencedRun(
   t,
   `input = $4::jsonb, generation = generation + 1, cursor = default, status = 'waiting',
          worker_id = null, lease_expires_at = null, available_at = now(), attempts = 0, parked_reason = null,
-         updated_at = now()`,
+         record_format = ${RECORD_FORMAT}, updated_at = now()`,
   'id, epoch, kind, generation',
 )}, ${releaseSlots(t, 'run', heldWhileWaiting(t))}, cps as (
   delete from ${t.checkpoints} c using run where c.run_id = run.id returning c.run_id
