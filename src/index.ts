@@ -107,13 +107,7 @@ export type {
   WorkflowInput,
   WorkflowOutput,
 } from './interfaces/run.interface';
-export type {
-  ForkCreatedPayload,
-  ForkOriginal,
-  ForkRunOptions,
-  ForkRunResult,
-  RunForkedPayload,
-} from './interfaces/run-fork.interface'; // time travel
+export type { ForkRunOptions, ForkRunResult } from './interfaces/run-fork.interface'; // time travel
 export { DURABLE_EVENT_TYPES, isDurableEvent } from './interfaces/events.interface';
 export { DURABLE_EVENT_PAYLOAD_KEYS } from './interfaces/event-payload-keys';
 export type {
@@ -163,7 +157,7 @@ export {
 } from './errors';
 export { ScheduleTooFrequentError, TooManyPendingSignalsError } from './errors'; // the limits on callers
 export type { ChildRunEnd, DurableErrorCode } from './errors';
-export { ForkRefusedError, type ForkRefusal } from './errors'; // time travel (RunRepository.fork)
+export { ForkRefusedError } from './errors'; // time travel (RunRepository.fork)
 export * from './nest/durable-exception.filter'; // DurableExceptionFilter, DURABLE_HTTP_STATUS, DurableErrorBody
 
 // Opt-in, each behind a subpath of its own: the admin API and run inspector (`/admin`, src/admin), metrics,

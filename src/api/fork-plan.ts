@@ -1,7 +1,6 @@
 import { isDelivery } from '../engine/replay-log';
 import { ForkRefusedError } from '../errors/fork-refused.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
-import type { ForkOriginal } from '../interfaces/run-fork.interface';
 import type { ForkPlanRead, ForkPosition } from '../store/fork/run-fork.store';
 
 /** What the checks of a cut decided: what the fork's statement copies beside the positions. */
@@ -31,7 +30,7 @@ const order = (p: ForkPosition): number => (p.seq === null ? p.index - 2 ** 40 :
 export function planCut(
   run: ForkPlanRead,
   fromStep: number,
-  original: ForkOriginal | undefined,
+  original: 'leave' | 'cancel' | undefined,
   edit: { step: number; valueJson: string } | undefined,
 ): ForkCut {
   if (LIVE.includes(run.status) && original === undefined)

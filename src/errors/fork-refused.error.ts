@@ -1,7 +1,10 @@
 import { DurableExecutionError } from './durable-execution.error';
 
 /**
- * Why `RunRepository.fork` refused a cut (`ForkRefusedError.reason`):
+ * A fork of run `runId` from `fromStep` was refused: the cut would inherit something the original has
+ * not settled, or a state the original never was in. Nothing was written; the message says what to do
+ * (settle the command, wait for the child, or fork from another step, naming the nearest ones).
+ * With `DurableExceptionFilter`, a 409. `reason`:
  * - `concurrent`: `fromStep` cuts through calls that ran concurrently (a `Promise.all`, a race): a
  *   position before it reached the workflow after one at or past it, so no moment of the original's
  *   history had exactly the positions before `fromStep` recorded;
@@ -10,20 +13,15 @@ import { DurableExecutionError } from './durable-execution.error';
  * - `running-child`: a child run started before `fromStep` has not ended, and the fork does not inherit
  *   its end (its end reaches the original, never the fork).
  */
-export type ForkRefusal = 'concurrent' | 'unsettled-command' | 'running-child';
-
-/**
- * A fork of run `runId` from `fromStep` was refused: the cut would inherit something the original has
- * not settled, or a state the original never was in. Nothing was written; the message says what to do
- * (settle the command, wait for the child, or fork from another step, naming the nearest ones).
- * With `DurableExceptionFilter`, a 409.
- */
 export class ForkRefusedError extends DurableExecutionError {
   declare readonly code: 'DURABLE_FORK_REFUSED';
   constructor(
+    /** The run a fork was asked of. */
     public readonly runId: string,
+    /** The step it was asked from. */
     public readonly fromStep: number,
-    public readonly reason: ForkRefusal,
+    /** Why it was refused (see above). */
+    public readonly reason: 'concurrent' | 'unsettled-command' | 'running-child',
     /** The position that blocks the cut. */
     public readonly position: number,
     detail: string,

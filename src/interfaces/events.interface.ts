@@ -10,7 +10,6 @@
  */
 
 import type { By, CommandRef, ModelUsagePayload, NotSent } from './event-parts.interface';
-import type { ForkCreatedPayload, RunForkedPayload } from './run-fork.interface';
 
 export type { By, CommandRef, ModelUsagePayload, NotSent } from './event-parts.interface';
 
@@ -29,7 +28,13 @@ export interface DurableEventPayloads {
     scheduledAt?: string;
     /** A child run (`ctx.startChild`): its parent run's id. */
     parent?: string;
-  } & ForkCreatedPayload;
+    /** A fork (`RunRepository.fork`): the original's id, the first step it ran itself, checkpoints copied. */
+    forkedFrom?: string;
+    fromStep?: number;
+    inherited?: number;
+    /** The inherited step whose result the fork was given instead (`editResult`). */
+    edited?: number;
+  };
   /** A worker claimed the run; the event's epoch is the new one. `attempt` counts claims without progress. */
   'run.claimed': {
     workerId: string;
@@ -154,7 +159,11 @@ export interface DurableEventPayloads {
   'run.cancelled':
     | { reason: string | null; by?: By; parent?: string; fork?: string }
     | ({ by: 'worker'; cleanup?: 'done' | 'failed'; cleanupError?: string } & NotSent);
-  'run.forked': RunForkedPayload;
+  /**
+   * `RunRepository.fork` started run `fork` from this run's record before `fromStep`; `original` says
+   * whether this run was left going or cancelled in the same statement (then `run.cancelled` follows).
+   */
+  'run.forked': { fork: string; fromStep: number; original: 'leave' | 'cancel'; by?: By };
   /** A cancel reached the running workflow and its `onCancel` cleanup begins (once per run). */
   'run.cleanup_started': Record<never, never>;
   /** A failed or dead-lettered run was put back to `pending`. */

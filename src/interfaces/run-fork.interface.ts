@@ -1,13 +1,5 @@
 import type { StartRunResult } from './run.interface';
 
-/**
- * What happens to the original of a fork that has not ended (`pending`, `running`, `waiting`):
- * `'leave'` it going beside its fork (two runs, keyed apart), or `'cancel'` it in the fork's own
- * statement (it ends `cancelled` at once, its `onCancel` does not run, a worker that holds it is fenced
- * out and the fork is due when that worker's lease ends).
- */
-export type ForkOriginal = 'leave' | 'cancel';
-
 /** Options of `RunRepository.fork` (docs/TIME-TRAVEL.md). */
 export interface ForkRunOptions<I = unknown> {
   /**
@@ -34,8 +26,13 @@ export interface ForkRunOptions<I = unknown> {
    * For a command, the command is recorded as succeeded with `value` as its result (nothing is sent).
    */
   editResult?: { step: number; value: unknown };
-  /** Required while the original has not ended; see ForkOriginal. Refused for an ended run when `'cancel'`. */
-  original?: ForkOriginal;
+  /**
+   * What happens to an original that has not ended (`pending`, `running`, `waiting`; required then):
+   * `'leave'` it going beside its fork (two runs, keyed apart), or `'cancel'` it in the fork's own
+   * statement (it ends `cancelled` at once, its `onCancel` does not run, a worker that holds it is fenced
+   * out and the fork is due when that worker's lease ends). `'cancel'` is refused for an ended run.
+   */
+  original?: 'leave' | 'cancel';
   /** As `StartRunOptions.idempotencyKey`: a second fork with this key returns the first one (`created: false`). */
   idempotencyKey?: string;
   /** Who asked: kept in the events of both runs. */
@@ -46,28 +43,4 @@ export interface ForkRunOptions<I = unknown> {
 export interface ForkRunResult<I = unknown, O = unknown> extends StartRunResult<I, O> {
   /** Checkpoints copied from the original (0 when `created` is false). */
   inherited: number;
-}
-
-/** What a fork's `run.created` adds (`RunRepository.fork`). */
-export interface ForkCreatedPayload {
-  /** The original's id. */
-  forkedFrom?: string;
-  /** The first step the fork executes itself. */
-  fromStep?: number;
-  /** Checkpoints copied from the original (written inside the statement). */
-  inherited?: number;
-  /** The inherited step whose result the fork was given instead (`editResult`). */
-  edited?: number;
-}
-
-/**
- * `run.forked`, on the original: `RunRepository.fork` started run `fork` from its record before
- * `fromStep`; `original` says whether it was left going or cancelled in the same statement (then
- * `run.cancelled` with `fork` follows).
- */
-export interface RunForkedPayload {
-  fork: string;
-  fromStep: number;
-  original: ForkOriginal;
-  by?: string;
 }
