@@ -209,6 +209,9 @@ describe('named statements survive a migration that adds columns', () => {
     await worker.tick();
     await worker.idle();
     for (const p of pairs) expect((await runs.get(p.run.id))!.status).toBe('succeeded');
+    // A fork of one, from its second step: planned, inserted with the first step's record, then run.
+    const { run: fork } = await runs.fork(pairs[0].run.id, { fromStep: 1 });
+    expect((await driveUntil(app, db, fork.id)).status).toBe('succeeded');
 
     // A cancel while a step runs: the heartbeat brings it, the cleanup begins.
     held = gate();

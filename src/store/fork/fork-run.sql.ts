@@ -4,6 +4,7 @@ import { CLEANUP_BASE } from '../run-state/cleanup-mark';
 import { pinnedVersion } from '../sql/pinned-version.sql';
 import { keyLimitRows, releaseSlots } from '../run-state/slots';
 import { RECORD_FORMAT } from '../record-format';
+import { runViewColumns } from '../run-row.mapper';
 
 /** The lowest patch marker position (`patchIndex`): below it, sleeps' due times (`-2^30 - 1 - position`). */
 const LOWEST_PATCH = -(2 ** 30);
@@ -48,6 +49,8 @@ select r.id, r.kind, r.status, r.epoch, r.xmin::text as row_version, ${pinnedVer
  * act (its wire gate refuses from its local deadline on). Nothing of the fork's is written into the
  * original's rows. An idempotency key `$9` another run holds inserts nothing (and cancels nothing).
  * The fork's record format is the original's or RECORD_FORMAT, the later: it holds the original's records.
+ * The fork's columns come back named (RUN_VIEW_COLUMNS), never `fork.*`: a named statement's result must
+ * not change with the table's.
  * $1 original id, $2 its row version, $3 fork step, $4 'leave' | 'cancel', $5 input (null: the
  * original's), $6 version, $7 edited index (null: none), $8 edited output, $9 idempotency key,
  * $10 `run.created` payload, $11 `run.forked` payload, $12 cancel reason, $13 `run.cancelled` payload,
@@ -114,5 +117,5 @@ select (select count(*) from orig)::int as locked, exists (select 1 from ${t.run
        (select count(*) from cps)::int as inherited,
        (select count(pg_notify($15, f.kind)) from fork f where f.available_at <= now()) as woke,
        (select count(pg_notify('${t.doneChannel}', e.id::text)) from ended e where e.notify_on_finish) as announced,
-       fork.*
+       ${runViewColumns('fork')}
   from (select 1) one left join fork on true`;
