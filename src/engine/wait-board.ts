@@ -181,6 +181,13 @@ export class WaitBoard {
       throw env.control.halt({ kind: 'parked', reason, until: got.availableAt, forOperator: false });
     }
     env.control.endPark();
+    if (got.cancelRequested && !env.control.inCleanup) {
+      // The statement found a cancel: pending waits reject with RunCancelledError (docs/API.md), this
+      // outcome too, so code after a wait never runs once the run was cancelled (as plain JavaScript's
+      // aborted run; a busy run used to deliver it, then stop at its next call).
+      env.log.abandon(seq);
+      env.control.checkActive(false);
+    }
     const at = this.pending.findIndex((w) => w.index === got.index);
     if (got.outcome === 'none' || at < 0) {
       env.log.abandon(seq);
