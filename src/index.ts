@@ -48,7 +48,7 @@ export type {
   Stored,
   UntypedSignalName,
 } from './interfaces/stored-types.interface';
-export type { ModelBudgetOptions, ResolvedModelBudget } from './interfaces/budget.interface';
+export type { ModelBudgetOptions } from './interfaces/budget.interface';
 export type {
   ChildOptions,
   ChildRun,
@@ -136,7 +136,6 @@ export {
   InvalidRunStateError,
   LeaseLostError,
   MissingConcurrencyKeyError,
-  MissingDependencyError,
   NoWorkerForKindError,
   NonDeterminismError,
   NonRetryableError,
@@ -147,7 +146,6 @@ export {
   RunNotFoundError,
   ScheduleConflictError,
   ScheduleNotFoundError,
-  SchemaConflictError,
   SchemaNotReadyError,
   SerializationError,
   SignalTimeoutError,

@@ -32,5 +32,6 @@ export type {
 export type { RunTimeline, EpochSection, EpochStart, StepRow } from './run-timeline';
 export type { FieldError } from './admin-validation.pipe';
 export type { RunStats } from '../store/run-stats.reader';
-// Thrown at boot when the module's mount (path, guard) does not fit the app.
+// Thrown at boot: a peer dependency the module needs is not installed; its mount does not fit the app.
+export { MissingDependencyError } from '../errors/missing-dependency.error';
 export { MountMismatchError } from '../errors/mount-mismatch.error';

@@ -26,3 +26,6 @@ export {
   WorkerPresence1765000000000,
 } from '../../migrations';
 export type { DurableMigrationClass, DurableMigrationOptions } from '../../migrations';
+// Thrown before anything is applied when the tables exist but `ai_migrations` has no record of them (the
+// app's own migrations made them): keep applying them with the app's (also at boot, by the module).
+export { SchemaConflictError } from '../errors/schema-conflict.error';

@@ -28,5 +28,6 @@ export type {
 export { DATABASE_UNREACHABLE, DurableHealthIndicator } from './durable-health.indicator';
 export type { DurableHealthResult } from './durable-health.indicator';
 export type { ReplicationMode } from '../util/replication-report';
-// Thrown at boot when the module's routes (paths, guard) do not fit the app.
+// Thrown at boot: a peer dependency the module needs is not installed; its mount does not fit the app.
+export { MissingDependencyError } from '../errors/missing-dependency.error';
 export { MountMismatchError } from '../errors/mount-mismatch.error';

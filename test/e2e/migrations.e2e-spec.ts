@@ -6,10 +6,11 @@ import {
   DURABLE_MIGRATIONS_TABLE,
   revertDurableMigrations,
   runDurableMigrations,
+  SchemaConflictError,
 } from '../../src/migrations';
 import { Client } from 'pg';
 import { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
-import { DurableWorkflow, RunRepository, SchemaConflictError } from '../../src';
+import { DurableWorkflow, RunRepository } from '../../src';
 import { MIGRATION_LOCK_KEY } from '../../src/durable-execution.constants';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';

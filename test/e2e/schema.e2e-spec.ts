@@ -11,7 +11,6 @@ import {
   InvalidOptionsError,
   RunContext,
   RunRepository,
-  SchemaConflictError,
 } from '../../src';
 import {
   DURABLE_EXECUTION_MIGRATIONS,
@@ -19,6 +18,7 @@ import {
   durableMigrationStatus,
   revertDurableMigrations,
   runDurableMigrations,
+  SchemaConflictError,
 } from '../../src/migrations';
 import { cli } from '../../src/cli/main';
 import { DurableWorker } from '../../src/engine/worker.service';

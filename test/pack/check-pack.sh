@@ -74,9 +74,9 @@ node -e "
 const root = require('nestjs-durable-execution');
 const entries = {
   admin: ['DurableAdminModule', 'ApiKeyAdminGuard', 'addDurableAdminSecurity', 'isDurableAdminAction', 'DURABLE_OPERATOR'],
-  observability: ['DurableObservabilityModule', 'DurableObservers', 'DurableHealthIndicator', 'DATABASE_UNREACHABLE'],
+  observability: ['DurableObservabilityModule', 'DurableObservers', 'DurableHealthIndicator', 'DATABASE_UNREACHABLE', 'MissingDependencyError'],
   fence: ['FenceVerifier', 'DurableFenceGuard', 'DurableFenceToken', 'parseFence', 'fenceHeaders', 'signFence', 'StaleFenceError'],
-  migrations: ['DURABLE_EXECUTION_MIGRATIONS', 'durableExecutionMigrations', 'runDurableMigrations', 'revertDurableMigrations'],
+  migrations: ['DURABLE_EXECUTION_MIGRATIONS', 'durableExecutionMigrations', 'runDurableMigrations', 'revertDurableMigrations', 'SchemaConflictError'],
   retention: ['DurableRetentionModule', 'DurableRetention'],
 };
 for (const [sub, names] of Object.entries(entries)) {
