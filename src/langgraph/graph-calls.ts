@@ -85,11 +85,16 @@ export async function interruptAnswer(frame: GraphFrame, signal: string, key: st
 
 /**
  * Makes the journal's calls again, in order, at the positions they took: the engine answers each from
- * its record. Their outcomes are kept by key, for the nodes that make them again.
+ * its record. Their outcomes are kept by key, for the nodes that make them again, as are the recorded
+ * model answers.
  */
 export async function replayJournal(frame: GraphFrame, entries: JournalEntry[]): Promise<void> {
   for (const entry of entries) {
-    if (entry.kind === 'command') {
+    if (entry.kind === 'model') {
+      // A model answer takes no position: it is only known again (and kept in the journal).
+      frame.journal.push({ entry, done: true });
+      frame.known.set(modelRef(entry.key), { ok: true, value: entry });
+    } else if (entry.kind === 'command') {
       const call = commandCaller({ name: entry.name, inDoubt: 'manual', key: () => entry.key });
       await journaled(frame, entry, commandRef(entry.name, entry.key), () =>
         call(JSON.parse(entry.args), () => {
@@ -102,6 +107,8 @@ export async function replayJournal(frame: GraphFrame, entries: JournalEntry[]):
 
 const commandRef = (name: string, key: string) => `command:${name}:${key}`;
 const waitRef = (key: string) => `wait:${key}`;
+/** Where a model call's answer (its `ModelEntry`) is known by its key. */
+export const modelRef = (key: string) => `model:${key}`;
 
 /**
  * One engine call of the graph: its journal entry takes its place when the call is made (the order of

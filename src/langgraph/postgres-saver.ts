@@ -8,7 +8,7 @@ import type {
   PendingWrite,
 } from '@langchain/langgraph-checkpoint';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import { answeredJournal, currentGraph } from './graph-frame';
+import { journalOf } from './graph-frame';
 import type { JournalEntry } from './graph-frame';
 import {
   BlobRow,
@@ -20,8 +20,8 @@ import {
   migratePendingSends,
 } from './saver-rows';
 import { pendingWrites, WriteRow } from './saver-rows';
-import { b64, deleteThreadSql, putSql, putWritesSql, rowsOf, runWrite, saverTables } from './saver-sql';
-import type { SaverQueryable, SaverTables } from './saver-sql';
+import { b64, deleteThreadSql, journalWriteSql, putSql, putWritesSql, rowsOf, runWrite } from './saver-sql';
+import { saverTables, type SaverQueryable, type SaverTables } from './saver-sql';
 import type { DurablePostgresSaverOptions } from './saver-options';
 import { journalSql, listSql, ownerSql, ownValue, quoted, ThreadAccess, tupleSql } from './thread-access';
 
@@ -204,6 +204,16 @@ export class DurablePostgresSaver extends BaseCheckpointSaver {
     return row?.entries ?? undefined;
   }
 
+  /**
+   * The run's journal of the thread written now, fenced: a model answer durable before its node acts.
+   * @internal
+   */
+  async writeJournal(threadId: string): Promise<void> {
+    const fence = this.access.fenceOf();
+    const guard = this.access.guard(threadId, fence, 'a LangGraph journal write');
+    await runWrite(this.db, journalWriteSql(this.t, !!fence), fence, [threadId, journalOf(threadId)], guard);
+  }
+
   /** The tuple of a row: its channel values, pending writes, and the pending sends of a checkpoint older than version 4. */
   private async tupleOf(row: CheckpointRow): Promise<CheckpointTuple> {
     const { checkpoint, tuple } = await loadRow(this.serde, row);
@@ -237,10 +247,4 @@ export class DurablePostgresSaver extends BaseCheckpointSaver {
       [threadId, ns, checkpointId],
     );
   }
-}
-
-/** The journal of the `runGraph` of this thread (JSON), written with its checkpoint; null otherwise. */
-function journalOf(threadId: string): string | null {
-  const frame = currentGraph();
-  return frame && frame.threadId === threadId ? JSON.stringify(answeredJournal(frame)) : null;
 }

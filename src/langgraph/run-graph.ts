@@ -65,7 +65,9 @@ export interface RunGraphOptions {
  *   resumes the graph (`new Command({ resume: payload })`);
  * - `graphCommand` calls in nodes are exactly-once commands; the engine calls of the graph are
  *   journaled with its checkpoints, and made again in order when it resumes, so the run's positions are
- *   the same on every claim.
+ *   the same on every claim;
+ * - a `durableChatModel`'s answers are journaled too (written before the node gets them): a node run
+ *   again gets them from there.
  */
 export async function runGraph<S = Record<string, any>>(
   ctx: RunContext,
@@ -91,6 +93,8 @@ export async function runGraph<S = Record<string, any>>(
     shareThread: options.shareThread === true,
     journal: [],
     known: new Map(),
+    recorder: { serde: saver.serde, flush: () => saver.writeJournal(threadId) },
+    modelCalls: new Map(),
   };
   return graphStorage.run(frame, async () => {
     // Another run's thread is refused here, before anything of it is read (unless shared).
@@ -104,6 +108,7 @@ export async function runGraph<S = Record<string, any>>(
     let next: unknown = state ? null : input;
     for (;;) {
       if (!state || (!interruptsOf(state).length && state.next.length)) {
+        frame.modelCalls.clear(); // a node run again by this invoke asks its model calls again, in order
         await graph.invoke(next, config);
         state = await graph.getState(config);
       }

@@ -153,6 +153,16 @@ ${fenced ? GUARD_COUNTS : UNFENCED_COUNTS}`;
 }
 
 /**
+ * The journal alone: $3 thread, $4 entries, and inside a run $5 share (`writeJournal`: a model answer
+ * made durable before its node acts on it).
+ */
+export function journalWriteSql(t: SaverTables, fenced: boolean): string {
+  return `with ${guardCtes(t, fenced, '$5')},
+${journalCte(t, '$4')}
+${fenced ? GUARD_COUNTS : UNFENCED_COUNTS}`;
+}
+
+/**
  * deleteThread: $3 thread, and inside a run $4 share. Inside a run, a thread of another run is kept
  * unless shared; a thread no run owns is deleted (it claims nothing: there is nothing left to own).
  */
