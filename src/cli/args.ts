@@ -35,6 +35,11 @@ const FLAGS: Record<string, FlagShape> = {
   'concurrency-key': 'value',
   replace: 'bool',
   version: 'value',
+  from: 'value',
+  original: 'value',
+  'edit-step': 'value',
+  'edit-value': 'value',
+  key: 'value',
   'show-data': 'bool',
   help: 'bool',
 };

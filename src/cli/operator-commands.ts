@@ -12,6 +12,10 @@ export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[
   show: { words: ['RUN'], flags: [...COMMON, 'limit', 'all'] },
   cancel: { words: ['RUN'], flags: [...ACTION, 'reason'] },
   retry: { words: ['RUN'], flags: ACTION },
+  fork: {
+    words: ['RUN'],
+    flags: [...ACTION, 'from', 'version', 'input', 'edit-step', 'edit-value', 'original', 'key'],
+  },
   'retry-held': { words: ['KIND'], flags: [...ACTION, 'limit', 'version'] },
   versions: { words: [], flags: [...COMMON, 'kind'] },
   signal: { words: ['RUN', 'NAME'], flags: [...ACTION, 'payload'] },
@@ -39,6 +43,10 @@ export const OPERATOR_USAGE = `Operator commands (the same checks as the admin A
                        --all: the engine's entries among the steps too ($sleep, $signal:…, command:…)
   cancel RUN           [--reason TEXT]
   retry RUN            a failed, dead-lettered or held run, from its last checkpoint
+  fork RUN             a new run inheriting RUN's record before --from STEP, running from there
+                       (docs/TIME-TRAVEL.md): [--version V] [--input JSON] [--edit-step N --edit-value
+                       JSON: the last inherited result] [--original leave|cancel: needed while RUN
+                       has not ended] [--key KEY: a repeated fork with it is the same fork]
   retry-held KIND      every run of KIND held for non-determinism [--limit N, default 1000]
                        [--version V: only those pinned to version V]
   versions             each version of each kind [--kind K]: unfinished runs pinned to it, held

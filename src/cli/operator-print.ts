@@ -81,6 +81,7 @@ export function printRun(out: Out, run: RunView | null | undefined): void {
   out(`  input: ${brief(run.input)}`);
   if (run.output !== null) out(`  output: ${brief(run.output)}`);
   if (run.error) out(`  error: ${brief(run.error.message ?? run.error)}`);
+  if (run.forkedFrom) out(`  forked from ${run.forkedFrom.runId} at step ${run.forkedFrom.fromStep}`);
   if (run.parkedReason) out(`  parked: ${brief(run.parkedReason)}`);
   if (run.held)
     out('  held on non-determinism: deploy code that replays it, then retry it (or retry-held KIND)');

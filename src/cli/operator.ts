@@ -20,6 +20,7 @@ import {
 import { printable, printableJson } from './printable';
 import { withoutEngineEntries } from './engine-entries';
 import { SCHEDULE_PATCH_COMMANDS, schedulePatchCommand } from './operator-schedule-patch';
+import { forkCommand, forkOptions } from './operator-fork';
 
 type Out = (line: string) => void;
 
@@ -107,7 +108,8 @@ export async function operatorCommand(
   const listStatuses = statuses(args);
   const resolveAs = command === 'resolve' ? resolution(args) : undefined;
   const payload = jsonValue(args, 'payload');
-  const scheduleInput = jsonValue(args, 'input');
+  const scheduleInput = command === 'fork' ? undefined : jsonValue(args, 'input');
+  const fork = command === 'fork' ? forkOptions(args, by) : undefined;
   return withOperator(target, url, async (op) => {
     const [id, second] = words;
     if (SCHEDULE_PATCH_COMMANDS.includes(command)) await schedulePatchCommand(command, words, op, print, out);
@@ -142,6 +144,9 @@ export async function operatorCommand(
         print({ by, run }, () => printRun(out, run));
         break;
       }
+      case 'fork':
+        await forkCommand(op, id, fork!, print, out);
+        break;
       case 'retry-held': {
         const res = await op.runs.retryHeld(id, { limit, version, by });
         print({ by, ...res }, () => out(`${res.retried} held run(s) of ${id} retried`));

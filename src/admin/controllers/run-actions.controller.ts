@@ -16,6 +16,7 @@ import {
   RetryRunDto,
   SendSignalDto,
 } from '../dto/run-actions.dto';
+import { ForkRunDto } from '../dto/fork-run.dto';
 import { ApiConflictResponse, ApiNotFoundResponse, ApiOperation, ApiTags } from '../../nest/openapi';
 import { runIdPipe } from './uuid-param.pipe';
 
@@ -68,6 +69,18 @@ export class DurableRunActionsController {
   async retry(@Param('id', runIdPipe()) id: string, @Body() _dto: RetryRunDto, @Req() req: unknown) {
     const by = this.by(req);
     return { by, run: this.admin.shown(await this.runs.retry(id, by)) };
+  }
+
+  @Post('runs/:id/fork')
+  @AdminAction()
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Fork: a new run inheriting this one before fromStep, running from there (docs/TIME-TRAVEL.md)',
+  })
+  async fork(@Param('id', runIdPipe()) id: string, @Body() dto: ForkRunDto, @Req() req: unknown) {
+    const by = this.by(req);
+    const { run, created, inherited } = await this.runs.fork(id, { ...dto, by });
+    return { by, created, inherited, run: this.admin.shown(run) };
   }
 
   @Post('runs/:id/approve')
