@@ -1,6 +1,6 @@
 /**
  * Unit specs live next to the code; type tests of the public API in test/types (tsc, no database); e2e
- * specs in test/e2e run against a real PostgreSQL.
+ * specs in test/e2e run against a real PostgreSQL; test/upgrade upgrades from the previous release.
  */
 const ts = { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }] };
 module.exports = {
@@ -27,6 +27,15 @@ module.exports = {
       displayName: 'e2e',
       rootDir: require('path').resolve(__dirname, '..'),
       testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/replay-check.setup.ts'],
+      transform: ts,
+      testEnvironment: 'node',
+    },
+    {
+      // Upgrading from the previous release (docs/UPGRADING.md): built from its commit in git.
+      displayName: 'upgrade',
+      rootDir: require('path').resolve(__dirname, '..'),
+      testMatch: ['<rootDir>/test/upgrade/**/*.upgrade-spec.ts'],
       setupFilesAfterEnv: ['<rootDir>/test/replay-check.setup.ts'],
       transform: ts,
       testEnvironment: 'node',

@@ -27,7 +27,15 @@ export interface StoreStatements {
 /** The one module that hands SQL to the pool for everyone else. */
 const GATEWAY = 'src/store/durable-database.ts';
 const ROOT = path.resolve(__dirname, '../..');
-const rel = (file: string): string => path.relative(ROOT, file).split(path.sep).join('/');
+
+/**
+ * Whose src/store is read: this checkout's by default; test/upgrade reads a previous release's tree
+ * (its sources, its modules loaded by `load`, its default names).
+ */
+export interface StoreTree {
+  root: string;
+  names: object;
+}
 
 function filesUnder(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -71,21 +79,21 @@ function moduleConstants(
 }
 
 /** A constant's statements: a text, a function of the names, or a record of them (one id per entry). */
-function flatten(id: string, v: unknown, out: Map<string, string>): void {
+function flatten(id: string, v: unknown, out: Map<string, string>, names: object): void {
   if (typeof v === 'string') out.set(id, v);
   else if (typeof v === 'function') {
     // A builder with more than the names (`X_SQL(t, partition)`) gets placeholders for the rest.
     const more = Array.from({ length: Math.max(0, v.length - 1) }, (_, i) => `__arg${i + 1}__`);
-    out.set(id, String((v as (...a: unknown[]) => unknown)(DEFAULT_NAMES, ...more)));
+    out.set(id, String((v as (...a: unknown[]) => unknown)(names, ...more)));
   } else if (v && typeof v === 'object')
-    for (const [k, x] of Object.entries(v)) flatten(`${id}.${k}`, x, out);
+    for (const [k, x] of Object.entries(v)) flatten(`${id}.${k}`, x, out, names);
 }
 
 /** An inline template's text, `${x.runs}`-style names filled in with the default names. */
-function inlineText(node: ts.Expression): string | undefined {
+function inlineText(node: ts.Expression, defaults: object): string | undefined {
   if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) return node.text;
   if (!ts.isTemplateExpression(node)) return undefined;
-  const names = DEFAULT_NAMES as unknown as Record<string, unknown>;
+  const names = defaults as Record<string, unknown>;
   return node.templateSpans.reduce((text, span) => {
     const e = span.expression;
     const prop = ts.isPropertyAccessExpression(e) ? e.name.text : undefined;
@@ -110,8 +118,12 @@ function enclosing(node: ts.Node): { fn?: ts.SignatureDeclaration; name: string 
   return { name: '' };
 }
 
-export function storeStatements(load: (id: string) => unknown): StoreStatements {
-  const files = filesUnder(path.join(ROOT, 'src/store'));
+export function storeStatements(
+  load: (id: string) => unknown,
+  tree: StoreTree = { root: ROOT, names: DEFAULT_NAMES },
+): StoreStatements {
+  const rel = (file: string): string => path.relative(tree.root, file).split(path.sep).join('/');
+  const files = filesUnder(path.join(tree.root, 'src/store'));
   const sources = new Map(
     files.map((f) => [f, ts.createSourceFile(f, fs.readFileSync(f, 'utf8'), ts.ScriptTarget.ES2022, true)]),
   );
@@ -128,7 +140,7 @@ export function storeStatements(load: (id: string) => unknown): StoreStatements 
     for (const [name, v] of Object.entries(consts)) {
       if (!name.endsWith('_SQL')) continue;
       const before = out.texts.size;
-      flatten(`${rel(file)}#${name}`, v, out.texts);
+      flatten(`${rel(file)}#${name}`, v, out.texts, tree.names);
       if (out.texts.size === before) throw new Error(`${rel(file)}#${name} is no SQL text`);
       for (const id of out.texts.keys())
         if (id === `${rel(file)}#${name}` || id.startsWith(`${rel(file)}#${name}.`)) out.constants.add(id);
@@ -162,7 +174,7 @@ export function storeStatements(load: (id: string) => unknown): StoreStatements 
     if (ts.isParenthesizedExpression(arg)) return resolve(arg.expression, source, site);
     if (ts.isConditionalExpression(arg))
       return [...resolve(arg.whenTrue, source, site), ...resolve(arg.whenFalse, source, site)];
-    const inline = inlineText(arg);
+    const inline = inlineText(arg, tree.names);
     if (inline !== undefined) {
       const id = `${rel(source.fileName)}:"${inline.trim().replace(/\s+/g, ' ').slice(0, 60)}"`;
       out.texts.set(id, inline);
