@@ -55,8 +55,8 @@ class Calls {
   }
 
   @IdempotentCommand({ name: 'untimed_send', inDoubt: 'retry-with-key', timeoutMs: 0 })
-  async untimedSend(_args: { n: number }, { signal }: CommandContext) {
-    watchSignal(signal);
+  async untimedSend(_args: { n: number }, ctx?: CommandContext) {
+    watchSignal(ctx!.signal);
     await never;
   }
 
@@ -66,10 +66,10 @@ class Calls {
     timeoutMs: 200,
     retry: { maxAttempts: 2, initialDelayMs: 1 },
   })
-  async flakySend(_args: { n: number }, { idempotencyKey, signal }: CommandContext) {
-    seen.sends.push(idempotencyKey);
+  async flakySend(_args: { n: number }, ctx?: CommandContext) {
+    seen.sends.push(ctx!.idempotencyKey);
     if (seen.sends.length === 1) {
-      watchSignal(signal);
+      watchSignal(ctx!.signal);
       await never; // the first send never answers
     }
     return 'sent';
