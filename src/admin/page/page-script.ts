@@ -2,7 +2,7 @@
  * The inspector's only script, inlined in every page. A button with `data-action` POSTs JSON to
  * `<data-api>/<action>` (with `X-Durable-Admin: 1`, which an action signed in by cookie needs) with its
  * `data-body` merged with the fields of its form (fields marked `data-json` are parsed as JSON), then
- * reloads and shows what was recorded. A live run's page asks `<data-api>/changes?since=<token>` every
+ * reloads and shows what was recorded (a fork: opens the fork's page). A live run's page asks `<data-api>/changes?since=<token>` every
  * 1.5 s (one cheap read, no run data); when the run changed it fetches only the events after the newest
  * one it shows (`events?after=`) and appends them (as text, never markup), and it reloads when the status
  * changed (or more than a page of events arrived), so a resumed run is seen finishing. Every run page
@@ -38,8 +38,11 @@ export const PAGE_SCRIPT = `(function () {
     }).then(function (res) {
       return res.json().catch(function () { return {}; }).then(function (data) {
         if (!res.ok) { btn.disabled = false; flash(problem(data, res.status), true); return; }
-        sessionStorage.setItem('durable-flash', btn.getAttribute('data-action') + ' recorded (by ' + (data.by || '?') + ')');
-        location.reload();
+        var action = btn.getAttribute('data-action');
+        sessionStorage.setItem('durable-flash', action + ' recorded (by ' + (data.by || '?') + ')');
+        var here = body.getAttribute('data-api');
+        if (action === 'fork' && data.run) location.href = here.slice(0, here.lastIndexOf('/api/runs/')) + '/runs/' + data.run.id;
+        else location.reload();
       });
     }, function (err) { btn.disabled = false; flash(String(err), true); });
   });

@@ -3,6 +3,7 @@ import type { CommandView } from '../../interfaces/command.interface';
 import type { AdminRunDetail } from '../admin-runs.service';
 import { badge, dur, html, layout, Raw, raw } from './html';
 import { renderSteps, renderTimeline } from './timeline-view';
+import { family } from './run-links';
 
 const json = (v: unknown) => JSON.stringify(v);
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
@@ -73,28 +74,6 @@ function older(
     ${what}${what === 'commands' ? ' (and every older one an operator must decide)' : ''}; older ones:
     <a href="${api}/${what}?before=${before}">${what}?before=${before}</a> (JSON, newest first).
   </p>`;
-}
-
-/** The run's parent and the children it started (from the `child.started` events shown), as links. */
-function family(base: string, d: AdminRunDetail): Raw | string {
-  const kids = d.events
-    .filter((e) => e.type === 'child.started')
-    .map((e) => e.payload as { child: string; kind: string });
-  const link = (id: string, label: string) => html`<a class="mono" href="${base}/runs/${id}">${label}</a>`;
-  return html`${
-    d.run.parentId
-      ? html`<div>parent</div>
-          <div data-testid="parent">${link(d.run.parentId, d.run.parentId.slice(0, 8))}</div>`
-      : ''
-  }
-  ${
-    kids.length
-      ? html`<div>children</div>
-          <div data-testid="children">
-            ${kids.map((k) => html`${link(k.child, `${k.kind} ${k.child.slice(0, 8)}`)} `)}
-          </div>`
-      : ''
-  }`;
 }
 
 /** Where events that arrive while the page is open are appended by the page script. */
@@ -199,7 +178,7 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
         : html`<p class="muted">No side-effect commands.</p>`
     }
     <h2>Steps</h2>
-    ${older(api, 'checkpoints', d, d.checkpointsBefore)} ${renderSteps(t)}
+    ${older(api, 'checkpoints', d, d.checkpointsBefore)} ${renderSteps(t, { live })}
     <h2>Timeline</h2>
     ${older(api, 'events', d, d.eventsBefore)} ${renderTimeline(t, r.createdAt)} ${PROGRESS}
     ${live ? LIVE_EVENTS : ''}

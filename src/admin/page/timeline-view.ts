@@ -50,8 +50,33 @@ function tokensOf(usage: unknown): string {
     : `${String(input ?? '?')} in / ${String(output ?? '?')} out`;
 }
 
-/** Steps with their kind, state, duration (bar relative to the longest), executions and model tokens. */
-export function renderSteps(t: RunTimeline): Raw {
+/**
+ * "Fork from here" on a step (`POST .../fork`, docs/TIME-TRAVEL.md): an optional version, and for a run
+ * that has not ended the choice about it (none chosen: the API asks for it).
+ */
+function forkHere(index: number, live: boolean): Raw {
+  return html`<form class="inline" data-testid="fork-${index}">
+    <input name="version" data-json size="4" placeholder="version" />
+    ${
+      live
+        ? html`<select name="original">
+            <option value="">the original…</option>
+            <option value="leave">leave it running</option>
+            <option value="cancel">cancel it</option>
+          </select>`
+        : ''
+    }
+    <button type="button" data-action="fork" data-body="${JSON.stringify({ fromStep: index })}">
+      Fork from here
+    </button>
+  </form>`;
+}
+
+/**
+ * Steps with their kind, state, duration (bar relative to the longest), executions and model tokens;
+ * with `fork`, a "Fork from here" form on each (its `live`: the run has not ended).
+ */
+export function renderSteps(t: RunTimeline, fork?: { live: boolean }): Raw {
   if (!t.steps.length) return html`<p class="muted">No step recorded yet.</p>`;
   const longest = Math.max(1, ...t.steps.map((s) => s.durationMs ?? 0));
   const rows = t.steps.map(
@@ -70,6 +95,7 @@ export function renderSteps(t: RunTimeline): Raw {
           ${s.executions > 1 ? `×${s.executions}` : ''}
         </td>
         <td>${tokensOf(s.usage)}</td>
+        ${fork ? html`<td>${forkHere(s.index, fork.live)}</td>` : ''}
       </tr>`,
   );
   return html`<table>
@@ -84,6 +110,7 @@ export function renderSteps(t: RunTimeline): Raw {
         <th></th>
         <th>runs</th>
         <th>model tokens</th>
+        ${fork ? html`<th></th>` : ''}
       </tr>
     </thead>
     <tbody>
