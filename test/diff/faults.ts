@@ -13,6 +13,7 @@ import type { Fault } from './harness';
 import type { Rig } from './setup';
 import type { PlainResult } from './plain';
 import { isMarkMessage, recordMark } from './marks';
+import { LATE_CALL_GRACE_MS } from './program';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -42,6 +43,7 @@ export function workerPool(env: { dbUrl: string; worldUrl: string; leaseTtlMs: n
         WORKER_ID: id,
         LEASE_TTL_MS: String(env.leaseTtlMs),
         HEARTBEAT_MS: String(Math.round(env.leaseTtlMs / 4)),
+        LATE_CALL_GRACE_MS: String(LATE_CALL_GRACE_MS),
         DIFF_MARKS_IPC: '1', // catch and finally blocks reported to this process (marks.ts)
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -20,6 +20,9 @@ export interface Mark {
 
 const byRun = new Map<string, Mark[]>();
 
+/** The first mark of every execution (not a block): executions that ran no block are counted too. */
+export const BEGUN = '(run)';
+
 export function recordMark(runId: string, m: Mark): void {
   let ms = byRun.get(runId);
   if (!ms) byRun.set(runId, (ms = []));
@@ -53,7 +56,8 @@ export function executionsOf(runId: string): Map<string, string[]> {
     [...out].map(([exec, ms]) => {
       const sorted = ms.sort((x, y) => x.seq - y.seq);
       const stop = sorted.findIndex((m) => m.stopped);
-      return [exec, (stop < 0 ? sorted : sorted.slice(0, stop)).map((m) => m.what)];
+      const ran = (stop < 0 ? sorted : sorted.slice(0, stop)).map((m) => m.what);
+      return [exec, ran.filter((w) => w !== BEGUN)];
     }),
   );
 }

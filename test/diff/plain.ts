@@ -226,7 +226,9 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     await tick();
     mark();
   }
-  if (cancelled !== null) end = Math.max(end, now);
+  // A cancelled run ends after its cancel and the steps and commands that ran on (a hung body is bounded
+  // by extraMs).
+  if (cancelled !== null) end = Math.max(end, cancelled, lastSettled);
   else if (!outcome) return { ...result(), invalid: 'run() never returns (a wait nothing answers)' };
   else if (bodies.size) invalid ??= 'a hung call holds the run (no late-call bound)';
   return result();

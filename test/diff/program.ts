@@ -87,10 +87,13 @@ export const UNIT_MS = 200;
  */
 export const ABANDON_GRACE_UNITS = 5000 / UNIT_MS;
 /**
- * The durable rigs' `worker.lateCallGraceMs` (setup.ts), in units: calls still live that long after
- * run() returned are abandoned (a hung loser); null: no bound (the run never finishes while one hangs).
+ * The durable rigs' `worker.lateCallGraceMs` (setup.ts, worker.ts): calls still live that long after
+ * run() returned are abandoned (a hung loser), and the run finishes. Shorter than the default 30 s so
+ * that a case with a hung loser lasts seconds; longer than any other call of a case lives after run().
  */
-export const LATE_CALL_GRACE_UNITS: number | null = null;
+export const LATE_CALL_GRACE_MS = 3000;
+/** The same in units (plain.ts); null would be no bound (a run never finishes while a call hangs). */
+export const LATE_CALL_GRACE_UNITS: number | null = LATE_CALL_GRACE_MS / UNIT_MS;
 /**
  * How long after a cancel the durable run may take to end, beyond the plain run's end, when a hung
  * body runs: the heartbeat that finds the cancel (the default 10 s) plus, for a body that ignores its

@@ -41,7 +41,7 @@ export const RULES = [
   'try: catch ran',
   'try: catch rethrew',
   'park inside a try block',
-  'blocks checked across executions',
+  'a try spanned a park: every execution checked',
   'hang: failed with StepTimeoutError',
   'hang: timed out, retried',
   'hang: its second attempt returned',

@@ -9,7 +9,7 @@ import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { workerPool, type WorkerPool } from './faults';
 import type { DurableEnv } from './harness';
-import { UNIT_MS } from './program';
+import { LATE_CALL_GRACE_MS, UNIT_MS } from './program';
 import { startWorld, type DiffWorld } from './world';
 import { DIFF_PROVIDERS } from './workflow';
 
@@ -30,7 +30,8 @@ async function base(label: string): Promise<{ db: TestDatabase; world: DiffWorld
 
 /**
  * `workers` apps in this process, each a worker on its real schedule (timers on), with the default
- * lease and heartbeat (the semantics must not depend on them); a short poll for a prompt first claim.
+ * lease and heartbeat (the semantics must not depend on them); a short poll for a prompt first claim,
+ * and a late-call bound of LATE_CALL_GRACE_MS (a hung race loser ends its case in seconds).
  */
 export async function inProcessRig(workers = 2, unitMs = UNIT_MS): Promise<Rig> {
   const { db, world } = await base('diff');
@@ -38,7 +39,13 @@ export async function inProcessRig(workers = 2, unitMs = UNIT_MS): Promise<Rig> 
   for (let i = 0; i < workers; i++)
     apps.push(
       await bootApp(db.url, DIFF_PROVIDERS, {
-        worker: { enabled: true, pollIntervalMs: 50, concurrency: 16, workerId: `diff-app${i}` },
+        worker: {
+          enabled: true,
+          pollIntervalMs: 50,
+          concurrency: 16,
+          workerId: `diff-app${i}`,
+          lateCallGraceMs: LATE_CALL_GRACE_MS,
+        },
       }),
     );
   return {

@@ -24,7 +24,7 @@ import {
 } from '../../src';
 import { DiffHangs } from './hang-steps';
 import { interpret, OpFailure, type Hooks, type Out, type Outcome, type Prims } from './interpret';
-import { sendMark } from './marks';
+import { BEGUN, sendMark } from './marks';
 import { hangEnd, UNIT_MS, type DiffInput } from './program';
 import { getJson, post } from './world-client';
 
@@ -134,6 +134,7 @@ export class DiffWorkflow {
           stopped: ctx.signal.aborted && (ctx.signal.reason as Error)?.name !== 'RunSuspended',
         }),
     };
+    hooks.mark!(BEGUN); // every execution is listed, also one that runs no block
     const t0 = await this.calls.begin();
     const leaf = (label: string, d: number, at: number): LeafArgs => ({
       label,
