@@ -94,6 +94,7 @@ describe('langgraph: a chat model with one retry owner, its answers recorded', (
       usage: { inputTokens: 100, outputTokens: 10, totalTokens: 110 },
     });
     expect(entry.answer.data).toContain('call_1_a');
+    expect(entry.key).toMatch(/^agent:[0-9a-f-]{36}\|[0-9a-f]{16}#1$/); // the node's task, the prompt, the count
 
     await runs.signal(run.id, 'resume', { ok: true });
     const done = await driveUntil(app, db, run.id);
