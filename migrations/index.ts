@@ -29,8 +29,8 @@ import { ChildEndHint1766900000000 } from './1766900000000-child-end-hint';
 import { LangGraphCheckpoints1766950000000 } from './1766950000000-langgraph-checkpoints';
 import { LangGraphThreadOwners1766990000000 } from './1766990000000-langgraph-thread-owners';
 import { RecordFormat1766995000000 } from './1766995000000-record-format';
+import { RunForks1766997000000 } from './1766997000000-run-forks';
 import { PartitionedEvents1767000000000 } from './1767000000000-partitioned-events';
-import { RunForks1767200000000 } from './1767200000000-run-forks';
 
 export {
   CreateDurableExecutionSchema1764400000000,
@@ -62,8 +62,8 @@ export {
   LangGraphCheckpoints1766950000000,
   LangGraphThreadOwners1766990000000,
   RecordFormat1766995000000,
+  RunForks1766997000000,
   PartitionedEvents1767000000000,
-  RunForks1767200000000,
 };
 
 /**
@@ -102,8 +102,8 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   LangGraphCheckpoints1766950000000,
   LangGraphThreadOwners1766990000000,
   RecordFormat1766995000000,
+  RunForks1766997000000,
   PartitionedEvents1767000000000,
-  RunForks1767200000000,
 ];
 
 /** One of the module's migration classes, as TypeORM instantiates it (no constructor arguments). */

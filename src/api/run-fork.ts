@@ -7,15 +7,18 @@ import type { RunView } from '../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { eventPayload } from '../store/event-payload';
 import type { RunControlStore } from '../store/run-control.store';
+import type { RunReadStore } from '../store/run-reads.store';
 import { CLEANUP_BASE } from '../store/run-state/cleanup-mark';
 import { MAX_IDEMPOTENCY_KEY_BYTES, requireInt4, requireText } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
 import { requireUuid } from '../util/uuid';
 import { planCut } from './fork-plan';
+import { rewindRun } from './run-rewind';
 
 /** What `RunRepository.fork` needs. @internal */
 export interface ForkDeps {
   control: RunControlStore;
+  reads: RunReadStore;
   registry: DurableRegistry;
   options: ResolvedDurableOptions;
 }
@@ -55,6 +58,14 @@ export async function forkRun(
       maxBytes: MAX_IDEMPOTENCY_KEY_BYTES,
     }) ?? null;
   const by = requireText(opts.by, 'by', { optional: true, allowEmpty: true });
+  if (opts.inPlace !== undefined && typeof opts.inPlace !== 'boolean')
+    throw new InvalidArgumentError('inPlace', `must be true or false, got ${JSON.stringify(opts.inPlace)}`);
+  if (opts.inPlace) {
+    for (const field of ['original', 'idempotencyKey'] as const)
+      if (opts[field] !== undefined)
+        throw new InvalidArgumentError(field, 'does not apply to a rewind in place (inPlace: true)');
+    return rewindRun(d, id, { fromStep, version, inputJson, edit, by });
+  }
 
   for (let attempt = 1; ; attempt++) {
     const read = await d.control.forks.plan(id);

@@ -9,7 +9,7 @@ import type { ResolvedDurableOptions } from '../options/durable-execution-option
 import { ClaimedRun, fenceOf } from '../store/run-state/claim-runs';
 import type { CheckpointWrite, Fence } from '../store/run-state/fence';
 import type { CommandRow, RecordedStep, ReplayRecord } from '../store/run-state/load-replay';
-import { CLEANUP_BASE, phaseOf, seqFloor } from './cleanup-phase';
+import { CLEANUP_BASE, phaseOf, reservedOf, seqFloor } from './cleanup-phase';
 import type { RunStateStore } from '../store/run-state/run-state.store';
 import { LeaseClock } from './lease-clock';
 import { pausePoint, PausePointName } from './pause-points';
@@ -127,7 +127,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
           kind: 'non-determinism',
           error: new NonDeterminismError(this.claim.id, index, rec, requested, detail),
         }),
-      new Map([...record.commands.values()].map((c) => [c.index, c])),
+      reservedOf(record, this.claim.id, this.claim.generation),
       phase,
     );
   }

@@ -2,6 +2,7 @@ import type { RunCancelInfo } from '../interfaces/run.interface';
 import type { CommandRow, RecordedStep, ReplayRecord } from '../store/run-state/load-replay';
 
 import { CLEANUP_BASE } from '../store/run-state/cleanup-mark';
+import { generationPart } from '../store/run-state/fence';
 
 export { CLEANUP_BASE };
 
@@ -68,4 +69,17 @@ function outcomeOf(r: RecordedStep): { output: unknown; failed: boolean } {
   return o?.status === 'succeeded'
     ? { output: o.result ?? null, failed: false }
     : { output: o?.error ?? null, failed: true };
+}
+
+/**
+ * The command rows of the record by step index, of the run's current generation only (keys
+ * `run_<id>[:g<n>]:…`): a rewind in place (`RunRepository.rewind`) starts the next generation and keeps
+ * the rows of the one it ended, whose positions the new generation reuses.
+ */
+export function reservedOf(record: ReplayRecord, runId: string, generation = 0): Map<number, CommandRow> {
+  const prefix = `run_${runId}${generationPart(generation)}:`;
+  const mine = [...record.commands].filter(
+    ([key]) => key.startsWith(prefix) && !/^g\d+:/.test(key.slice(prefix.length)),
+  );
+  return new Map(mine.map(([, c]) => [c.index, c]));
 }

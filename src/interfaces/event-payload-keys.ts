@@ -56,6 +56,7 @@ export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'run.cancel_requested': ['reason', 'by', 'parent'],
   'run.cancelled': ['reason', 'by', 'cleanup', 'cleanupError', 'notSent', 'parent', 'fork'],
   'run.forked': ['fork', 'fromStep', 'original', 'by'],
+  'run.rewound': ['fromStep', 'generation', 'archived', 'edited', 'by'],
   'run.cleanup_started': [],
   'run.retried': ['by'],
   'run.reconciled': ['reason', 'previousWorker', 'outcome', 'attempts', 'availableAt', 'inDoubt'],

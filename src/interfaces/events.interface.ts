@@ -164,6 +164,8 @@ export interface DurableEventPayloads {
    * whether this run was left going or cancelled in the same statement (then `run.cancelled` follows).
    */
   'run.forked': { fork: string; fromStep: number; original: 'leave' | 'cancel'; by?: By };
+  /** `RunRepository.fork` with `inPlace`: the run went back to `fromStep` under `generation`, `archived` checkpoints set aside. */
+  'run.rewound': { fromStep: number; generation: number; archived: number; edited?: number; by?: By };
   /** A cancel reached the running workflow and its `onCancel` cleanup begins (once per run). */
   'run.cleanup_started': Record<never, never>;
   /** A failed or dead-lettered run was put back to `pending`. */
@@ -224,6 +226,7 @@ const EVENT_TYPES: Record<DurableEventType, true> = {
   'run.cancel_requested': true,
   'run.cancelled': true,
   'run.forked': true,
+  'run.rewound': true,
   'run.cleanup_started': true,
   'run.retried': true,
   'run.reconciled': true,

@@ -37,6 +37,13 @@ export interface ForkRunOptions<I = unknown> {
   idempotencyKey?: string;
   /** Who asked: kept in the events of both runs. */
   by?: string;
+  /**
+   * Rewind in place: the run itself (failed or dead-lettered) goes back to `fromStep` under its own id,
+   * for systems that know its id. What it recorded from there is archived (`ai_rewound_checkpoints`),
+   * and it runs on under its next generation, whose keys are apart from those it used. Refused while a
+   * command of it has no recorded outcome. Not with `original` or `idempotencyKey`.
+   */
+  inPlace?: boolean;
 }
 
 /** Result of `RunRepository.fork`: the fork, as `start` returns a run, and how much it inherited. */

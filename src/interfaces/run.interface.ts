@@ -29,7 +29,7 @@ export interface RunView<I = unknown, O = unknown> {
    * kinds), or null while no claim pinned it yet (started where the kind is not registered).
    */
   version: number | null;
-  /** How many times it continued as new (`ctx.continueAsNew`); 0 for most runs. */
+  /** How many times it continued as new (`ctx.continueAsNew`) or was rewound in place; 0 for most runs. */
   generation: number;
   status: RunStatus;
   input: I;

@@ -26,6 +26,8 @@ export interface DurableNames {
   readonly commands: string;
   readonly events: string;
   readonly signals: string;
+  /** Checkpoints a rewind in place took out of a run's record (`RunRepository.rewind`), kept for its history. */
+  readonly rewound: string;
   /** Sign-in sessions of the admin page (`login: true`). */
   readonly adminSessions: string;
   /** The live workers and the kinds each serves (`ai_workers`). */
@@ -101,6 +103,7 @@ export function durableNames(schema?: string): DurableNames {
     commands: `${prefix}ai_commands`,
     events: `${prefix}ai_events`,
     signals: `${prefix}ai_signals`,
+    rewound: `${prefix}ai_rewound_checkpoints`,
     adminSessions: `${prefix}ai_admin_sessions`,
     workers: `${prefix}ai_workers`,
     limits: `${prefix}ai_limits`,

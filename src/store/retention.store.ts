@@ -15,7 +15,7 @@ export const noOpenCommand = (
                       and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))`;
 
 /**
- * Retention, one batch in one statement: the checkpoints, events, signals and stream entries of up to $5 finished runs
+ * Retention, one batch in one statement: the checkpoints (and those a rewind set aside), events, signals and stream entries of up to $5 finished runs
  * (succeeded/cancelled only: a failed or dead-lettered run can still be retried from its checkpoints)
  * that finished more than $2 ms ago (database clock) and hold no unsettled command (an operator may still have to resolve it).
  * The run row stays as the summary (status, input, output, error) and records the pruning in `state`
@@ -46,6 +46,8 @@ with h as (
   delete from ${t.signals} s where s.run_id = any (array(select id from victims)) returning s.run_id
 ), stream as (
   delete from ${t.stream} s where s.run_id = any (array(select id from victims))
+), rewound as (
+  delete from ${t.rewound} w where w.run_id = any (array(select id from victims))
 ), n as (
   select v.id, v.epoch, coalesce(cpn.n, 0) as checkpoints, coalesce(evn.n, 0) as events
     from victims v

@@ -72,6 +72,7 @@ export const PER_RUN: Record<string, PerRun> = {
   [`${S}test-controls.ts#DUE_NOW_SQL`]: {},
   [`${S}test-controls.ts#WAIT_LEFT_SQL`]: {},
   [`${S}fork/fork-run.sql.ts#FORK_PLAN_SQL`]: {},
+  [`${S}fork/rewind-run.sql.ts#REWIND_RUN_SQL`]: {},
   ...Object.fromEntries(
     [
       'HISTORY_SQL.events',

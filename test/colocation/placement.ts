@@ -11,6 +11,7 @@ export const RUN_TABLES: Record<string, string> = {
   ai_signals: 'run_id',
   ai_run_stream: 'run_id',
   ai_run_tags: 'run_id',
+  ai_rewound_checkpoints: 'run_id',
 };
 
 /** Distributed by something else (their own co-location groups): never inside a run's shard. */

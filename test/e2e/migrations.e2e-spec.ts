@@ -42,6 +42,7 @@ const TABLES = [
   'ai_budget_use',
   'ai_run_stream',
   'ai_run_tags',
+  'ai_rewound_checkpoints',
 ];
 const MIGRATION_NAMES = DURABLE_EXECUTION_MIGRATIONS.map((m) => m.name);
 
@@ -292,7 +293,7 @@ describe('migrations', () => {
       await db.query(`delete from ai_runs where id = $1`, [id]);
     });
 
-    it('ai_checkpoints, ai_commands, ai_events, ai_run_stream, ai_run_tags and ai_signals reference ai_runs(id) ON DELETE CASCADE', async () => {
+    it('ai_checkpoints, ai_commands, ai_events, ai_rewound_checkpoints, ai_run_stream, ai_run_tags and ai_signals reference ai_runs(id) ON DELETE CASCADE', async () => {
       const fks = await db.query<{
         child: string;
         parent: string;
@@ -309,15 +310,21 @@ describe('migrations', () => {
            from pg_constraint c where c.contype = 'f' and c.conparentid = 0 order by child`,
       );
       expect(fks).toEqual(
-        ['ai_checkpoints', 'ai_commands', 'ai_events', 'ai_run_stream', 'ai_run_tags', 'ai_signals'].map(
-          (child) => ({
-            child,
-            parent: 'ai_runs',
-            on_delete: 'c',
-            cols: 'run_id',
-            ref_cols: 'id',
-          }),
-        ),
+        [
+          'ai_checkpoints',
+          'ai_commands',
+          'ai_events',
+          'ai_rewound_checkpoints',
+          'ai_run_stream',
+          'ai_run_tags',
+          'ai_signals',
+        ].map((child) => ({
+          child,
+          parent: 'ai_runs',
+          on_delete: 'c',
+          cols: 'run_id',
+          ref_cols: 'id',
+        })),
       );
       // information_schema agrees on the rule.
       const rules = await db.query(
@@ -326,7 +333,7 @@ describe('migrations', () => {
           where not (select relispartition from pg_class where oid = format('%I', tc.table_name)::regclass)
           order by tc.table_name`,
       );
-      expect(rules.map((r) => r.delete_rule)).toEqual(Array(6).fill('CASCADE'));
+      expect(rules.map((r) => r.delete_rule)).toEqual(Array(7).fill('CASCADE'));
     });
 
     it('idempotency_key on ai_runs is unique', async () => {

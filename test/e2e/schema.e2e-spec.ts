@@ -38,6 +38,7 @@ const TABLES = [
   'ai_limits',
   'ai_migrations',
   'ai_rate_tokens',
+  'ai_rewound_checkpoints',
   'ai_run_stream',
   'ai_run_tags',
   'ai_runs',

@@ -40,8 +40,4 @@ export const DECLARED_LOCKS: Record<string, DeclaredLock> = {
     tables: ['ai_events'],
     why: 'renames ai_events, builds its new primary key (id, created_at) and attaches it (one scan for the bound)',
   },
-  RunForks1767200000000: {
-    tables: ['ai_runs'],
-    why: 'builds ai_runs_forked_from_idx',
-  },
 };

@@ -2,6 +2,7 @@ import type { RunStatus, RunView } from '../../interfaces/run.interface';
 import { DurableDatabase } from '../durable-database';
 import { toRunView } from '../run-row.mapper';
 import { FORK_PLAN_SQL, FORK_RUN_SQL } from './fork-run.sql';
+import { REWIND_RUN_SQL } from './rewind-run.sql';
 
 /** One recorded position of the original's `run()`: index, name, delivery order, a started child's id. */
 export interface ForkPosition {
@@ -56,6 +57,22 @@ export interface ForkWrite {
   cancelledEvent: string;
   childEnds: string[];
 }
+
+/** What a rewind in place writes (REWIND_RUN_SQL), as decided by the plan. */
+export interface RewindWrite {
+  runId: string;
+  rowVersion: string;
+  fromStep: number;
+  inputJson: string | null;
+  version: number | null;
+  edit: { index: number; outputJson: string } | null;
+  event: string;
+  childEnds: string[];
+}
+
+/** How a rewind's statement went: `rewound` false when the run is not failed or dead-lettered. */
+export type RewindOutcome =
+  { kind: 'rewound'; archived: number } | { kind: 'moved' } | { kind: 'not-found' } | { kind: 'not-ended' };
 
 /** How the fork's statement went. */
 export type ForkOutcome =
@@ -124,5 +141,30 @@ export class RunForkStore {
     if (!r.locked) return { kind: 'moved' };
     if (!r.id) return { kind: 'key-taken' };
     return { kind: 'forked', run: toRunView(r), inherited: r.inherited };
+  }
+
+  /** A rewind in place, in one statement (REWIND_RUN_SQL). */
+  async rewind(w: RewindWrite): Promise<RewindOutcome> {
+    const { rows } = await this.db.query(
+      REWIND_RUN_SQL,
+      [
+        w.runId,
+        w.rowVersion,
+        w.fromStep,
+        w.inputJson,
+        w.version,
+        w.edit?.index ?? null,
+        w.edit?.outputJson ?? null,
+        w.event,
+        this.db.names.wakeChannel,
+        w.childEnds,
+      ],
+      'dx_rewind',
+    );
+    const r = rows[0];
+    if (!r.found) return { kind: 'not-found' };
+    if (!r.locked) return { kind: 'moved' };
+    if (!r.rewound) return { kind: 'not-ended' };
+    return { kind: 'rewound', archived: r.archived };
   }
 }
