@@ -130,6 +130,14 @@ export abstract class LiveCalls {
     return { promise, abandon, abandoned };
   }
 
+  /**
+   * Why no new attempt of the call named `name` may start (a retry's): the run stopped, or the calls
+   * still live after run() returned were given up on (`abandonAll`); null when it may.
+   */
+  refusal(name: string): Error | null {
+    return this.stopError() ?? (this.closed ? this.closed(name) : null);
+  }
+
   /** Gives up on every body still live now, each with the error `why` makes for it. */
   abandonAll(why: (name: string) => Error): void {
     this.closed = why; // a body that starts after this (a retry's next attempt) is given up on at once

@@ -135,7 +135,10 @@ export function anySignal(...signals: AbortSignal[]): AbortSignal {
  * body that ignores its signal (a stop, a timeout), the body itself goes on until it settles.
  */
 export function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  if (signal.aborted) {
+    p.catch(() => undefined); // nobody waits for it: its rejection must not crash the process
+    return Promise.reject(signal.reason as Error);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason as Error);
     signal.addEventListener('abort', onAbort, { once: true });
@@ -152,13 +155,21 @@ export function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> 
  */
 export const ABANDON_GRACE_MS = 5000;
 
-/** Waits for a timed-out body to settle, at most its grace; then gives up on it. */
-export async function settleOrAbandon(body: { promise: Promise<unknown>; abandon(): void }): Promise<void> {
+/**
+ * Waits for a timed-out body to settle, at most its grace; then gives up on it. `closed`: the error to
+ * throw instead of going on to a next attempt (the run stopped or gave up on the call meanwhile), or null.
+ */
+export async function settleOrAbandon(
+  body: { promise: Promise<unknown>; abandon(): void },
+  closed?: () => Error | null,
+): Promise<void> {
   let t: LongTimer | undefined;
   const grace = new Promise<void>((r) => (t = longTimeout(r, ABANDON_GRACE_MS)));
   await Promise.race([body.promise.then(noop, noop), grace]);
   t?.cancel();
   body.abandon(); // nothing when it settled
+  const refused = closed?.();
+  if (refused) throw refused;
 }
 
 const noop = (): void => undefined;

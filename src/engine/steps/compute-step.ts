@@ -140,11 +140,11 @@ async function runStep(
   let useId: string | null = meta.budget ? await admit(env, meta, index) : null;
   if (meta.kind !== 'compute') await markStarted(env, meta, index);
   let previous: TrackedBody<unknown> | null = null;
-  let attempts = 0;
-  let tries = 0;
+  let [attempts, tries] = [0, 0];
   const attempt = async () => {
-    // A timed-out attempt may still run: the next starts once it settled, or after 5 s (it is abandoned).
-    if (previous) await settleOrAbandon(previous);
+    // A timed-out attempt may still run: the next starts once it settled, or after 5 s (it is abandoned);
+    // none once the run stopped or its late calls were given up on meanwhile (lateCallGraceMs).
+    if (previous) await settleOrAbandon(previous, () => env.control.refusal(`step ${meta.name}`));
     if (meta.budget && attempts++ > 0) useId = await admit(env, meta, index);
     // A frame per attempt: values drawn inside the body are the same on every retry.
     const frame = env.frame({ index, name: meta.name, derived: 0, attempt: ++tries });
