@@ -1,3 +1,4 @@
+import { ofGeneration } from '../engine/cleanup-phase';
 import { isDelivery } from '../engine/replay-log';
 import { ForkRefusedError } from '../errors/fork-refused.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
@@ -48,7 +49,9 @@ export function planCut(
       'original',
       `'cancel' does not apply: run ${run.id} is being cancelled already (its onCancel may be running); wait for it to end, or 'leave' it`,
     );
-  const last = Math.max(-1, ...run.positions.map((p) => p.index), ...run.commands.map((c) => c.index));
+  // This generation's command rows only: a rewound run keeps the rows of the generations it ended.
+  const commands = run.commands.filter((c) => ofGeneration(c.key, run.id, run.generation));
+  const last = Math.max(-1, ...run.positions.map((p) => p.index), ...commands.map((c) => c.index));
   if (fromStep > last + 1)
     throw new InvalidArgumentError(
       'fromStep',
@@ -57,7 +60,7 @@ export function planCut(
   const deliveries = run.positions.filter((p) => isDelivery(p.name)).sort((a, b) => order(a) - order(b));
   checkPrefix(run.id, fromStep, deliveries, last);
   const recorded = new Set(run.positions.map((p) => p.index));
-  const open = run.commands.find((c) => c.index < fromStep && !recorded.has(c.index));
+  const open = commands.find((c) => c.index < fromStep && !recorded.has(c.index));
   if (open)
     throw new ForkRefusedError(
       run.id,

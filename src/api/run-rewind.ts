@@ -4,6 +4,7 @@ import { InvalidRunStateError } from '../errors/invalid-run-state.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { RunView } from '../interfaces/run.interface';
 import { eventPayload } from '../store/event-payload';
+import { ofGeneration } from '../engine/cleanup-phase';
 import { planCut } from './fork-plan';
 import type { ForkDeps } from './run-fork';
 
@@ -18,6 +19,7 @@ export interface RewindAsk {
 
 const MAX_REWIND_TRIES = 50;
 const REWINDABLE = ['failed', 'dead_lettered'];
+const SETTLED = ['succeeded', 'failed', 'rejected'];
 
 /**
  * `RunRepository.fork(id, { inPlace: true, ... })`: the run itself, failed or dead-lettered, goes back to
@@ -38,10 +40,7 @@ export async function rewindRun(
     const recorded = new Set(read.positions.map((p) => p.index));
     const open = read.commands.find(
       (c) =>
-        !recorded.has(c.index) &&
-        c.status !== 'succeeded' &&
-        c.status !== 'failed' &&
-        c.status !== 'rejected',
+        ofGeneration(c.key, id, read.generation) && !recorded.has(c.index) && !SETTLED.includes(c.status),
     );
     if (open)
       throw new ForkRefusedError(

@@ -77,9 +77,12 @@ function outcomeOf(r: RecordedStep): { output: unknown; failed: boolean } {
  * the rows of the one it ended, whose positions the new generation reuses.
  */
 export function reservedOf(record: ReplayRecord, runId: string, generation = 0): Map<number, CommandRow> {
-  const prefix = `run_${runId}${generationPart(generation)}:`;
-  const mine = [...record.commands].filter(
-    ([key]) => key.startsWith(prefix) && !/^g\d+:/.test(key.slice(prefix.length)),
-  );
+  const mine = [...record.commands].filter(([key]) => ofGeneration(key, runId, generation));
   return new Map(mine.map(([, c]) => [c.index, c]));
+}
+
+/** Whether a command key names run `runId`'s generation `generation` (`run_<id>[:g<n>]:step_…`, `…:key_…`). */
+export function ofGeneration(key: string, runId: string, generation = 0): boolean {
+  const prefix = `run_${runId}${generationPart(generation)}:`;
+  return key.startsWith(prefix) && !/^g\d+:/.test(key.slice(prefix.length));
 }

@@ -90,6 +90,40 @@ describe('RunRepository.fork with inPlace (rewind)', () => {
     expect(out.trail[1]).toBe('EDITED');
   });
 
+  it('rewinds twice (generations 1 and 2) past commands the earlier generations sent, then forks it', async () => {
+    const { run } = await runs.start(AgentV1, { task: 'refund order 43' });
+    const id = run.id;
+    expect((await driveUntil(app, db, id)).status).toBe('failed');
+    // The same bug again from step 5: it fails at 7 again, under generation 1.
+    await runs.fork(id, { fromStep: 5, inPlace: true });
+    expect((await driveUntil(app, db, id)).status).toBe('failed');
+    // Then the fix, from step 3: generation 2 replays 0-2, runs 3-9 past the rows of generations 0 and 1.
+    const again = await runs.fork(id, { fromStep: 3, inPlace: true, version: 2 });
+    expect(again.run.generation).toBe(2);
+    expect((await driveUntil(app, db, id)).status).toBe('succeeded');
+    const keys = Object.keys(vendor.effects()).filter((k) => k.startsWith(`run_${id}:`));
+    expect(keys.sort()).toEqual(
+      [
+        ...[2, 4, 6].map((s) => `run_${id}:step_${s}:act`),
+        `run_${id}:g1:step_6:act`,
+        ...[4, 6, 8].map((s) => `run_${id}:g2:step_${s}:act`),
+      ].sort(),
+    );
+    for (const k of keys) expect([k, vendor.effects()[k]]).toEqual([k, 1]);
+    const archived = await db.query(
+      `select generation, count(*)::int as n from ai_rewound_checkpoints where run_id = $1 group by 1 order by 1`,
+      [id],
+    );
+    expect(archived).toEqual([
+      { generation: 0, n: 2 },
+      { generation: 1, n: 4 },
+    ]);
+    // A fork of it from step 9 inherits generation 2's record, not the rows it set aside.
+    const fork = await runs.fork(id, { fromStep: 9 });
+    expect((await driveUntil(app, db, fork.run.id)).status).toBe('succeeded');
+    expect(model.asked.filter((a) => a.run === fork.run.id).map((a) => a.step)).toEqual([9]);
+  });
+
   it('refuses what is not failed or dead-lettered, a command without an outcome, and fork-only options', async () => {
     const { run } = await runs.start(AgentV2, { task: 'refund order 42' });
     expect((await driveUntil(app, db, run.id)).status).toBe('succeeded');
