@@ -28,7 +28,10 @@ export class PartitionedEvents1767000000000 implements MigrationInterface {
   public async up(q: QueryRunner): Promise<void> {
     const t = durableNames(this.schema);
     const p = t.prefix;
-    await q.query(`lock table ${t.events} in access exclusive mode`);
+    // Both tables it ends up holding, up front and in the order every statement of a running worker takes
+    // them (ai_runs, then ai_events): taken one after the other, a worker's claim or step commit holding
+    // ai_runs and waiting for ai_events deadlocks with it (test/upgrade, migrating under 0.2.0 workers).
+    await q.query(`lock table ${t.runs}, ${t.events} in access exclusive mode`);
     const [{ triggers }] = await q.query(
       `select count(*)::int as triggers from pg_trigger where tgrelid = '${t.events}'::regclass and not tgisinternal`,
     );
@@ -89,7 +92,7 @@ export class PartitionedEvents1767000000000 implements MigrationInterface {
   public async down(q: QueryRunner): Promise<void> {
     const t = durableNames(this.schema);
     const p = t.prefix;
-    await q.query(`lock table ${t.events} in access exclusive mode`);
+    await q.query(`lock table ${t.runs}, ${t.events} in access exclusive mode`); // as up() does
     const next = await nextId(q, t);
     const keep = await grantsAndOwner(q, t);
     await q.query(`

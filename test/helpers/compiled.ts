@@ -18,6 +18,7 @@ const ENTRIES = [
   'test/openai-agents/agents-app.ts',
   'test/chaos/chaos-worker.ts',
   'examples/rolling-deploy/pod.ts',
+  'test/upgrade/upgrade-app.ts',
 ];
 
 /** Every .ts file under `dir` with its mtime, for the cache key. */

@@ -4,9 +4,11 @@ import {
   copyFileSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -112,6 +114,13 @@ function build(dir: string, fixtures: string[]): void {
     renameSync(work, dir);
   } catch {
     rmSync(work, { recursive: true, force: true }); // another process got there first
+  }
+  // Builds of an earlier previous release, left more than an hour ago, are of no use any more.
+  const tmp = path.dirname(dir);
+  for (const d of readdirSync(tmp)) {
+    const p = path.join(tmp, d);
+    const other = d.startsWith('release-') && !d.startsWith(`release-${commit.slice(0, 12)}-`);
+    if (other && Date.now() - statSync(p).mtimeMs > 3_600_000) rmSync(p, { recursive: true, force: true });
   }
 }
 
