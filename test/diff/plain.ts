@@ -203,11 +203,12 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     marked = true;
     end = now;
     occurrences.push({ id: occurrences.length, time: now, parent: current, what: 'end' });
-    if ([...bodies.values()].some((b) => b.forever) && LATE_CALL_GRACE_UNITS !== null)
+    if (busy() && LATE_CALL_GRACE_UNITS !== null)
       schedule(now + LATE_CALL_GRACE_UNITS, 'late-call bound', 'body', lateBound);
   };
   /** `worker.lateCallGraceMs` after run() returned: the engine abandons the calls still live. */
   const lateBound = () => {
+    if (!busy()) return;
     if (live || now - lastSettled < GAP_UNITS || [...bodies.values()].some((b) => !b.forever))
       invalid ??= 'a call outlives the late-call bound';
     for (const [label, b] of bodies) if (b.forever) bodies.delete(label);
