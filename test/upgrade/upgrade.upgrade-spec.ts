@@ -201,30 +201,40 @@ describe(`upgrading from ${OLD} with runs in flight`, () => {
         value(await api.call({ op: 'start', input, kind: 'upgrade-agent-b' })),
       ),
     );
+    // And two that wait for their signal (their sleep done), parked by the new workers.
+    ids.mixedWait = await Promise.all(
+      times(2, () => ({ items: 2, itemMs: 20, sleepMs: 100, wait: true })).map(async (input) =>
+        value(await api.call({ op: 'start', input, kind: 'upgrade-agent-b' })),
+      ),
+    );
     const parkedByNew = async () =>
       (
         await db.query(
           `select 1 from ai_runs r where r.id = any($1) and r.status = 'waiting'
-              and exists (select 1 from ai_checkpoints c where c.run_id = r.id and c.step_name = '$due')`,
-          [ids.mixed],
+              and exists (select 1 from ai_checkpoints c where c.run_id = r.id and c.step_name = '$due')
+              and (r.id <> all($2) or exists (select 1 from upgrade_effects e where e.run_id = r.id and e.step = 'woke'))`,
+          [[...ids.mixed, ...ids.mixedWait], ids.mixedWait],
         )
       ).length;
-    await waitFor(async () => (await parkedByNew()) === ids.mixed.length, 20_000, 'new workers parking runs');
+    await waitFor(async () => (await parkedByNew()) === 6, 20_000, 'new workers parking runs');
 
     mark('mixed');
     // 4. Hand back: both new workers stop (a SIGKILL, a SIGTERM), and a worker of the previous release that
     // has kind upgrade-agent-b starts (a roll that goes back): the old workers take what the new ones
-    // touched, the crawls they held and the sleeping runs when they come due.
+    // touched, the crawls they held, the sleeping runs when they come due, the waiting ones when signalled
+    // (through the 0.2.0 API process).
     await Promise.all([n1.stop('SIGKILL'), n2.stop('SIGTERM')]);
     const back = worker('old', 4, { EXTRA_KIND: '1' });
     await back.ready;
+    for (const id of ids.mixedWait)
+      expect((await api.call({ op: 'signal', runId: id, payload: { ok: true } })).ok).toBe(true);
     await waitFor(
       async () => {
         const back = await claimedFromTo(db, 'new-', 'old-');
-        return ids.mixed.every((id) => back.includes(id));
+        return [...ids.mixed, ...ids.mixedWait].every((id) => back.includes(id));
       },
       30_000,
-      'sleeping runs handed back to an old worker',
+      'sleeping and signalled runs handed back to an old worker',
     );
 
     mark('handed back');
@@ -283,7 +293,13 @@ describe(`upgrading from ${OLD} with runs in flight`, () => {
     // release started (its due time in a `$due` record) and a 0.2.0 worker resumed is slept again in full
     // (0.2.0 parks it anew for its length), and 0.2.0's own replay check calls that record never asked for.
     const handedBack = await claimedFromTo(db, 'new-', 'old-');
-    expect(handedBack).toEqual(expect.arrayContaining(ids.mixed));
+    expect(handedBack).toEqual(expect.arrayContaining([...ids.mixed, ...ids.mixedWait]));
+    // The waits parked by this release, signalled through a 0.2.0 API process, were delivered to 0.2.0.
+    const outputs = await db.query<{ output: { approval: unknown } }>(
+      `select output from ai_runs where id = any($1)`,
+      [ids.mixedWait],
+    );
+    expect(outputs.map((o) => o.output.approval)).toEqual([{ ok: true }, { ok: true }]);
     const slept = await db.query<{ run_id: string; again: number }>(
       `select d.run_id, extract(epoch from (s.output #>> '{}')::timestamptz - (d.output #>> '{}')::timestamptz)::float8
               as again
