@@ -2,6 +2,7 @@ import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { ChatResult } from '@langchain/core/outputs';
+import { LeaseLostError } from '../index';
 import type { RetryPolicy } from '../index';
 import { modelRef } from './graph-calls';
 import { currentGraph } from './graph-frame';
@@ -98,7 +99,8 @@ export function durableChatModel<M extends BaseChatModel<any, any>>(
         failed: (failures) => record({ kind: 'model', name, key, failures }),
       });
     } catch (err) {
-      if (opts?.signal?.aborted || frame.ctx.signal.aborted) throw err; // a stop: nothing recorded
+      // The run stopping (its signal, or a journal write refused: the claim lost): nothing recorded.
+      if (opts?.signal?.aborted || frame.ctx.signal.aborted || err instanceof LeaseLostError) throw err;
       const error = storedError(err);
       await record({ kind: 'model', name, key, error });
       throw rebuiltError(error); // the recorded failure, as a replay throws it
