@@ -21,7 +21,7 @@ export async function prepare(raw: DiffCase, p: Profile): Promise<Prepared | { i
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const plain = await runPlain(c, undefined, p.maxUnits);
     if (plain.invalid) return { invalid: plain.invalid };
-    const conflict = spacing(plain.occurrences, plain.end);
+    const conflict = spacing(plain.occurrences, plain.horizon);
     if (!conflict) return { c, plain };
     const next = later(c, conflict[1], p) ?? later(c, conflict[0], p);
     if (!next)
@@ -95,7 +95,8 @@ function grow(op: Op, rest: string[], kind: string): Op | null {
 }
 
 /**
- * Two occurrences not causally ordered and closer than GAP_UNITS (up to run()'s end), or null. A wait
+ * Two occurrences not causally ordered and closer than GAP_UNITS (up to `end`: run()'s end, or the last
+ * catch or finally block, which may run after it or after a cancel), or null. A wait
  * served from the mailbox is ready when it is called: it is its caller's moment, checked as its caller.
  */
 export function spacing(occ: Occurrence[], end: number): [Occurrence, Occurrence] | null {

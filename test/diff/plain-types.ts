@@ -43,6 +43,11 @@ export interface PlainResult {
   effects: Record<string, number>;
   /** When the durable run ends: run() returned (succeeded), or the cancel and what ran on (units). */
   end: number;
+  /**
+   * Up to when competing occurrences are spread (cases.ts): run()'s end, or the last catch or finally
+   * block if later (a loser's try after run() returned, a step's outcome after a cancel: their order shows).
+   */
+  horizon: number;
   /** When the run finished (run() returned and no call was live any more; null: cancelled first). */
   finished: number | null;
   /**

@@ -34,15 +34,8 @@
  * Alongside the outcome it lists every occurrence (an event at a virtual time, with the event in whose
  * continuation it was called): cases.ts checks that two not causally ordered are GAP_UNITS apart.
  */
-import {
-  GAP_UNITS,
-  HEARTBEAT_MS,
-  LATE_CALL_GRACE_UNITS,
-  STOP_GRACE_MS,
-  type DiffCase,
-  type Mutation,
-  type Op,
-} from './program';
+import { GAP_UNITS, HEARTBEAT_MS, LATE_CALL_GRACE_UNITS, STOP_GRACE_MS } from './program';
+import type { DiffCase, Mutation, Op } from './program';
 import { interpret, type Hooks, type Json, type Out, type Outcome, type Prims } from './interpret';
 import { plainChild, plainPatched, type PrimSim } from './plain-child';
 import { plainHang, type HungBody } from './plain-hang';
@@ -241,6 +234,7 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
       status: cancelled === null ? 'succeeded' : 'cancelled',
       effects,
       end,
+      horizon: Math.max(end, ...marks.map((m) => m.time)),
       finished: cancelled === null ? finished : null,
       extraMs,
       marks,
