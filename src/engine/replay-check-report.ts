@@ -10,7 +10,8 @@ import type { ReplayCheckResult, ReplayChecker } from './replay-check';
  * @internal
  */
 export function replayCheckTarget(): string | undefined {
-  return process.env.DURABLE_REPLAY_CHECK || undefined;
+  const target = process.env.DURABLE_REPLAY_CHECK;
+  return target && target !== 'off' ? target : undefined; // 'off': a local run without the check
 }
 
 /** Records a failed replay check where the switch says. @internal */
