@@ -5,7 +5,8 @@ import { durableNames } from '../src/store/durable-names';
  * Time travel. `RunRepository.fork`: a run started from another run's record names its origin,
  * `ai_runs.forked_from` (the original's id; no foreign key: retention may delete the original, the
  * fork keeps its own copy of what it inherited) and `fork_step` (the first position it executed
- * itself). Both nullable (expand only: a release before this one writes runs without them; a catalog
+ * itself), and `keys_from`: for a fork that keeps its original's keys (`keepKeys`), the key prefix its
+ * commands send under (`run_<original>[:g<n>]`). All nullable (expand only: a release before this one writes runs without them; a catalog
  * change, no index: nothing looks forks up by their original yet). Numbered before the events
  * partitioning, which stays the newest migration (its test and bench/history revert it alone). Rewind in
  * place (`RunRepository.fork` with `inPlace`): the checkpoints a rewind in place takes out
@@ -19,7 +20,9 @@ export class RunForks1766997000000 implements MigrationInterface {
 
   public async up(q: QueryRunner): Promise<void> {
     const t = durableNames(this.schema);
-    await q.query(`alter table ${t.runs} add column forked_from uuid, add column fork_step integer`);
+    await q.query(
+      `alter table ${t.runs} add column forked_from uuid, add column fork_step integer, add column keys_from text`,
+    );
     await q.query(`
       create table ${t.rewound} (
         run_id      uuid not null references ${t.runs}(id) on delete cascade,
@@ -41,6 +44,8 @@ export class RunForks1766997000000 implements MigrationInterface {
   public async down(q: QueryRunner): Promise<void> {
     const t = durableNames(this.schema);
     await q.query(`drop table ${t.rewound}`);
-    await q.query(`alter table ${t.runs} drop column fork_step, drop column forked_from`);
+    await q.query(
+      `alter table ${t.runs} drop column keys_from, drop column fork_step, drop column forked_from`,
+    );
   }
 }

@@ -60,8 +60,10 @@ export async function forkRun(
   const by = requireText(opts.by, 'by', { optional: true, allowEmpty: true });
   if (opts.inPlace !== undefined && typeof opts.inPlace !== 'boolean')
     throw new InvalidArgumentError('inPlace', `must be true or false, got ${JSON.stringify(opts.inPlace)}`);
+  if (opts.keepKeys !== undefined && typeof opts.keepKeys !== 'boolean')
+    throw new InvalidArgumentError('keepKeys', `must be true or false, got ${JSON.stringify(opts.keepKeys)}`);
   if (opts.inPlace) {
-    for (const field of ['original', 'idempotencyKey'] as const)
+    for (const field of ['original', 'idempotencyKey', 'keepKeys'] as const)
       if (opts[field] !== undefined)
         throw new InvalidArgumentError(field, 'does not apply to a rewind in place (inPlace: true)');
     return rewindRun(d, id, { fromStep, version, inputJson, edit, by });
@@ -103,6 +105,7 @@ export async function forkRun(
         ...(by ? { by } : {}),
       }),
       childEnds: cut.childEnds,
+      keepKeys: opts.keepKeys === true,
     });
     switch (outcome.kind) {
       case 'forked':

@@ -40,6 +40,8 @@ const FLAGS: Record<string, FlagShape> = {
   'edit-step': 'value',
   'edit-value': 'value',
   key: 'value',
+  'keep-keys': 'bool',
+  'in-place': 'bool',
   'show-data': 'bool',
   help: 'bool',
 };

@@ -14,7 +14,18 @@ export const OPERATOR_COMMANDS: Record<string, { words: string[]; flags: string[
   retry: { words: ['RUN'], flags: ACTION },
   fork: {
     words: ['RUN'],
-    flags: [...ACTION, 'from', 'version', 'input', 'edit-step', 'edit-value', 'original', 'key'],
+    flags: [
+      ...ACTION,
+      'from',
+      'version',
+      'input',
+      'edit-step',
+      'edit-value',
+      'original',
+      'key',
+      'keep-keys',
+      'in-place',
+    ],
   },
   'retry-held': { words: ['KIND'], flags: [...ACTION, 'limit', 'version'] },
   versions: { words: [], flags: [...COMMON, 'kind'] },
@@ -47,6 +58,8 @@ export const OPERATOR_USAGE = `Operator commands (the same checks as the admin A
                        (docs/TIME-TRAVEL.md): [--version V] [--input JSON] [--edit-step N --edit-value
                        JSON: the last inherited result] [--original leave|cancel: needed while RUN
                        has not ended] [--key KEY: a repeated fork with it is the same fork]
+                       [--keep-keys: its commands send RUN's keys] [--in-place: RUN itself, failed or
+                       dead-lettered, goes back to STEP under its next generation]
   retry-held KIND      every run of KIND held for non-determinism [--limit N, default 1000]
                        [--version V: only those pinned to version V]
   versions             each version of each kind [--kind K]: unfinished runs pinned to it, held

@@ -28,6 +28,8 @@ export function forkOptions(args: Args, by: string): ForkRunOptions {
     ...(editStep !== undefined && { editResult: { step: editStep, value: jsonValue(args, 'edit-value') } }),
     original,
     idempotencyKey: args.values.get('key'),
+    ...(args.bools.has('keep-keys') && { keepKeys: true }),
+    ...(args.bools.has('in-place') && { inPlace: true }),
     by,
   };
 }
@@ -38,9 +40,11 @@ export async function forkCommand(op: Operator, id: string, opts: ForkRunOptions
   const shown = op.admin.shown(run);
   print({ by: opts.by, created, inherited, run: shown }, () => {
     out(
-      created
-        ? `forked ${id} from step ${opts.fromStep}: run ${run.id} inherits ${inherited} checkpoint(s)`
-        : `the fork with key ${JSON.stringify(opts.idempotencyKey)} exists already: run ${run.id}`,
+      opts.inPlace
+        ? `rewound ${id} to step ${opts.fromStep} (generation ${run.generation}): it keeps ${inherited} step(s)`
+        : created
+          ? `forked ${id} from step ${opts.fromStep}: run ${run.id} inherits ${inherited} checkpoint(s)`
+          : `the fork with key ${JSON.stringify(opts.idempotencyKey)} exists already: run ${run.id}`,
     );
     printRun(out, shown);
   });

@@ -38,6 +38,14 @@ export interface ForkRunOptions<I = unknown> {
   /** Who asked: kept in the events of both runs. */
   by?: string;
   /**
+   * The fork's commands (at or after `fromStep`) send the original's keys (`run_<original>:step_<n>:<name>`)
+   * instead of their own: a target that deduplicates by key answers a command the original sent with the
+   * original's effect instead of acting again (a target that checks a key's parameters refuses other
+   * arguments under it); one the original never sent acts under the original's key. The fork's command
+   * rows keep keys of its own. Children and values drawn in steps are still the fork's. Default false.
+   */
+  keepKeys?: boolean;
+  /**
    * Rewind in place: the run itself (failed or dead-lettered) goes back to `fromStep` under its own id,
    * for systems that know its id. What it recorded from there is archived (`ai_rewound_checkpoints`),
    * and it runs on under its next generation, whose keys are apart from those it used. Refused while a

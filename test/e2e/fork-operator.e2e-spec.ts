@@ -135,5 +135,10 @@ describe('fork for operators', () => {
     });
     const shown = await op('show', forkId, '--show-data');
     expect(shown.stdout).toContain(`forked from ${id} at step 7`);
+    // --in-place: the failed run itself goes back to step 7 under its next generation.
+    const rewound = await op('fork', id, '--from', '7', '--in-place', '--version', '2', '--show-data');
+    expect(rewound).toMatchObject({ status: 0, stderr: '' });
+    expect(rewound.stdout).toContain(`rewound ${id} to step 7 (generation 1)`);
+    expect((await driveUntil(app, db, id)).status).toBe('succeeded');
   });
 });

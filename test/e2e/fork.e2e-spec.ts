@@ -145,6 +145,37 @@ describe('RunRepository.fork', () => {
     expect(cp.meta).toEqual({ edited: true });
   });
 
+  it("keepKeys: the fork sends the original's keys, so a deduplicating vendor answers with the original's effects", async () => {
+    const { run } = await runs.start(AgentV2, { task: 'refund order 12' });
+    expect((await driveUntil(app, db, run.id)).status).toBe('succeeded');
+    const id = run.id;
+    const original = (await runs.result(id)) as { trail: string[] };
+    const forked = await runs.fork(id, { fromStep: 3, keepKeys: true });
+    const fork = forked.run.id;
+    expect((await driveUntil(app, db, fork)).status).toBe('succeeded');
+    // Turns 3-9 asked again, but commands 4, 6, 8 went out under the original's keys: answered from its effects.
+    expect(model.asked.filter((a) => a.run === fork).map((a) => a.step)).toEqual([3, 5, 7, 9]);
+    expect(keysOf(vendor, fork)).toEqual([]);
+    for (const s of [4, 6, 8]) {
+      expect(vendor.requests()[`run_${id}:step_${s}:act`]).toBe(2);
+      expect(vendor.effects()[`run_${id}:step_${s}:act`]).toBe(1);
+    }
+    expect(((await runs.result(fork)) as { trail: string[] }).trail).toEqual(original.trail);
+    // Its rows keep keys of its own; a fork of it that keeps keys sends the same original's keys.
+    const rows = await db.query(
+      `select idempotency_key from ai_commands where run_id = $1 order by step_index`,
+      [fork],
+    );
+    expect(rows.map((r) => r.idempotency_key)).toEqual([4, 6, 8].map((s) => `run_${fork}:step_${s}:act`));
+    const second = await runs.fork(fork, { fromStep: 7, keepKeys: true });
+    expect((await driveUntil(app, db, second.run.id)).status).toBe('succeeded');
+    expect(vendor.requests()[`run_${id}:step_8:act`]).toBe(3);
+    expect(vendor.effects()[`run_${id}:step_8:act`]).toBe(1);
+    await expect(runs.fork(id, { fromStep: 3, keepKeys: 'yes' as never })).rejects.toMatchObject({
+      field: 'keepKeys',
+    });
+  });
+
   it('a fork of a fork: it inherits from its own original, and links to it', async () => {
     const id = await failedAtSeven();
     const first = await runs.fork(id, { fromStep: 7, version: 2 });

@@ -1,4 +1,4 @@
-import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { RawJson } from '../admin-validation.pipe';
 import { ApiProperty, ApiPropertyOptional } from '../../nest/openapi';
 import { StorableText } from './run-actions.dto';
@@ -43,6 +43,21 @@ export class ForkRunDto {
   @IsOptional()
   @IsIn(['leave', 'cancel'], { message: 'original must be leave or cancel' })
   original?: 'leave' | 'cancel';
+
+  @ApiPropertyOptional({
+    description:
+      "The fork's commands send the original's keys (a deduplicating target answers with the original's effect)",
+  })
+  @IsOptional()
+  @IsBoolean()
+  keepKeys?: boolean;
+
+  @ApiPropertyOptional({
+    description: 'Rewind in place: the run itself (failed or dead-lettered) goes back to fromStep',
+  })
+  @IsOptional()
+  @IsBoolean()
+  inPlace?: boolean;
 
   @ApiPropertyOptional({ maxLength: 255, description: 'A repeated fork with this key is the same fork' })
   @IsOptional()

@@ -46,8 +46,8 @@ async function lookupAndRecord(
   await env.lease.ensure(`lookup of ${cmd.key}`);
   // The asking claim's token, as a dispatch passes it: a target that checks tokens raises its fence on
   // the lookup, so a superseded claim's request arriving after it is refused.
-  const fence = commandFence(env, cmd.key);
-  const found = await lookup(meta.name, cmd.key, { fence });
+  const fence = commandFence(env, cmd.sent);
+  const found = await lookup(meta.name, cmd.sent, { fence });
   if (!found.found) {
     if (!failure) return null;
     await recordOutcome(env, meta, cmd, {

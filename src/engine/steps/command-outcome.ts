@@ -10,6 +10,11 @@ import { cursorAt, StepEnv } from './step-env';
 /** The command being executed: key, index, name, arguments (JSON) and call fingerprint. */
 export interface Cmd {
   key: string;
+  /**
+   * The key the target gets (the call's `idempotencyKey`, a lookup's, the fencing token's): `key`, or for
+   * a fork that keeps its original's keys the same key under the original's prefix (`keysFrom`).
+   */
+  sent: string;
   index: number;
   name: string;
   payloadJson: string;
@@ -18,7 +23,8 @@ export interface Cmd {
 
 /**
  * `run_<id>[:g<generation>]:step_<n>[:tool_call_<id>]:<name>`: the same on every replay of this run
- * (the generation only after a `ctx.continueAsNew`).
+ * (the generation only after a `ctx.continueAsNew` or a rewind). `prefix`: another run part, the key sent by a
+ * fork that keeps its original's keys (`run_<original>[:g<n>]`).
  */
 export function commandKey(
   runId: string,
@@ -27,10 +33,10 @@ export function commandKey(
   name: string,
   generation = 0,
   own?: string,
+  prefix = `run_${runId}${generationPart(generation)}`,
 ): string {
-  const run = `run_${runId}${generationPart(generation)}`;
-  if (own !== undefined) return `${run}:key_${own}:${name}`;
-  return `${run}:step_${index}${toolCallId ? `:tool_call_${toolCallId}` : ''}:${name}`;
+  if (own !== undefined) return `${prefix}:key_${own}:${name}`;
+  return `${prefix}:step_${index}${toolCallId ? `:tool_call_${toolCallId}` : ''}:${name}`;
 }
 
 const OWN_KEY = /^[A-Za-z0-9_.-]{1,200}$/;

@@ -69,7 +69,11 @@ export async function executeCommand(
   const held = flushBeforeCall(env); // a step's commit held for the finish: durable before a lookup or send
   if (held) await held;
 
-  const cmd: Cmd = { key, index, name: meta.name, payloadJson, fingerprint };
+  const keysFrom = env.fence.keysFrom;
+  const sent = keysFrom
+    ? commandKey(env.runId, index, toolCallOf(meta, args), meta.name, 0, own, keysFrom)
+    : key;
+  const cmd: Cmd = { key, sent, index, name: meta.name, payloadJson, fingerprint };
   const row = env.commands.get(key);
   // The same command reserved at this step under another key (another tool call): sending this one
   // would forget that one, which may have been sent or approved.
@@ -174,7 +178,7 @@ async function dispatch(
     result = await withRetry(policy, env.control.signal, async () => {
       await env.pause('before-call', `command:${meta.name}`);
       await env.lease.ensure(`command ${cmd.key}`);
-      const fence = commandFence(env, cmd.key);
+      const fence = commandFence(env, cmd.sent);
       // The body runs in a frame of its own: what it draws from the context is derived from the key's
       // index (the same on every send of this key), and it takes no workflow position.
       const frame = env.frame({ index: cmd.index, name: `command:${meta.name}`, derived: 0, command: true });
@@ -187,7 +191,7 @@ async function dispatch(
       const stop = new AbortController(); // this attempt's: its timeout, or the run's stop
       const signal = anySignal(env.control.signal, stop.signal);
       const body = env.control.trackBody(
-        Promise.resolve(gated(frame, () => call({ idempotencyKey: cmd.key, signal, fence }))),
+        Promise.resolve(gated(frame, () => call({ idempotencyKey: cmd.sent, signal, fence }))),
         (why) => (stop.abort(why), (frame.gate as WireGate | undefined)?.revoke(why)),
         `command ${cmd.key}`,
       );

@@ -54,20 +54,24 @@ select r.id, r.kind, r.status, r.epoch, r.xmin::text as row_version, ${pinnedVer
  * $1 original id, $2 its row version, $3 fork step, $4 'leave' | 'cancel', $5 input (null: the
  * original's), $6 version, $7 edited index (null: none), $8 edited output, $9 idempotency key,
  * $10 `run.created` payload, $11 `run.forked` payload, $12 cancel reason, $13 `run.cancelled` payload,
- * $14 child end signal names, $15 wake channel
+ * $14 child end signal names, $15 wake channel, $16 keep the original's keys (`keys_from`: the key prefix
+ * the fork's commands send under: the one the original sent under)
  */
 export const FORK_RUN_SQL: SqlText = (t) => `
 with orig as (
   select r.id, r.kind, r.status, r.epoch, r.input, r.max_attempts, r.priority, r.concurrency_key, r.tags,
-         r.lease_expires_at, r.record_format
+         r.lease_expires_at, r.record_format, r.generation, r.keys_from
     from ${t.runs} r where r.id = $1 and r.xmin::text = $2
      for update
 ), fork as (
   insert into ${t.runs} (kind, kind_version, input, idempotency_key, max_attempts, available_at, priority,
-                         concurrency_key, tags, epoch, forked_from, fork_step, record_format)
+                         concurrency_key, tags, epoch, forked_from, fork_step, record_format, keys_from)
   select o.kind, $6, coalesce($5::jsonb, o.input), $9, o.max_attempts,
          case when $4::text = 'cancel' and o.status = 'running' then greatest(o.lease_expires_at, now()) else now() end,
-         o.priority, o.concurrency_key, o.tags, o.epoch, o.id, $3, greatest(o.record_format, ${RECORD_FORMAT})
+         o.priority, o.concurrency_key, o.tags, o.epoch, o.id, $3, greatest(o.record_format, ${RECORD_FORMAT}),
+         case when $16::boolean
+              then coalesce(o.keys_from, 'run_' || o.id || case when o.generation > 0 then ':g' || o.generation else '' end)
+         end
     from orig o
   on conflict (idempotency_key) do nothing
   returning *

@@ -56,6 +56,8 @@ export interface ForkWrite {
   cancelReason: string;
   cancelledEvent: string;
   childEnds: string[];
+  /** The fork's commands send the original's keys (`keepKeys`). */
+  keepKeys: boolean;
 }
 
 /** What a rewind in place writes (REWIND_RUN_SQL), as decided by the plan. */
@@ -133,6 +135,7 @@ export class RunForkStore {
         w.cancelledEvent,
         w.childEnds,
         this.db.names.wakeChannel,
+        w.keepKeys,
       ],
       'dx_fork',
     );

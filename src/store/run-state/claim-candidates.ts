@@ -58,4 +58,4 @@ export const TAKEN_OVER = (t: DurableNames): string => `case when r.epoch > 1 th
 /** The columns both claim statements return for a claimed run. */
 export const CLAIMED_COLUMNS = `r.id, r.kind, r.kind_version, r.input, r.epoch, r.generation, r.cursor, r.attempts,
             r.max_attempts, r.cancel_requested_at is not null as cancel_requested, r.cancel_reason, now() as db_now,
-            r.timeline, r.lookup_first`;
+            r.timeline, r.lookup_first, r.keys_from`;

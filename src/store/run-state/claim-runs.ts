@@ -50,6 +50,8 @@ export interface ClaimedRun {
    * row for is settled by its in-doubt policy before its first send (its reserve may have been lost).
    */
   lookupFirst: boolean;
+  /** A fork that keeps its original's keys: the key prefix its commands send under (`run_<original>…`). */
+  keysFrom?: string | null;
   cursor: RunCursor;
   attempts: number;
   maxAttempts: number;
@@ -113,6 +115,7 @@ export async function claimRuns(
       generation: r.generation,
       timeline: r.timeline,
       lookupFirst: r.lookup_first,
+      keysFrom: r.keys_from ?? null,
       cursor: decodeStored(r.cursor),
       attempts: r.attempts,
       maxAttempts: r.max_attempts,
@@ -133,4 +136,5 @@ export const fenceOf = (c: ClaimedRun, workerId: string): Fence => ({
   generation: c.generation,
   timeline: c.timeline,
   lookupFirst: c.lookupFirst,
+  keysFrom: c.keysFrom ?? null,
 });

@@ -17,6 +17,8 @@ export interface Fence {
   lookupFirst?: boolean;
   /** The run's generation (`ctx.continueAsNew`): keys the run derives name it when above 0. */
   generation?: number;
+  /** A fork that keeps its original's keys (`keepKeys`): the key prefix its commands send under. */
+  keysFrom?: string | null;
 }
 
 /** `:g<n>` for a run's generation above 0, else nothing (keys of generation 0 are as they always were). */
