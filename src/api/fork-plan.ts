@@ -3,6 +3,18 @@ import { isDelivery } from '../engine/replay-log';
 import { ForkRefusedError } from '../errors/fork-refused.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import type { ForkPlanRead, ForkPosition } from '../store/fork/run-fork.store';
+import type { DurableRegistry } from '../engine/durable.registry';
+import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
+import type { RunControlStore } from '../store/run-control.store';
+import type { RunReadStore } from '../store/run-reads.store';
+
+/** What `RunRepository.fork` needs. @internal */
+export interface ForkDeps {
+  control: RunControlStore;
+  reads: RunReadStore;
+  registry: DurableRegistry;
+  options: ResolvedDurableOptions;
+}
 
 /** What the checks of a cut decided: what the fork's statement copies beside the positions. */
 export interface ForkCut {

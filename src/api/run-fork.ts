@@ -1,27 +1,15 @@
-import type { DurableRegistry } from '../engine/durable.registry';
 import { IdempotencyConflictError } from '../errors/idempotency-conflict.error';
 import { InvalidArgumentError } from '../errors/invalid-argument.error';
 import { RunNotFoundError } from '../errors/run-not-found.error';
 import type { ForkRunOptions } from '../interfaces/run-fork.interface';
 import type { RunView } from '../interfaces/run.interface';
-import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { eventPayload } from '../store/event-payload';
-import type { RunControlStore } from '../store/run-control.store';
-import type { RunReadStore } from '../store/run-reads.store';
 import { CLEANUP_BASE } from '../store/run-state/cleanup-mark';
 import { MAX_IDEMPOTENCY_KEY_BYTES, requireInt4, requireText } from '../util/arguments';
 import { toStoredJson } from '../util/codec';
 import { requireUuid } from '../util/uuid';
-import { planCut } from './fork-plan';
+import { type ForkDeps, planCut } from './fork-plan';
 import { rewindRun } from './run-rewind';
-
-/** What `RunRepository.fork` needs. @internal */
-export interface ForkDeps {
-  control: RunControlStore;
-  reads: RunReadStore;
-  registry: DurableRegistry;
-  options: ResolvedDurableOptions;
-}
 
 /** Plans of one fork at most, each when the original's row moved under the one before (a heartbeat, a step). */
 const MAX_FORK_TRIES = 50;

@@ -6,7 +6,7 @@ import type { RunView } from '../interfaces/run.interface';
 import { eventPayload } from '../store/event-payload';
 import { ofGeneration } from '../engine/cleanup-phase';
 import { planCut } from './fork-plan';
-import type { ForkDeps } from './run-fork';
+import type { ForkDeps } from './fork-plan';
 
 /** What a rewind in place was asked for, checked by `forkRun`. */
 export interface RewindAsk {
