@@ -94,6 +94,29 @@ describeWithBrowser('fork from the run inspector (headless Chromium)', () => {
     await close();
   });
 
+  it('rewinds a failed run in place from the page: the same run, its next generation', async () => {
+    const { run } = await runs.start(AgentV1, { task: 'refund order 32' });
+    expect((await driveUntil(app, db, run.id)).status).toBe('failed');
+    const { page, problems, close } = await openPage();
+    await page.goto(`${base}/runs/${run.id}`);
+    await page.getByTestId('run-status').filter({ hasText: 'failed' }).waitFor();
+    await page.locator('[data-testid=fork-7] input[name=version]').fill('2');
+    await page.locator('[data-testid=fork-7] input[name=inPlace]').check();
+    await page.locator('[data-testid=fork-7] button[data-action=fork]').click();
+    // The same page again, the run waiting under generation 1 (no fork made).
+    await page.locator('#flash.ok').filter({ hasText: 'fork recorded (by ops-oncall)' }).waitFor();
+    expect(page.url()).toBe(`${base}/runs/${run.id}`);
+    expect(await page.getByTestId('run-status').innerText()).toMatch(/waiting|pending/);
+    expect(await runs.get(run.id)).toMatchObject({ generation: 1, version: 2 });
+    expect(await db.query(`select count(*)::int as n from ai_runs where forked_from = $1`, [run.id])).toEqual(
+      [{ n: 0 }],
+    );
+    expect((await driveUntil(app, db, run.id)).status).toBe('succeeded');
+    await page.getByTestId('run-status').filter({ hasText: 'succeeded' }).waitFor({ timeout: 15_000 });
+    expect(problems).toEqual([]);
+    await close();
+  });
+
   it('shows why a fork is refused, and writes nothing', async () => {
     const { run: doubt } = await runs.start(DoubtWorkflow, { task: 'settle' });
     await driveUntil(app, db, doubt.id, ['waiting']);

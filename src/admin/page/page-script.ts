@@ -1,7 +1,8 @@
 /**
  * The inspector's only script, inlined in every page. A button with `data-action` POSTs JSON to
  * `<data-api>/<action>` (with `X-Durable-Admin: 1`, which an action signed in by cookie needs) with its
- * `data-body` merged with the fields of its form (fields marked `data-json` are parsed as JSON), then
+ * `data-body` merged with the fields of its form (fields marked `data-json` are parsed as JSON, a ticked
+ * checkbox is `true`), then
  * reloads and shows what was recorded (a fork: opens the fork's page). A live run's page asks `<data-api>/changes?since=<token>` every
  * 1.5 s (one cheap read, no run data); when the run changed it fetches only the events after the newest
  * one it shows (`events?after=`) and appends them (as text, never markup), and it reloads when the status
@@ -27,6 +28,7 @@ export const PAGE_SCRIPT = `(function () {
     try {
       if (form) Array.prototype.forEach.call(form.elements, function (el) {
         if (!el.name || el.value === '') return;
+        if (el.type === 'checkbox') { if (el.checked) payload[el.name] = true; return; }
         payload[el.name] = el.hasAttribute('data-json') ? JSON.parse(el.value) : el.value;
       });
     } catch (e) { flash('Not valid JSON: ' + e.message, true); return; }

@@ -178,7 +178,8 @@ export function renderRunPage(base: string, operator: string, d: AdminRunDetail,
         : html`<p class="muted">No side-effect commands.</p>`
     }
     <h2>Steps</h2>
-    ${older(api, 'checkpoints', d, d.checkpointsBefore)} ${renderSteps(t, { live })}
+    ${older(api, 'checkpoints', d, d.checkpointsBefore)}
+    ${renderSteps(t, { live, rewindable: r.status === 'failed' || r.status === 'dead_lettered' })}
     <h2>Timeline</h2>
     ${older(api, 'events', d, d.eventsBefore)} ${renderTimeline(t, r.createdAt)} ${PROGRESS}
     ${live ? LIVE_EVENTS : ''}

@@ -51,10 +51,11 @@ function tokensOf(usage: unknown): string {
 }
 
 /**
- * "Fork from here" on a step (`POST .../fork`, docs/TIME-TRAVEL.md): an optional version, and for a run
- * that has not ended the choice about it (none chosen: the API asks for it).
+ * "Fork from here" on a step (`POST .../fork`, docs/TIME-TRAVEL.md): an optional version, whether its
+ * commands keep the original's keys, for a run that has not ended the choice about it (none chosen: the
+ * API asks for it), and for a failed or dead-lettered one a rewind in place instead.
  */
-function forkHere(index: number, live: boolean): Raw {
+function forkHere(index: number, live: boolean, rewindable: boolean): Raw {
   return html`<form class="inline" data-testid="fork-${index}">
     <input name="version" data-json size="4" placeholder="version" />
     ${
@@ -66,6 +67,8 @@ function forkHere(index: number, live: boolean): Raw {
           </select>`
         : ''
     }
+    <label class="muted"><input type="checkbox" name="keepKeys" /> keep keys</label>
+    ${rewindable ? html`<label class="muted"><input type="checkbox" name="inPlace" /> rewind in place</label>` : ''}
     <button type="button" data-action="fork" data-body="${JSON.stringify({ fromStep: index })}">
       Fork from here
     </button>
@@ -74,9 +77,10 @@ function forkHere(index: number, live: boolean): Raw {
 
 /**
  * Steps with their kind, state, duration (bar relative to the longest), executions and model tokens;
- * with `fork`, a "Fork from here" form on each (its `live`: the run has not ended).
+ * with `fork`, a "Fork from here" form on each (`live`: the run has not ended; `rewindable`: it failed or
+ * was dead-lettered).
  */
-export function renderSteps(t: RunTimeline, fork?: { live: boolean }): Raw {
+export function renderSteps(t: RunTimeline, fork?: { live: boolean; rewindable: boolean }): Raw {
   if (!t.steps.length) return html`<p class="muted">No step recorded yet.</p>`;
   const longest = Math.max(1, ...t.steps.map((s) => s.durationMs ?? 0));
   const rows = t.steps.map(
@@ -95,7 +99,7 @@ export function renderSteps(t: RunTimeline, fork?: { live: boolean }): Raw {
           ${s.executions > 1 ? `×${s.executions}` : ''}
         </td>
         <td>${tokensOf(s.usage)}</td>
-        ${fork ? html`<td>${forkHere(s.index, fork.live)}</td>` : ''}
+        ${fork ? html`<td>${forkHere(s.index, fork.live, fork.rewindable)}</td>` : ''}
       </tr>`,
   );
   return html`<table>
