@@ -8,6 +8,7 @@ import {
   DurableTransactionHost,
   DurableWorkflow,
   IdempotentCommand,
+  NonRetryableError,
   LeaseService,
   OnRunCancel,
   RunContext,
@@ -121,6 +122,15 @@ class Pair {
   }
 }
 
+@DurableWorkflow('stmt-fails')
+class Fails {
+  constructor(private readonly kit: Kit) {}
+  async run(input: { n: number }) {
+    await this.kit.plain(input.n);
+    throw new NonRetryableError('fails, for a rewind in place');
+  }
+}
+
 @DurableWorkflow('stmt-cleanup')
 class Cleanup implements OnRunCancel<unknown> {
   constructor(private readonly kit: Kit) {}
@@ -155,7 +165,7 @@ describe('named statements survive a migration that adds columns', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('stmt_schema');
-    app = await bootApp(db.url, [Kit, Forever, Every, Pair, Cleanup, Digest], {
+    app = await bootApp(db.url, [Kit, Forever, Every, Pair, Fails, Cleanup, Digest], {
       database: { url: db.url, poolSize: 1 },
       worker: { concurrency: 10, groupCommit: 1 },
       budgets: { tpm: { tokens: 1_000_000, periodMs: 60_000, estimateTokens: 10 } },
@@ -212,6 +222,11 @@ describe('named statements survive a migration that adds columns', () => {
     // A fork of one, from its second step: planned, inserted with the first step's record, then run.
     const { run: fork } = await runs.fork(pairs[0].run.id, { fromStep: 1 });
     expect((await driveUntil(app, db, fork.id)).status).toBe('succeeded');
+    // A rewind in place of a failed run, from its second step: it fails again, under its own id.
+    const { run: failing } = await runs.start(Fails, { n: 1 });
+    expect((await driveUntil(app, db, failing.id)).status).toBe('failed');
+    await runs.fork(failing.id, { fromStep: 1, inPlace: true });
+    expect((await driveUntil(app, db, failing.id)).status).toBe('failed');
 
     // A cancel while a step runs: the heartbeat brings it, the cleanup begins.
     held = gate();
