@@ -6,17 +6,28 @@ import { log, type BenchMode } from './cli';
 import { ensurePeersInstalled } from './peers';
 
 /**
- * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale,limits,transport,processes,history] [-- --out FILE]`
+ * `npm run bench [-- --quick] [-- --parts core,peers,workers,scale,limits,transport,processes,history,boot] [-- --out FILE]`
  * The whole bench in one run: the engine against the raw node-postgres limit (bench/run.ts), the peer
  * libraries (bench/peers.ts), workers as OS processes with pickup latency and memory
  * (bench/workers.ts), claim cost as history grows (bench/scale.ts) and with concurrency limits
  * (bench/limits.ts), many worker pods on one primary, direct and through PgBouncer (bench/processes.ts),
- * the event history partitioned and not (bench/history.ts), one after the other on the same server;
+ * the event history partitioned and not (bench/history.ts), a worker process's boot against a plain Nest
+ * app's (bench/boot.ts), one after the other on the same server;
  * and the fenced transport's cost per HTTP request (bench/transport.ts, no database). Each part is its own process and its own throw-away database(s); this file then puts
  * the headline figures side by side, as ratios against their targets, and writes bench/results.json.
  */
 
-const PARTS = ['core', 'peers', 'workers', 'scale', 'limits', 'transport', 'processes', 'history'] as const;
+const PARTS = [
+  'core',
+  'peers',
+  'workers',
+  'scale',
+  'limits',
+  'transport',
+  'processes',
+  'history',
+  'boot',
+] as const;
 type Part = (typeof PARTS)[number];
 
 const SCRIPT: Record<Part, string> = {
@@ -28,9 +39,10 @@ const SCRIPT: Record<Part, string> = {
   transport: 'transport.ts',
   processes: 'processes.ts',
   history: 'history.ts',
+  boot: 'boot.ts',
 };
 
-const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale,limits,transport,processes,history] [--out FILE]
+const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,workers,scale,limits,transport,processes,history,boot] [--out FILE]
   --smoke      every part with tiny workloads (~3 minutes; .ci/run does this so that no part rots)
   --quick      every part with its smaller workloads and 2 repeats (~8 minutes; default ~14 minutes)
   --parts      run only these parts (their figures only; the headline shows '-' for the rest)
@@ -38,6 +50,7 @@ const USAGE = `usage: npm run bench -- [--quick | --smoke] [--parts core,peers,w
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)
 Each part also runs alone: npm run bench:core | bench:peers | bench:workers | bench:scale | bench:limits,
   bench:processes (worker pods, direct and through PgBouncer) | bench:history (partitioned events),
+  bench:boot (a worker process's start to its first claim, against a plain Nest app's),
   node -r ts-node/register/transpile-only bench/transport.ts`;
 
 function parseArgs(argv: string[]): { mode: BenchMode; parts: Part[]; out: string } {
@@ -226,7 +239,7 @@ function socketRows(transport: any): Headline[] {
 }
 
 export function headline(r: Results): Headline[] {
-  const { core, peers, workers, scale, limits, transport } = r;
+  const { core, peers, workers, scale, limits, transport, boot } = r;
   const engineK1 = fig(workers, 'engine.k1');
   const pickup = fig(workers, 'pickup.proc.db.p50');
   const rows: Headline[] = [
@@ -297,6 +310,19 @@ export function headline(r: Results): Headline[] {
       unit: 'x',
       target: { op: '<=', value: 1.2 },
       how: 'limits: CLAIM_LIMITED_SQL of a due run; the held runs (100,000; smoke: 200) are of a kind whose limit is full',
+    },
+    {
+      label: 'worker ready (start -> first claim) / plain Nest context',
+      value: boot?.ratios?.readyOverPlain?.median ?? NaN,
+      unit: 'x',
+      target: { op: '<=', value: 1.3 },
+      how: 'boot: fresh OS processes (compiled JS), the same TypeORM DataSource, alternating, per repeat then the median',
+    },
+    {
+      label: '  worker CPU to first claim / plain Nest context',
+      value: boot?.ratios?.cpuOverPlain?.median ?? NaN,
+      unit: 'x',
+      how: 'boot: user + system CPU of each process until ready, per repeat then the median',
     },
     {
       label: `worker RSS, 1,000 parked + 1,000 queued + 100 in flight`,
