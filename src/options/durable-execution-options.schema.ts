@@ -14,7 +14,7 @@ import {
 } from 'class-validator';
 
 import { IsFunctionValue } from './is-function.validator';
-import { IsSchemaName } from './schema-name';
+import { IsSchemaName } from './schema-name.validator';
 
 // Validation shapes of the module options. Only class-validator sees these; services receive
 // ResolvedDurableOptions with every default merged.

@@ -1,6 +1,4 @@
 import { cronProblem } from '../util/cron';
-import { plainToInstance } from 'class-transformer';
-import { validateSync, ValidationError } from 'class-validator';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { InvalidOptionsError } from '../errors/invalid-options.error';
@@ -9,26 +7,13 @@ import type {
   DurableExecutionModuleOptions,
   ResolvedDurableOptions,
 } from './durable-execution-options.interface';
-import { DurableExecutionOptionsSchema } from './durable-execution-options.schema';
+import { optionsLookValid } from './options-shape';
 import { resolveFenceKey } from './fence-key';
 import { DEFAULT_SCHEMA } from './schema-name';
 
 /** A fresh worker identity: host, pid and a random suffix (two processes never share one). */
 export function defaultWorkerId(): string {
   return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-}
-
-function flatten(errors: ValidationError[], prefix = ''): string[] {
-  const out: string[] = [];
-  for (const e of errors) {
-    const path = prefix ? `${prefix}.${e.property}` : e.property;
-    for (const [rule, msg] of Object.entries(e.constraints ?? {})) {
-      // forbidNonWhitelisted: a key the options do not have, most likely misspelt.
-      out.push(rule === 'whitelistValidation' ? `${path}: unknown option (misspelt?)` : `${path}: ${msg}`);
-    }
-    if (e.children?.length) out.push(...flatten(e.children, path));
-  }
-  return out;
 }
 
 /** A plain object (not null, not an array): the shape every options group must have. */
@@ -68,13 +53,9 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
   // Budgets are a map by name: checked by resolveBudgets, not by the class schema; the fence key holds
   // a secret (a Buffer class-transformer would mangle): checked by resolveFenceKey.
   const { budgets: rawBudgets, fence: rawFence, ...rest } = raw;
-  const schema = plainToInstance(DurableExecutionOptionsSchema, {
-    ...rest,
-    database: dbGiven || !dbMissing ? database : undefined,
-  });
-  const problems = flatten(
-    validateSync(schema, { forbidUnknownValues: false, whitelist: true, forbidNonWhitelisted: true }),
-  );
+  const checked = { ...rest, database: dbGiven || !dbMissing ? database : undefined };
+  // class-validator only when the quick look is not sure: a valid boot loads none of it (options-shape.ts).
+  const problems = optionsLookValid(checked) ? [] : classValidatorProblems(checked);
   if (!dbGiven && !dbMissing) {
     problems.unshift(
       `database: must be an object, { url } or { dataSourceName } or { dataSource }; got ${Array.isArray(rawDb) ? 'an array' : typeof rawDb}`,
@@ -205,6 +186,13 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     budgets,
     fence,
   };
+}
+
+/** class-validator's problems with the options, loaded on first use (options-validation.ts). */
+function classValidatorProblems(options: Record<string, unknown>): string[] {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { optionProblems } = require('./options-validation') as typeof import('./options-validation');
+  return optionProblems(options);
 }
 
 /** Drops `undefined` and `null` entries so they never override a default. */

@@ -1,5 +1,3 @@
-import { ValidateBy, ValidationOptions } from 'class-validator';
-
 /** The schema of the module's tables when none is given. Its names stay unqualified, as before the option. */
 export const DEFAULT_SCHEMA = 'public';
 
@@ -23,18 +21,4 @@ export function schemaNameProblem(value: unknown): string | undefined {
     return undefined;
   const got = typeof value === 'string' ? `'${value}'` : typeof value;
   return `must be ${SCHEMA_NAME_RULE}; got ${got}`;
-}
-
-/** class-validator check of `database.schema` (see `schemaNameProblem`). */
-export function IsSchemaName(options?: ValidationOptions): PropertyDecorator {
-  return ValidateBy(
-    {
-      name: 'isSchemaName',
-      validator: {
-        validate: (value: unknown) => schemaNameProblem(value) === undefined,
-        defaultMessage: (args) => schemaNameProblem(args?.value) ?? '',
-      },
-    },
-    options,
-  );
 }

@@ -1,5 +1,5 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { durableExecutionMigrations, DurableMigrationOptions } from '../../migrations';
+import type { DurableMigrationClass, DurableMigrationOptions } from '../../migrations';
 import { SchemaConflictError } from '../errors/schema-conflict.error';
 import type { DurableDataSource } from '../options/durable-execution-options.interface';
 import { DEFAULT_NAMES, durableNames, DurableNames, ensureSchema } from './durable-names';
@@ -14,6 +14,16 @@ function isDataSource(source: MigrationSource): source is DurableDataSource {
   return (
     source instanceof DataSource || typeof (source as Partial<DurableDataSource>).initialize === 'function'
   );
+}
+
+/**
+ * The module's migration classes for `schema`, loaded on first use: a process that applies none
+ * (`database.migrationsRun: false`) never loads the 30-odd files (issue 47, boot like a plain Nest app).
+ */
+function migrationClasses(schema: string | undefined): DurableMigrationClass[] {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { durableExecutionMigrations } = require('../../migrations') as typeof import('../../migrations');
+  return durableExecutionMigrations({ schema });
 }
 
 /**
@@ -47,7 +57,7 @@ function migrationDataSource(source: MigrationSource, names: DurableNames): Data
     migrationsRun: false,
     dropSchema: false,
     cache: false,
-    migrations: durableExecutionMigrations({ schema: names.schema }),
+    migrations: migrationClasses(names.schema),
     migrationsTableName: DURABLE_MIGRATIONS_TABLE,
     poolSize: 2,
     extra: { ...base.extra, max: 2 },
@@ -79,7 +89,7 @@ async function underMigrationLock<T>(
 
 /** Names the module's migrations for the schema of `names` are recorded under. */
 function migrationNames(names: DurableNames): string[] {
-  return durableExecutionMigrations({ schema: names.schema }).map((m) => new m().name);
+  return migrationClasses(names.schema).map((m) => new m().name);
 }
 
 /** Whether `ai_migrations` of the schema exists. */
