@@ -3,8 +3,9 @@
  * signal fires. With a timeout T each attempt times out at T (the engine aborts its signal; a body that
  * ignores it, `deaf`, is abandoned ABANDON_GRACE_UNITS later, and the next attempt starts then); after
  * `attempts` the step rejects ('timeout'), or its second attempt returns after `then` units. Without a
- * timeout it never settles: plain.ts releases it at the late-call bound after run() returned, or at a
- * cancel. A cancel does not stop its attempts here: the engine finds it at a heartbeat or at the
+ * timeout it never settles: plain.ts fails it at the late-call bound after run() returned (the engine
+ * abandons it: the step fails with CallAbandonedError, which the workflow's code still sees, as it sees
+ * a loser's timeout after run() returned), unless the run was cancelled. A cancel does not stop its attempts here: the engine finds it at a heartbeat or at the
  * attempt's end (its failure counted), and delivers the step's outcome as a step's commit does (the
  * workflow's next call stops); if the heartbeat comes first, the durable run stops earlier (a shorter
  * prefix of the plain run's blocks).
@@ -16,8 +17,12 @@ import type { Drop, PlainResult } from './plain-types';
 /** A hung body still live (it holds the run's finish). */
 export interface HungBody {
   deaf: boolean;
-  /** No timeout: it settles never (abandoned by the engine after run() returned, or by a cancel). */
+  /**
+   * No timeout: it settles never, unless the engine abandons it after run() returned
+   * (`worker.lateCallGraceMs`): then the step fails (CallAbandonedError) and `abandon` rejects it.
+   */
   forever: boolean;
+  abandon?: (e: Error) => void;
 }
 
 /** What the hung steps use of the simulator. */
@@ -42,9 +47,12 @@ export function plainHang(sim: HangSim): Prims['hang'] {
     const from = sim.now();
     const { fails, returns } = hangEnd(op, from);
     sim.calls.set(label, { kind: 'hang', from, to: fails ?? returns ?? Infinity });
-    sim.bodies.set(label, { deaf: op.deaf, forever: op.timeout === null });
     const T = op.timeout;
-    if (T === null) return new Promise<Out>(() => undefined);
+    if (T === null)
+      return new Promise<Out>((_, abandon) =>
+        sim.bodies.set(label, { deaf: op.deaf, forever: true, abandon }),
+      );
+    sim.bodies.set(label, { deaf: op.deaf, forever: false });
     // A second attempt that returns: its timeout must not compete with its end.
     if (op.attempts === 2 && op.then !== null && T - op.then < GAP_UNITS)
       sim.invalid(`the second attempt of ${label} competes with its timeout`);

@@ -18,15 +18,15 @@ export interface Queued {
   seq: number;
   time: number;
   /**
-   * Timers and waits (true) are dropped once run() returned or the run was cancelled; steps, commands
-   * and hung steps' attempts (false) finish; the late-call bound ('body') goes after run() returned, not
-   * after a cancel.
+   * Timers and waits (true) are dropped once run() returned or the run was cancelled; steps, commands,
+   * hung steps' attempts and the late-call bound (false) go on, also after a cancel (the engine finds
+   * a cancel at a heartbeat or a write: until then they happen).
    */
   wait: Drop;
   fire: () => void;
 }
 
-export type Drop = boolean | 'body';
+export type Drop = boolean;
 
 export type CallKind = 'step' | 'cmd' | 'child' | 'hang';
 

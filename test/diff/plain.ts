@@ -36,14 +36,13 @@
  */
 import { GAP_UNITS, HEARTBEAT_MS, LATE_CALL_GRACE_UNITS, STOP_GRACE_MS } from './program';
 import type { DiffCase, Mutation, Op } from './program';
-import { interpret, type Hooks, type Json, type Out, type Outcome, type Prims } from './interpret';
+import { interpret, OpFailure, type Hooks, type Json, type Out, type Outcome, type Prims } from './interpret';
 import { plainChild, plainPatched, type PrimSim } from './plain-child';
 import { plainHang, type HungBody } from './plain-hang';
 import { plainSignals } from './plain-signals';
 import type { Drop, Occurrence, PlainMark, PlainResult, Queued } from './plain-types';
 
 export type { CallKind, Occurrence, PlainResult } from './plain-types';
-
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
 export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infinity): Promise<PlainResult> {
@@ -90,7 +89,7 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     if (at !== now && !mutation) throw new Error(`interpreter: ${label} called at ${at}, clock at ${now}`);
     return true;
   };
-  const never = new Promise<Out>(() => undefined);
+  const never = new Promise<Out>(() => undefined); // a call never made: the run was cancelled
   /** A loser: an op under a race or any that already settled. */
   const loser = (label: string) => [...settledRaces].some((r) => label.startsWith(`${r}.`));
 
@@ -192,19 +191,24 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
   const mark = () => {
     if (!ended && !busy() && openTries > 0 && cancelled === null) tags.add('park inside a try block');
     if (ended && !busy() && finished === null && cancelled === null) finished = now;
-    if (!ended || marked || cancelled !== null) return;
+    if (!ended || marked) return;
     marked = true;
+    // From run()'s return (also one after a cancel the engine has not found yet): the late-call bound.
+    if (busy() && LATE_CALL_GRACE_UNITS !== null)
+      schedule(now + LATE_CALL_GRACE_UNITS, 'late-call bound', false, lateBound);
+    if (cancelled !== null) return; // a cancelled run's end: its cancel and what ran on (below)
     end = now;
     occurrences.push({ id: occurrences.length, time: now, parent: current, what: 'end' });
-    if (busy() && LATE_CALL_GRACE_UNITS !== null)
-      schedule(now + LATE_CALL_GRACE_UNITS, 'late-call bound', 'body', lateBound);
   };
   /** `worker.lateCallGraceMs` after run() returned: the engine abandons the calls still live. */
   const lateBound = () => {
     if (!busy()) return;
     if (live || now - lastSettled < GAP_UNITS || [...bodies.values()].some((b) => !b.forever))
       invalid ??= 'a call outlives the late-call bound';
-    for (const [label, b] of bodies) if (b.forever) bodies.delete(label);
+    // Given up on in call order: each step fails, and code waiting on it (a loser's try) runs.
+    const given = [...bodies].filter(([, b]) => b.forever);
+    given.forEach(([label]) => bodies.delete(label));
+    given.forEach(([, b]) => b.abandon?.(new OpFailure('abandoned', now)));
     tags.add('hung loser abandoned after run() returned');
   };
   await tick();
@@ -213,7 +217,6 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     queue.sort((x, y) => x.key - y.key || x.seq - y.seq);
     const e = queue.shift()!;
     if ((ended || cancelled !== null) && e.wait === true) continue; // dropped: run() returned, or cancelled
-    if (cancelled !== null && e.wait === 'body') continue; // no late-call bound after a cancel
     now = Math.max(now, e.time);
     current = e.id;
     e.fire();
