@@ -309,7 +309,7 @@ export function headline(r: Results): Headline[] {
       value: limits?.heldBack?.ratio ?? NaN,
       unit: 'x',
       target: { op: '<=', value: 1.2 },
-      how: 'limits: CLAIM_LIMITED_SQL of a due run; the held runs (100,000; smoke: 200) are of a kind whose limit is full',
+      how: 'limits: CLAIM_LIMITED_SQL of a due run, blocks alternating between a database where 100,000 runs (smoke: 200) of a kind whose limit is full are held back and one where none are; per pair of blocks, then the median',
     },
     {
       label: 'worker ready (start -> first claim) / plain Nest context',

@@ -19,25 +19,28 @@ const CLAIM_LIMITED_SQL = claimLimitedSql(DEFAULT_NAMES);
  * 1. 1-step runs/s (claim, one fenced step commit, finish) of a kind without limits (CLAIM_RUNS_SQL)
  *    and of a kind limited to 10,000 (CLAIM_LIMITED_SQL: every claim takes a slot, every finish frees
  *    it), in alternating blocks; the ratio per block, and the claim p50 of each.
- * 2. The claim p50 of a due run of that limited kind while 0, then 10,000 runs of another kind the same
- *    worker serves are held back behind its full limit (held by the claim itself, as in production):
- *    the held runs left the claim index, so the ratio should be about 1.
+ * 2. The claim p50 of a due run of that limited kind while 10,000, then 100,000 runs of another kind the
+ *    same worker serves are held back behind its full limit (held by the claim itself, as in production),
+ *    against the same claim in a second database where none are: blocks alternate between the two (a
+ *    connection each), the ratio per pair of blocks. The held runs left the claim index, so the ratio
+ *    should be about 1; the plan cache's choices (generic or custom plans) are reported beside it.
  */
 
 interface LimitsConfig {
   repeat: number;
   /** Runs per block and workload of figure 1. */
   runs: number;
-  /** Timed claims per block of figure 2. */
+  /** Timed claims per block of figure 2, and blocks per database and step. */
   claims: number;
+  blocks: number;
   /** Runs held back behind the full limit in figure 2, in steps (cumulative). */
   held: number[];
 }
 
-const FULL: LimitsConfig = { repeat: 5, runs: 400, claims: 300, held: [10_000, 100_000] };
-const QUICK: LimitsConfig = { ...FULL, repeat: 3, runs: 200, claims: 150 };
+const FULL: LimitsConfig = { repeat: 5, runs: 400, claims: 30, blocks: 10, held: [10_000, 100_000] };
+const QUICK: LimitsConfig = { ...FULL, repeat: 3, runs: 200, claims: 25, blocks: 6 };
 /** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
-const SMOKE: LimitsConfig = { repeat: 2, runs: 20, claims: 10, held: [200] };
+const SMOKE: LimitsConfig = { repeat: 2, runs: 20, claims: 5, blocks: 2, held: [200] };
 
 const USAGE = `usage: npm run bench:limits -- [--quick | --smoke] [--repeat N] [--out FILE]
   --smoke      seconds: tiny workloads (CI checks that the part still runs)
@@ -152,6 +155,14 @@ class LimitsBench {
     }
   }
 
+  /** How often PostgreSQL's plan cache used a generic and a custom plan for the limited claim so far. */
+  async plans(): Promise<{ generic: number; custom: number }> {
+    const { rows } = await this.c.query(
+      `select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements where name = 'claim_limited'`,
+    );
+    return rows[0] ?? { generic: 0, custom: 0 };
+  }
+
   /** Figure 2: due claims of LIMITED by a worker that also serves FULL_KIND; ms each. */
   async dueClaims(n: number): Promise<number[]> {
     const ms: number[] = [];
@@ -165,6 +176,45 @@ class LimitsBench {
     }
     return ms;
   }
+}
+
+interface HeldStep {
+  held: number;
+  /** Claim p50 (ms) with the runs held back, and in the database where none are, per block. */
+  claimP50Ms: Spread;
+  noneP50Ms: Spread;
+  /** Held / none, per pair of neighbouring blocks. */
+  ratio: Spread;
+  buffers: number;
+  /** The plan cache's choices for the held database's claim during the step (holding back included). */
+  plans: { generic: number; custom: number };
+}
+
+/** Figure 2 at one level: blocks of due claims alternating between the held database and the other. */
+async function heldStep(
+  main: LimitsBench,
+  none: LimitsBench,
+  held: number,
+  cfg: LimitsConfig,
+): Promise<HeldStep> {
+  const ms: Record<'held' | 'none', number[]> = { held: [], none: [] };
+  const ratio: number[] = [];
+  for (let b = 0; b < cfg.blocks; b++) {
+    const got: Record<string, number> = {};
+    for (const which of rotate(['held', 'none'] as const, b)) {
+      got[which] = median(await (which === 'held' ? main : none).dueClaims(cfg.claims));
+      ms[which].push(got[which]);
+    }
+    ratio.push(got.held / got.none);
+  }
+  return {
+    held,
+    claimP50Ms: spread(ms.held),
+    noneP50Ms: spread(ms.none),
+    ratio: spread(ratio),
+    buffers: await main.claimBuffers(),
+    plans: { generic: 0, custom: 0 },
+  };
 }
 
 async function main(): Promise<void> {
@@ -183,9 +233,15 @@ async function main(): Promise<void> {
   const db = await BenchDatabase.create(admin);
   const pool = new Pool({ connectionString: db.url, max: 1, application_name: 'dx-bench-limits' });
   const c = await pool.connect();
+  // Figure 2's reference: the same limits, no run held back (its own connection and plan cache).
+  const refDb = await BenchDatabase.create(admin);
+  const refPool = new Pool({ connectionString: refDb.url, max: 1, application_name: 'dx-bench-limits-ref' });
+  const refC = await refPool.connect();
   try {
     const bench = new LimitsBench(db, c);
     await bench.setUp();
+    const ref = new LimitsBench(refDb, refC);
+    await ref.setUp();
     const off: number[] = [];
     const on: number[] = [];
     const ratio: number[] = [];
@@ -204,23 +260,39 @@ async function main(): Promise<void> {
       claimOn.push(median(got.on.claimMs));
     }
     log(`  claims with nothing held back`);
-    const before = median(await bench.dueClaims(cfg.claims));
-    const steps = [{ held: 0, claimP50Ms: before, buffers: await bench.claimBuffers() }];
+    let plans = await bench.plans();
+    /** The plan cache's choices for the held database's claim since the last call. */
+    const planDelta = async () => {
+      const now = await bench.plans();
+      const d = { generic: now.generic - plans.generic, custom: now.custom - plans.custom };
+      plans = now;
+      return d;
+    };
+    const steps: HeldStep[] = [{ ...(await heldStep(bench, ref, 0, cfg)), plans: await planDelta() }];
     for (const n of cfg.held) {
       const held = await bench.holdBack(n);
-      log(`  claims with ${held} runs held back behind a full limit`);
-      steps.push({
-        held,
-        claimP50Ms: median(await bench.dueClaims(cfg.claims)),
-        buffers: await bench.claimBuffers(),
-      });
+      await refDb.ctl.query('vacuum analyze ai_runs'); // as the held database (holdBack)
+      log(`  claims with ${held} runs held back behind a full limit, alternating with none`);
+      const step = await heldStep(bench, ref, held, cfg);
+      steps.push({ ...step, plans: await planDelta() });
     }
     const last = steps[steps.length - 1];
     const summary = {
-      meta: { ...runMeta(started, mode), repeats: cfg.repeat, runsPerBlock: cfg.runs, claims: cfg.claims },
+      meta: {
+        ...runMeta(started, mode),
+        repeats: cfg.repeat,
+        runsPerBlock: cfg.runs,
+        claims: cfg.claims,
+        heldBlocks: cfg.blocks,
+      },
       runsPerSecond: { off: spread(off), on: spread(on), ratio: spread(ratio) },
       claimP50Ms: { off: spread(claimOff), on: spread(claimOn) },
-      heldBack: { steps, ratio: last.claimP50Ms / before, buffersRatio: last.buffers / steps[0].buffers },
+      heldBack: {
+        steps,
+        ratio: last.ratio.median,
+        ratioSpread: last.ratio,
+        buffersRatio: last.buffers / steps[0].buffers,
+      },
     };
     const f = (s: Spread, d = 1) => `${s.median.toFixed(d)} (${s.min.toFixed(d)}-${s.max.toFixed(d)})`;
     console.log(
@@ -229,10 +301,12 @@ async function main(): Promise<void> {
         `1-step runs/s, kind limited (slot per claim)   ${f(summary.runsPerSecond.on)}\n` +
         `  limited / unlimited, per block               ${f(summary.runsPerSecond.ratio, 2)}\n` +
         `claim p50 ms, no limit / limited               ${f(summary.claimP50Ms.off, 3)} / ${f(summary.claimP50Ms.on, 3)}\n` +
+        `claim p50 ms, held back / none, blocks alternating between two databases (${cfg.blocks} x ${cfg.claims} claims):\n` +
         steps
           .map(
             (x) =>
-              `claim p50 ms / buffers, ${String(x.held).padStart(7)} runs held back   ${x.claimP50Ms.toFixed(3)} / ${x.buffers}`,
+              `  ${String(x.held).padStart(7)} held: ${f(x.claimP50Ms, 3)} / ${f(x.noneP50Ms, 3)} = ${f(x.ratio, 2)}` +
+              `; ${x.buffers} buffers; plans ${x.plans.generic} generic, ${x.plans.custom} custom`,
           )
           .join('\n'),
     );
@@ -240,9 +314,13 @@ async function main(): Promise<void> {
     log(`results written to ${out} (${Math.round((Date.now() - started) / 1000)} s)`);
   } finally {
     c.release();
+    refC.release();
     await pool.end();
+    await refPool.end();
     await db.ctl.end().catch(() => undefined);
+    await refDb.ctl.end().catch(() => undefined);
     await dropDatabase(admin, db.name);
+    await dropDatabase(admin, refDb.name);
   }
 }
 

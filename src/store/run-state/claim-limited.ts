@@ -18,12 +18,25 @@ import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION, TAKEN_OVER
  * none is held back on the rate scope and woken by the sweep once a token is free again. A run that
  * still owns slots (its park kept them: `holdSlotWhileWaiting`) needs no new one of their scopes and
  * takes them back at its new epoch (`retake`).
+ * Planned once per connection (issue 47): PostgreSQL's plan cache plans a statement for its parameters'
+ * values (a custom plan, 1-3 ms for this one) as long as that looks cheaper than its generic plan, which
+ * it did whenever the statistics showed many due-looking runs (a backlog, or runs held back by a full
+ * limit: the generic plan reckons with a tenth of them). So the due runs reach the rest through an
+ * array (every plan reckons with a handful) and read their parameters through scalar subqueries
+ * (`dueCandidates(..., true)`): a custom plan then costs what the generic one does, plus its planning,
+ * and the generic plan is kept. `plan_cache_mode` would do it too, but it is a session setting, which
+ * would leak to the app's statements on a shared DataSource or through PgBouncer.
  * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process,
  * $6, $7 the (kind, version) pairs the worker registers (null: any version)
  */
 export const CLAIM_LIMITED_SQL: SqlText = (t) => `
 with c as (
-  ${dueCandidates(t, 'id, kind, concurrency_key, priority, available_at, epoch')}
+  -- The due runs, locked SKIP LOCKED, passed through an array and limited again (they are $3 at most
+  -- already): every plan reckons with about one run, as a claim takes, whatever the statistics of
+  -- ai_runs say (an array of unknown length counts as ten elements, a limit of unknown size as a tenth).
+  select * from unnest(array(${dueCandidates(t, '(id, kind, concurrency_key, priority, available_at, epoch)', true)}))
+    as c(id uuid, kind text, concurrency_key text, priority int, available_at timestamptz, epoch bigint)
+   limit (select $3::int)
 ), need as (
   -- Level 1: the key's slot; 2: the kind's slot; 3: a rate token, only for a run's first claim.
   select c.id, c.priority, c.available_at, s.level, s.scope, s.cap, l.rate_period_ms as period
@@ -110,10 +123,11 @@ with c as (
   returning sl.run_id, sl.scope, sl.n
 ), retake as (
   -- Slots a park kept (holdSlotWhileWaiting) pass to the run's new epoch; the park's epoch is older,
-  -- so no slot taken above (free in this snapshot) is one of them.
+  -- so no slot taken above (free in this snapshot) is one of them. Only a run claimed before (its new
+  -- epoch above 1) can own any.
   update ${t.slots} sl set epoch = r.epoch, taken_at = now()
     from r
-   where sl.run_id = r.id
+   where sl.run_id = r.id and r.epoch > 1
   returning sl.run_id, sl.scope, sl.n
 ), spend as (
   -- A token is free again a period after the claim that begins a run took it.
