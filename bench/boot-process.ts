@@ -43,7 +43,13 @@ function report(mode: BootReport['mode']): void {
   const sinceStartMs = performance.now();
   const cpu = process.cpuUsage();
   if (process.env.BOOT_DUMP_MODULES)
-    writeFileSync(`${process.env.BOOT_DUMP_MODULES}.${mode}`, Object.keys(require.cache).join('\n'));
+    writeFileSync(
+      `${process.env.BOOT_DUMP_MODULES}.${mode}`,
+      [
+        ...Object.keys(require.cache),
+        ...(process as unknown as { moduleLoadList: string[] }).moduleLoadList,
+      ].join('\n'),
+    );
   const msg: BootReport = {
     mode,
     sinceStartMs,

@@ -88,8 +88,11 @@ async function boot(script: string, mode: Mode, url: string): Promise<Boot> {
 const PHASES = ['require Nest, TypeORM', 'require the library', 'create the context', 'first claim / query'];
 
 function phasesOf(b: Boot): Array<{ wallMs: number; cpuMs: number }> {
-  const { nest, library, context } = b.marks;
+  const { nest, library } = b.marks;
   const from = library ?? nest;
+  // The worker's first claim may come before createApplicationContext resolves (it starts in
+  // onApplicationBootstrap): then the context phase ends at ready and the last one is empty.
+  const context = b.marks.context ?? { atMs: b.sinceStartMs, cpuMs: b.cpuMs };
   return [
     nest,
     library ? { atMs: library.atMs - nest.atMs, cpuMs: library.cpuMs - nest.cpuMs } : { atMs: 0, cpuMs: 0 },
