@@ -13,7 +13,8 @@
  *   up to date, so that costs a read), otherwise false.
  *
  * Only public entry points are loaded (`nestjs-durable-execution`'s root, here `../src`, is required in
- * worker mode only), so the module count is what an app's worker process loads.
+ * worker mode only), so the module count is what an app's worker process loads. For a look inside:
+ * BOOT_LOG=1 keeps Nest's logger on; BOOT_DUMP_MODULES=/tmp/x writes the loaded modules to /tmp/x.<mode>.
  */
 import 'reflect-metadata';
 import { writeFileSync } from 'node:fs';

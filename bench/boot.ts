@@ -37,10 +37,14 @@ const USAGE = `usage: npm run bench:boot -- [--quick | --smoke] [--repeat N] [--
 const MODES = ['plain', 'worker', 'worker+migrate'] as const;
 type Mode = (typeof MODES)[number];
 
-/** Compiles bench/boot-process.ts (and the library sources it requires) to bench/.build, emit only. */
+/**
+ * Compiles bench/boot-process.ts (and the library sources it requires) to .tmp/bench-boot, emit only.
+ * Not under bench/: from there `pg` would resolve to bench/node_modules' copy (the peers'), a second pg
+ * beside TypeORM's, which an app does not load.
+ */
 function compileChild(): string {
   const root = join(__dirname, '..');
-  const outDir = join(__dirname, '.build');
+  const outDir = join(root, '.tmp', 'bench-boot');
   mkdirSync(outDir, { recursive: true });
   const tsconfig = join(outDir, 'tsconfig.boot.json');
   writeFileSync(
