@@ -34,10 +34,11 @@ export interface DurableResult {
   /** The catch and finally blocks each execution of run() ran (marks.ts), up to a cancel or lost lease. */
   blocks: Map<string, string[]>;
   /**
-   * The latest a body was first called after its virtual time, and a signal sent after its time (ms):
-   * the machine's share of a divergence (competing events are GAP_UNITS units apart).
+   * The latest a body was first called after its virtual time, a signal stored (its statement returned)
+   * and the cancel stored after their times (ms): the machine's share of a divergence (competing events
+   * are GAP_UNITS units apart).
    */
-  lateMs: { call: number; signal: number; worst: string };
+  lateMs: { call: number; signal: number; cancel: number; worst: string };
   epoch: number;
   notes: string[];
 }
@@ -57,19 +58,18 @@ export async function runDurable(
   const t0 = await Promise.race([env.world.begun(run.id), pause(20_000).then(() => null)]);
   if (t0 === null) throw new Error(`run ${run.id} never began (no worker took it?)`);
   let ended = false;
-  const late = { call: 0, signal: 0, worst: '' };
+  const late = { call: 0, signal: 0, cancel: 0, worst: '' };
   const sender = (async () => {
     for (const s of signalScript(c)) {
       await pause(t0 + s.at * env.unitMs - Date.now());
       if (ended) return;
-      const lateBy = Date.now() - (t0 + s.at * env.unitMs);
-      if (lateBy > late.signal) late.signal = lateBy;
       const payload: SignalPayload = { v: s.v, at: s.at };
       await env.runs.signal(run.id, s.name, payload).catch(() => undefined); // the run may have ended
+      late.signal = Math.max(late.signal, Date.now() - (t0 + s.at * env.unitMs));
     }
   })();
   const faults = o.fault ? o.fault(run.id, t0, () => ended) : Promise.resolve([]);
-  const cancel = c.cancel === undefined ? null : cancelAt(env, run.id, t0, c.cancel, () => ended);
+  const cancel = c.cancel === undefined ? null : cancelAt(env, run.id, t0, c.cancel, () => ended, late);
   const last = Math.max(plain.end, plain.finished ?? 0);
   const deadline = t0 + last * env.unitMs + plain.extraMs + (o.slackMs ?? 8_000);
   let view = (await env.runs.get(run.id))!;
@@ -111,12 +111,19 @@ export async function runDurable(
 }
 
 /** Cancels the run at `at` units (the run may have ended: then it says so). */
-async function cancelAt(env: DurableEnv, runId: string, t0: number, at: number, ended: () => boolean) {
+async function cancelAt(
+  env: DurableEnv,
+  runId: string,
+  t0: number,
+  at: number,
+  ended: () => boolean,
+  late: { cancel: number },
+) {
   await pause(t0 + at * env.unitMs - Date.now());
   if (ended()) return ['cancel-skipped (the run ended)'];
-  const late = Date.now() - (t0 + at * env.unitMs);
   const view = await env.runs.cancel(runId, 'differential').catch((e: Error) => ({ status: e.name }));
-  return [`cancel ${late} ms late, the run ${view.status}`];
+  late.cancel = Date.now() - (t0 + at * env.unitMs); // when its statement returned: it is stored
+  return [`cancel ${late.cancel} ms late, the run ${view.status}`];
 }
 
 /** The labels of the steps, commands and children called (the plain run's, the durable one's). */

@@ -67,7 +67,11 @@ export async function comparableCases(
     generated++;
     const p = await prepare(raw, profile);
     const why =
-      'invalid' in p ? p.invalid.replace(/ [\w#./@]*\d[\w#./@]*/g, ' N') : accept(p) ? null : 'not accepted';
+      'invalid' in p
+        ? p.invalid.replace(/(^| )[\w#./@]*\d[\w#./@]*/g, '$1N')
+        : accept(p)
+          ? null
+          : 'not accepted';
     if (why === null) cases.push({ index, p: p as Prepared });
     else skipped.set(why, (skipped.get(why) ?? 0) + 1);
   }

@@ -63,7 +63,7 @@ export function coverageTable(coverage: Map<string, number>, cases: number): str
 /** One case in a few lines: the program, what the plain run says, what the durable run did. */
 export function describeRun(r: CaseRun, unitMs = UNIT_MS): string {
   const d = r.durable;
-  const late = Math.max(d.lateMs.call, d.lateMs.signal);
+  const late = Math.max(d.lateMs.call, d.lateMs.signal, d.lateMs.cancel);
   const suspect = r.divergences.length > 0 && late * 2 > GAP_UNITS * unitMs;
   return [
     `  program:  ${describeCase(r.p.c)}`,
@@ -71,10 +71,10 @@ export function describeRun(r: CaseRun, unitMs = UNIT_MS): string {
     `  expected: ${JSON.stringify(r.p.plain.outcome.trace)} effects ${JSON.stringify(r.p.plain.effects)} (ends at ${r.p.plain.end} units)`,
     `  durable:  ${d.outcome ? JSON.stringify(d.outcome.trace) : `(no output: ${d.status}${d.error ? `, ${d.error}` : ''})`} effects ${JSON.stringify(d.effects)}`,
     ...r.divergences.map((x) => `  - ${x}`),
-    `  run ${d.runId}, epoch ${d.epoch}; latest body call ${d.lateMs.call} ms after its time${d.lateMs.worst ? ` (${d.lateMs.worst})` : ''}, latest signal ${d.lateMs.signal} ms${d.notes.length ? `; ${d.notes.join('; ')}` : ''}`,
+    `  run ${d.runId}, epoch ${d.epoch}; latest body call ${d.lateMs.call} ms after its time${d.lateMs.worst ? ` (${d.lateMs.worst})` : ''}, latest signal stored ${d.lateMs.signal} ms after its time${d.notes.length ? `; ${d.notes.join('; ')}` : ''}`,
     ...(suspect
       ? [
-          `  (timing: a body was called more than half a gap late: the consequence of a late delivery, or the machine's; replay the case)`,
+          `  (timing: a body was called, a signal or the cancel stored, more than half a gap late: the consequence of a late delivery, or the machine's; replay the case)`,
         ]
       : []),
   ].join('\n');
