@@ -182,9 +182,9 @@ export class WaitBoard {
     }
     env.control.endPark();
     if (got.cancelRequested && !env.control.inCleanup) {
-      // The statement found a cancel: pending waits reject with RunCancelledError (docs/API.md), this
-      // outcome too, so code after a wait never runs once the run was cancelled (as plain JavaScript's
-      // aborted run; a busy run used to deliver it, then stop at its next call).
+      // The statement found a cancel and settled nothing: pending waits reject with RunCancelledError
+      // (docs/API.md), so code after a wait never runs once the run was cancelled (as plain JavaScript's
+      // aborted run; a busy run used to get the outcome, then stop at its next call).
       env.log.abandon(seq);
       env.control.checkActive(false);
     }

@@ -9,7 +9,8 @@ import { waitFor } from '../helpers/processes';
 /**
  * A cancel requested while a busy run waits (a step of it runs beside a sleep): the
  * statement that settles the wait finds the request, and the wait rejects with RunCancelledError
- * (docs/API.md: pending waits reject). Before, that statement delivered the timer (or a signal) and the
+ * (docs/API.md: pending waits reject) and records nothing. Before, that statement recorded and delivered
+ * the timer (or a signal) and the
  * code after the wait ran once more (the run stopped only at its next call): the differential test
  * (issue 45 part 6) found it through a `finally` block that plain JavaScript never reaches.
  */
@@ -33,7 +34,7 @@ class BusySleep {
   async run(_input: unknown, ctx: RunContext) {
     const slow = this.steps.slow();
     try {
-      await ctx.sleep(200);
+      await ctx.sleep(400);
       seen.after++;
     } catch (err) {
       seen.caught.push((err as Error).name);
@@ -65,11 +66,18 @@ describe('a cancel found by the statement that settles a busy run’s wait', () 
     const { run } = await runs.start('cbw-sleep', {});
     void worker.tick();
     await reached.promise;
-    await runs.cancel(run.id, 'busy');
-    await new Promise((r) => setTimeout(r, 500)); // the sleep's statement has run by now
+    await new Promise((r) => setTimeout(r, 100)); // the sleep's registration was settled
+    await runs.cancel(run.id, 'busy'); // nothing tells the worker: the sleep's statement finds it
+    await new Promise((r) => setTimeout(r, 600)); // the sleep's statement has run by now
     expect(seen).toEqual({ after: 0, caught: ['RunCancelledError'], finally: 1 });
     held.open();
     await waitFor(async () => (await runs.get(run.id))!.status === 'cancelled', 10_000, 'the run cancelled');
     await worker.idle();
+    // Nothing was settled: the record holds no firing the code never saw (a replay sees what it saw).
+    const fired = await db.query(
+      `select step_name from ai_checkpoints where run_id = $1 and step_name = '$sleep'`,
+      [run.id],
+    );
+    expect(fired).toEqual([]);
   });
 });

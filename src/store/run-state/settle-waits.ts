@@ -18,11 +18,13 @@ import { heldWhileWaiting, releaseSlots } from './slots';
  * the wait whose outcome happened first is recorded (a signal by when it was stored, a timer by its due
  * time, ties in call order), its signal consumed; else, when the run is blocked (`$5`), it parks until
  * the earliest due time, or at once when its row changed after this statement's snapshot (a signal
- * sent meanwhile) or a cancel is requested. Several waits on one name are served in call order. A
- * child's wait (`$child:<id>`) times out only once that child's cancel is requested or it ended: else
- * the outcome is `cancel_first` (nothing recorded; the engine requests the cancel and asks again), so a
- * parent never records a timeout while its child can still end `succeeded`; past the deadline a
- * child's `cancelled` end is taken as the timeout. Values recorded before are written in every case.
+ * sent meanwhile) or a cancel is requested. Once a cancel is requested nothing is recorded (a busy run
+ * stops on `cancel_requested`, a blocked one parks due at once). Several waits on one name are served in
+ * call order. A child's wait (`$child:<id>`) times out only once that child's cancel is requested or it
+ * ended: else the outcome is `cancel_first` (nothing recorded; the engine requests the cancel and asks
+ * again), so a parent never records a timeout while its child can still end `succeeded`; past the
+ * deadline a child's `cancelled` end is taken as the timeout. Values recorded before are written in
+ * every case.
  * $1 id, $2 worker, $3 epoch, $4 ttl ms, $5 park when nothing is ready, $6 wait delivery indexes,
  * $7 record names, $8 signal names (null: a sleep), $9 due times (null: none), $10 recorded values,
  * $11 seq of the outcome, $12 park reason, $13 park event, $14 park event payload, $15 attempts delta
@@ -31,7 +33,7 @@ export const SETTLE_WAITS_SQL: SqlText = (t) => `
 with snap as (
   select xmin::text as x from ${t.runs} where id = $1
 ), lock as (
-  select id, epoch, xmin::text as x from ${t.runs} where ${FENCE} for update
+  select id, epoch, xmin::text as x, cancel_requested_at from ${t.runs} where ${FENCE} for update
 ), w as (
   select * from unnest($6::int[], $7::text[], $8::text[], $9::timestamptz[])
            with ordinality as w(idx, rec, name, due, ord)
@@ -55,7 +57,8 @@ with snap as (
               then 'cancel_first' when w.name is null then 'fired' else 'timed_out' end
     from w where w.due <= now()
 ), pick as (
-  select cand.* from cand, lock order by cand.at, cand.ord limit 1
+  -- Nothing is settled once a cancel is requested: the engine rejects the waits (RunCancelledError).
+  select cand.* from cand, lock where lock.cancel_requested_at is null order by cand.at, cand.ord limit 1
 ), sig as (
   update ${t.signals} s set consumed_at = now()
     from pick where s.id = pick.signal_id and pick.outcome in ('consumed', 'timed_out')
