@@ -11,8 +11,14 @@
  * - `--case JSON [--repeat R]`: one case (as a report prints it), R times;
  * - `--no-kill` (with --faults): the worker processes, no kill (is it the kill or the processes?).
  * Prints the report; exits 1 on a divergence (without --mutation / --power), with the shrunk case.
+ * The engine's replay check is on, as in the e2e tests (`DURABLE_REPLAY_CHECK`; `=off` turns it off): each
+ * run is replayed from its record after each attempt, and those executions of run() report their catch
+ * and finally blocks too; a replay that diverged from its record fails the run of the CLI.
  */
 import 'reflect-metadata';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { killFault, killWindow } from './faults';
 import { formatPower, mutationPower } from './power';
 import { prepare, type Prepared } from './cases';
@@ -37,6 +43,9 @@ async function main(): Promise<void> {
   const mutation = mi < 0 ? undefined : (process.argv[mi + 1] as Mutation);
   if (mutation && !MUTATIONS.includes(mutation))
     throw new Error(`--mutation: one of ${MUTATIONS.join(', ')}`);
+  const replayCheck = path.join(tmpdir(), `diff-replay-check-${process.pid}.jsonl`);
+  if (process.env.DURABLE_REPLAY_CHECK !== 'off') process.env.DURABLE_REPLAY_CHECK = replayCheck;
+  rmSync(replayCheck, { force: true });
   const rig = faults ? await processRig(4) : await inProcessRig();
   let failed = false;
   try {
@@ -44,7 +53,14 @@ async function main(): Promise<void> {
   } finally {
     await rig.close();
   }
-  process.exit(failed ? 1 : 0);
+  const replays = existsSync(replayCheck)
+    ? readFileSync(replayCheck, 'utf8').split('\n').filter(Boolean)
+    : [];
+  if (replays.length) {
+    console.log(`replay check: ${replays.length} run(s) did not replay from their record:`);
+    for (const line of replays.slice(0, 5)) console.log(`  ${line.slice(0, 600)}`);
+  }
+  process.exit(failed || replays.length ? 1 : 0);
 }
 
 /** The run the arguments ask for; true when it found a divergence that fails it. */
