@@ -1,6 +1,6 @@
 /** The plain run's child runs and `ctx.patched` answers (plain.ts says what they mean). */
 import { OpFailure, type Out, type Prims } from './interpret';
-import type { DiffCase } from './program';
+import { GAP_UNITS, type DiffCase } from './program';
 import type { Drop, PlainResult } from './plain-types';
 
 /** What these primitives use of the simulator. */
@@ -41,6 +41,19 @@ export function plainChild(sim: PrimSim): Prims['child'] {
       });
     });
   };
+}
+
+/**
+ * A child started less than GAP_UNITS before its parent finished, and still going: the parent's end
+ * cancels it (parentClose 'cancel'), at once if no worker has begun it yet, so whether its body runs is
+ * the machine's timing (a claim's latency). Such a case is not compared: why, or null.
+ */
+export function childAtTheEnd(calls: PlainResult['calls'], finished: number | null): string | null {
+  if (finished === null) return null;
+  for (const [label, c] of calls)
+    if (c.kind === 'child' && c.to > finished && finished - c.from < GAP_UNITS)
+      return `child ${label} starts as its parent ends`;
+  return null;
 }
 
 export function plainPatched(sim: PrimSim, c: DiffCase): Prims['patched'] {

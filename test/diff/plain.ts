@@ -37,7 +37,7 @@
 import { GAP_UNITS, HEARTBEAT_MS, LATE_CALL_GRACE_UNITS, STOP_GRACE_MS } from './program';
 import type { DiffCase, Mutation, Op } from './program';
 import { interpret, OpFailure, type Hooks, type Json, type Out, type Outcome, type Prims } from './interpret';
-import { plainChild, plainPatched, type PrimSim } from './plain-child';
+import { childAtTheEnd, plainChild, plainPatched, type PrimSim } from './plain-child';
 import { plainHang, type HungBody } from './plain-hang';
 import { plainSignals } from './plain-signals';
 import type { Drop, Occurrence, PlainMark, PlainResult, Queued } from './plain-types';
@@ -139,7 +139,6 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
     }),
     patched: plainPatched(sim, c),
   };
-
   if (c.cancel !== undefined) {
     const at = c.cancel;
     schedule(
@@ -232,6 +231,7 @@ export async function runPlain(c: DiffCase, mutation?: Mutation, maxUnits = Infi
 
   function result(): PlainResult {
     if (end > maxUnits) invalid ??= `takes ${end} units (more than ${maxUnits})`;
+    if (cancelled === null) invalid ??= childAtTheEnd(calls, finished);
     return {
       outcome: outcome ?? { trace: [], value: null, counts: { catch: 0, finally: 0 } },
       status: cancelled === null ? 'succeeded' : 'cancelled',
