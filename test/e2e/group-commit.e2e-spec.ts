@@ -162,7 +162,9 @@ describe('group commit of step writes (issue 38)', () => {
     await waitFor(
       async () => {
         const rows = await db.query(
-          `select pid from pg_stat_activity where wait_event_type = 'Lock' and query like '%jsonb_to_recordset($1::jsonb) as i(%'`,
+          `select pid from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock'
+              and query like '%jsonb_to_recordset($1::jsonb) as i(%'`,
         );
         pid = rows[0]?.pid;
         return pid !== undefined;

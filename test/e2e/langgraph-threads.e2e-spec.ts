@@ -146,6 +146,9 @@ describe('langgraph: threads belong to runs; the saver caps values and keeps cha
     db = await createTestDatabase('lgthreads');
     app = await bootApp(db.url, [TurnWorkflow, ProbeSteps, ProbeWorkflow], { database: { url: db.url } });
     pool = new Pool({ connectionString: db.url, max: 4 });
+    // An idle connection the server ends is dropped by the pool; without a listener its 'error' event
+    // would fail whichever test runs then (a query on it would still fail its own test).
+    pool.on('error', (err) => console.warn(`langgraph-threads: an idle connection ended: ${err.message}`));
     saver = new DurablePostgresSaver({ db: pool });
     sharingSaver = new DurablePostgresSaver({ db: pool, shareThreads: (t) => t.startsWith('shared-') });
     runs = app.get(RunRepository);

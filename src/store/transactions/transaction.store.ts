@@ -202,14 +202,21 @@ export class DurableTransactionStore implements OnModuleInit, OnApplicationShutd
   async abandon(session: TransactionSession, reason: Error): Promise<void> {
     if (!session.open) return;
     const pid = (session.client as unknown as { processID?: number }).processID;
-    this.close(session, reason);
+    session.open = false; // the body reaches it no more
+    // Cancelled while the connection still holds its backend: once it is closed the server may give
+    // that process id to another session, whose statement the cancel would stop instead.
     if (pid) await this.db.query('select pg_cancel_backend($1)', [pid]).catch(() => undefined);
+    this.release(session, reason);
   }
 
   /** Ends the session: its connection back to the pool, or destroyed with `error`; its slot freed. */
   private close(session: TransactionSession, error?: Error): void {
     if (!session.open) return;
     session.open = false;
+    this.release(session, error);
+  }
+
+  private release(session: TransactionSession, error?: Error): void {
     const qr = session.queryRunner as unknown as { releasePostgresConnection?(err?: Error): Promise<void> };
     if (error && typeof qr.releasePostgresConnection === 'function')
       void qr.releasePostgresConnection(error).catch(() => undefined);
