@@ -51,12 +51,14 @@ export const ADMIN_LIST_RUNS_BY_TAG_SQL: SqlText = (t) => adminListRuns(t, '$10'
 
 /**
  * Where a run stands, for "has it changed?": the row version (xmin: every update of the row makes a new
- * one, including a cursor move that writes no event) and the newest event id (one backward step on
- * ai_events_run_idx, an index-only scan). No run data, no event bodies. $1 run id
+ * one, including a cursor move that writes no event) and the newest event id of its trail (one backward
+ * step on ai_events_run_idx, an index-only scan; the newest of its checkpoints' events, which a step
+ * commit writes in the checkpoint row: EVENT_TRAIL). No run data, no event bodies. $1 run id
  */
 export const RUN_VERSION_SQL: SqlText = (t) => `
 select r.status, r.xmin::text as row_version,
-       (select e.id from ${t.events} e where e.run_id = r.id order by e.id desc limit 1) as last_event
+       greatest((select e.id from ${t.events} e where e.run_id = r.id order by e.id desc limit 1),
+                (select max(c.event_id) from ${t.checkpoints} c where c.run_id = r.id)) as last_event
   from ${t.runs} r
  where r.id = $1`;
 

@@ -25,6 +25,8 @@ export interface DurableNames {
   readonly checkpoints: string;
   readonly commands: string;
   readonly events: string;
+  /** The events' identity sequence: ids of events written in checkpoint rows come from it too. */
+  readonly eventIds: string;
   readonly signals: string;
   /** Checkpoints a rewind in place took out of a run's record (`RunRepository.rewind`), kept for its history. */
   readonly rewound: string;
@@ -102,6 +104,7 @@ export function durableNames(schema?: string): DurableNames {
     checkpoints: `${prefix}ai_checkpoints`,
     commands: `${prefix}ai_commands`,
     events: `${prefix}ai_events`,
+    eventIds: `${prefix}ai_events_id_seq`,
     signals: `${prefix}ai_signals`,
     rewound: `${prefix}ai_rewound_checkpoints`,
     adminSessions: `${prefix}ai_admin_sessions`,

@@ -15,6 +15,17 @@ export const noOpenCommand = (
                       and c.status in ('pending', 'in_doubt', 'awaiting_approval', 'approved'))`;
 
 /**
+ * A prune's `trail`: the events it deletes, as rows of their run (`ev`), with those written in the
+ * checkpoint rows it deletes (a step's `run.checkpoint_saved` is in its checkpoint's row, EVENT_TRAIL),
+ * a rewind's set-aside ones too (`rewound`).
+ */
+const TRAIL = `trail as (
+  select run_id from ev
+  union all select run_id from cp where event_id is not null
+  union all select run_id from rewound where event_id is not null
+)`;
+
+/**
  * Retention, one batch in one statement: the checkpoints (and those a rewind set aside), events, signals and stream entries of up to $5 finished runs
  * (succeeded/cancelled only: a failed or dead-lettered run can still be retried from its checkpoints)
  * that finished more than $2 ms ago (database clock) and hold no unsettled command (an operator may still have to resolve it).
@@ -39,7 +50,7 @@ with h as (
    limit $5
    for update skip locked
 ), cp as (
-  delete from ${t.checkpoints} c where c.run_id = any (array(select id from victims)) returning c.run_id
+  delete from ${t.checkpoints} c where c.run_id = any (array(select id from victims)) returning c.run_id, c.event_id
 ), ev as (
   delete from ${t.events} e where e.run_id = any (array(select id from victims)) returning e.run_id
 ), sig as (
@@ -47,12 +58,12 @@ with h as (
 ), stream as (
   delete from ${t.stream} s where s.run_id = any (array(select id from victims))
 ), rewound as (
-  delete from ${t.rewound} w where w.run_id = any (array(select id from victims))
-), n as (
+  delete from ${t.rewound} w where w.run_id = any (array(select id from victims)) returning w.run_id, w.event_id
+), ${TRAIL}, n as (
   select v.id, v.epoch, coalesce(cpn.n, 0) as checkpoints, coalesce(evn.n, 0) as events
     from victims v
     left join (select run_id, count(*) as n from cp group by run_id) cpn on cpn.run_id = v.id
-    left join (select run_id, count(*) as n from ev group by run_id) evn on evn.run_id = v.id
+    left join (select run_id, count(*) as n from trail group by run_id) evn on evn.run_id = v.id
 ), mark as (
   update ${t.runs} r
      set state = r.state || jsonb_build_object('retention', jsonb_build_object(
@@ -67,7 +78,7 @@ with h as (
 )
 select (select count(*) from victims)::int as runs,
        (select count(*) from cp)::int as checkpoints,
-       (select count(*) from ev)::int as events,
+       (select count(*) from trail)::int as events,
        (select count(*) from sig)::int as signals,
        (select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || '|' || id
           from victims order by created_at desc, id desc limit 1) as last_key`;
@@ -130,7 +141,7 @@ with h as (
 ), inside as (
   select e.run_id, count(*) as n from ${partition} e join victims v on v.id = e.run_id group by e.run_id
 ), cp as (
-  delete from ${t.checkpoints} c where c.run_id = any (array(select id from victims)) returning c.run_id
+  delete from ${t.checkpoints} c where c.run_id = any (array(select id from victims)) returning c.run_id, c.event_id
 ), ev as (
   delete from ${t.events} e
    where e.run_id = any (array(select id from victims)) and (e.created_at < $2::timestamptz or e.created_at >= $3::timestamptz)
@@ -139,11 +150,13 @@ with h as (
   delete from ${t.signals} s where s.run_id = any (array(select id from victims)) returning s.run_id
 ), stream as (
   delete from ${t.stream} s where s.run_id = any (array(select id from victims))
-), n as (
+), rewound as (
+  delete from ${t.rewound} w where w.run_id = any (array(select id from victims)) returning w.run_id, w.event_id
+), ${TRAIL}, n as (
   select v.id, v.epoch, coalesce(cpn.n, 0) as checkpoints, coalesce(evn.n, 0) + coalesce(i.n, 0) as events
     from victims v
     left join (select run_id, count(*) as n from cp group by run_id) cpn on cpn.run_id = v.id
-    left join (select run_id, count(*) as n from ev group by run_id) evn on evn.run_id = v.id
+    left join (select run_id, count(*) as n from trail group by run_id) evn on evn.run_id = v.id
     left join inside i on i.run_id = v.id
 ), mark as (
   update ${t.runs} r

@@ -50,11 +50,44 @@ const measured =
   };
 
 /**
+ * A run's event trail (RunEvent): its event rows, and the `run.checkpoint_saved` events written in its
+ * checkpoint rows (a step commit writes no event row: `insertRecords`), those a rewind set aside too. A
+ * worker of an earlier release writes an event row and a checkpoint without `event_id`: no event twice.
+ * Each branch reads the run's range (events through ai_events_run_idx, checkpoints through their primary
+ * key, sorted by id: a run's checkpoints are few beside its events' pages) and the merge keeps the order.
+ */
+const trail =
+  (newestFirst: boolean): SqlText =>
+  (t) => {
+    const [cmp, bound, dir] = newestFirst ? ['<', '9223372036854775807', ' desc'] : ['>', '-1', ''];
+    const from = (table: string) =>
+      `select event_id as id, run_id, 'run.checkpoint_saved'::text as event_type, epoch, event as payload, created_at
+         from ${table} where run_id = $1 and event_id ${cmp} coalesce($2::bigint, ${bound})`;
+    return `select id, run_id, event_type, epoch, payload, created_at from ${t.events}
+   where run_id = $1 and id ${cmp} coalesce($2::bigint, ${bound})
+  union all ${from(t.checkpoints)}
+  union all ${from(t.rewound)}
+  order by id${dir} limit $3`;
+  };
+
+/**
+ * The whole event trail of every run as one relation (`id, run_id, event_type, epoch, payload,
+ * created_at`), for a query over many runs (an operator's SQL, the tests' invariants): the trail's
+ * three sources unfiltered. A run's pages read `trail` instead (each source by its index).
+ */
+export const EVENT_TRAIL: SqlText = (t) => {
+  const saved = (table: string) =>
+    `select event_id, run_id, 'run.checkpoint_saved'::text, epoch, event, created_at from ${table} where event_id is not null`;
+  return `(select id, run_id, event_type, epoch, payload, created_at from ${t.events}
+  union all ${saved(t.checkpoints)} union all ${saved(t.rewound)})`;
+};
+
+/**
  * For each history, the statement after a position (oldest first) and before one (newest first).
  * Commands are paged by step index too (ai_commands_run_idx): replay lets one command hold an index.
  */
 export const HISTORY_SQL: Record<History, { after: SqlText; before: SqlText }> = {
-  events: { after: history('events', 'id', false), before: history('events', 'id', true) },
+  events: { after: trail(false), before: trail(true) },
   checkpoints: {
     after: history('checkpoints', 'step_index', false),
     before: history('checkpoints', 'step_index', true),

@@ -37,6 +37,7 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_schedules', 'timeline'],
   ['ai_schedules', 'max_attempts'],
   ['ai_runs', 'record_format'],
+  ['ai_checkpoints', 'event_id'],
 ];
 
 /**

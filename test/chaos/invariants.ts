@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { TRAIL } from '../helpers/event-trail';
 
 /** One invariant: its name and the rows that break it (empty = holds). */
 export interface InvariantResult {
@@ -52,19 +53,19 @@ export async function checkInvariants(
         name: 'per run, epochs only rise along the event trail',
         violations: await q(`
           select run_id, id, epoch, prev_epoch from (
-            select run_id, id, epoch, lag(epoch) over (partition by run_id order by id) as prev_epoch from ai_events) e
+            select run_id, id, epoch, lag(epoch) over (partition by run_id order by id) as prev_epoch from ${TRAIL} t) e
            where epoch < prev_epoch`),
       },
       {
         name: "nothing from an epoch landed after the next epoch's claim",
         violations: await q(`
           select e.run_id, e.id, e.event_type, e.epoch, c.id as next_claim
-            from ai_events e join ai_events c
+            from ${TRAIL} e join ${TRAIL} c
               on c.run_id = e.run_id and c.event_type = 'run.claimed' and c.epoch = e.epoch + 1
            where e.id > c.id
           union all
           select cp.run_id, null, 'checkpoint ' || cp.step_name, cp.epoch, c.id
-            from ai_checkpoints cp join ai_events c
+            from ai_checkpoints cp join ${TRAIL} c
               on c.run_id = cp.run_id and c.event_type = 'run.claimed' and c.epoch = cp.epoch + 1
            where cp.created_at > c.created_at`),
       },
@@ -72,7 +73,7 @@ export async function checkInvariants(
         name: 'each claim (epoch) has exactly one run.claimed event and one owner',
         violations: await q(`
           select r.id, r.epoch, count(e.id) as claims, count(distinct e.epoch) as epochs
-            from ai_runs r left join ai_events e on e.run_id = r.id and e.event_type = 'run.claimed'
+            from ai_runs r left join ${TRAIL} e on e.run_id = r.id and e.event_type = 'run.claimed'
            group by r.id, r.epoch
           having count(e.id) <> r.epoch or count(distinct e.epoch) <> r.epoch`),
       },
@@ -81,14 +82,14 @@ export async function checkInvariants(
         violations: await q(`
           select cp.run_id, cp.step_index, cp.step_name, count(e.id) as events
             from ai_checkpoints cp
-            left join ai_events e on e.run_id = cp.run_id and e.epoch = cp.epoch
+            left join ${TRAIL} e on e.run_id = cp.run_id and e.epoch = cp.epoch
                  and e.event_type in ${STEP_EVENTS} and (e.payload->>'step')::int = cp.step_index
            where cp.step_name not like '$%' or cp.step_name like '$signal:%'
            group by cp.run_id, cp.step_index, cp.step_name
           having count(e.id) <> 1
           union all
           select e.run_id, (e.payload->>'step')::int, e.event_type, 0
-            from ai_events e
+            from ${TRAIL} e
            where e.event_type in ${STEP_EVENTS}
              and not exists (select 1 from ai_checkpoints cp where cp.run_id = e.run_id and cp.epoch = e.epoch
                                and cp.step_index = (e.payload->>'step')::int)`),
@@ -99,7 +100,7 @@ export async function checkInvariants(
           select r.id, r.status,
                  count(*) filter (where e.event_type in ('run.succeeded', 'run.failed', 'run.cancelled', 'run.dead_lettered')) as terminal_events,
                  (array_agg(e.event_type order by e.id desc))[1] as last_event
-            from ai_runs r join ai_events e on e.run_id = r.id
+            from ai_runs r join ${TRAIL} e on e.run_id = r.id
            where r.status in ('succeeded', 'failed', 'cancelled', 'dead_lettered')
            group by r.id, r.status
           having count(*) filter (where e.event_type in ('run.succeeded', 'run.failed', 'run.cancelled', 'run.dead_lettered')) <> 1

@@ -14,6 +14,7 @@ import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 import { waitFor } from '../helpers/processes';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * Issue 35, part A: a cancel requested while a run's last step runs wins. Before, the step's commit
@@ -96,7 +97,7 @@ describe('a cancel during the last step wins (issue 35 A)', () => {
 
   const trail = async (id: string) =>
     (
-      (await db.query(`select event_type from ai_events where run_id = $1 order by id`, [id])) as Array<{
+      (await db.query(`select event_type from ${TRAIL} t where run_id = $1 order by id`, [id])) as Array<{
         event_type: string;
       }>
     ).map((e) => e.event_type);

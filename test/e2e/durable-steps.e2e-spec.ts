@@ -13,6 +13,7 @@ import { RunStateStore } from '../../src/store/run-state/run-state.store';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, driveUntilHeld, gate } from '../helpers/drive';
+import { TRAIL } from '../helpers/event-trail';
 
 const calls: Record<string, number> = {};
 const count = (name: string) => (calls[name] = (calls[name] ?? 0) + 1);
@@ -316,13 +317,13 @@ describe('durable steps (in process)', () => {
       runs: [claimB],
     } = await lease.claim('worker-B', ['slow'], 1);
     expect(claimB.epoch).toBe(2);
-    const takeoverEventId = Number((await db.query(`select max(id) as id from ai_events`))[0].id);
+    const takeoverEventId = Number((await db.query(`select max(id) as id from ${TRAIL} t`))[0].id);
     hold.open();
     await worker.idle();
     const after = (await runs.get(run.id))!;
     expect(after).toMatchObject({ status: 'running', workerId: 'worker-B', epoch: 2 });
     expect(await runs.checkpoints(run.id)).toHaveLength(0);
-    const late = await db.query(`select * from ai_events where run_id = $1 and id > $2`, [
+    const late = await db.query(`select * from ${TRAIL} t where run_id = $1 and id > $2`, [
       run.id,
       takeoverEventId,
     ]);

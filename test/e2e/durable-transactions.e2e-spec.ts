@@ -17,6 +17,7 @@ import { bootModules } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate, replayFromRecord } from '../helpers/drive';
 import { waitFor } from '../helpers/processes';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * `@DurableTransaction` on the module's own database (issue 44): the body's writes and the step's
@@ -232,7 +233,7 @@ describe('@DurableTransaction on the module database', () => {
     const cps = await db.query(`select 1 from ai_checkpoints where run_id = $1`, [id]);
     expect(cps).toHaveLength(0);
     const lost = await db.query(
-      `select 1 from ai_events where run_id = $1 and event_type = 'run.checkpoint_saved'`,
+      `select 1 from ${TRAIL} t where run_id = $1 and event_type = 'run.checkpoint_saved'`,
       [id],
     );
     expect(lost).toHaveLength(0);

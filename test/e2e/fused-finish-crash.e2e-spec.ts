@@ -1,6 +1,7 @@
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { spawnWorker, waitFor } from '../helpers/processes';
 import { prepareWorkerSchema } from '../helpers/schema';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * Issue 38: the last step's commit rides on the finish. A worker killed after the last step's body
@@ -53,7 +54,7 @@ describe('a worker killed before the fused last commit (issue 38)', () => {
       [id],
     );
     expect(same.fused).toBe(true); // the resumed claim fused it too
-    const events = await db.query(`select event_type from ai_events where run_id = $1 order by id`, [id]);
+    const events = await db.query(`select event_type from ${TRAIL} t where run_id = $1 order by id`, [id]);
     const types = events.map((e) => e.event_type);
     expect(types.filter((t) => t === 'run.checkpoint_saved')).toHaveLength(9);
     expect(types.slice(-2)).toEqual(['run.checkpoint_saved', 'run.succeeded']);

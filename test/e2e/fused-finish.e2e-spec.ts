@@ -14,6 +14,7 @@ import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 import { waitFor } from '../helpers/processes';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * Issue 38: the last step's commit rides on the finish (HeldStep). A step whose result is followed
@@ -149,7 +150,7 @@ describe('the last step commit fused into the finish (issue 38)', () => {
   const statements = (runId: string, name: string) =>
     sent.filter((s) => s.runId === runId && s.name === name).length;
   const trail = async (id: string): Promise<string[]> =>
-    (await db.query(`select event_type from ai_events where run_id = $1 order by id`, [id])).map(
+    (await db.query(`select event_type from ${TRAIL} t where run_id = $1 order by id`, [id])).map(
       (e: { event_type: string }) => e.event_type,
     );
   /** The step's checkpoint was written by the transaction that last wrote the run row (its finish). */
@@ -174,7 +175,7 @@ describe('the last step commit fused into the finish (issue 38)', () => {
     expect(row.attempts).toBe(0);
     expect(row.output).toEqual({ runId: run.id, at: 'first' });
     const [ev] = await db.query(
-      `select payload from ai_events where run_id = $1 and event_type = 'run.checkpoint_saved'`,
+      `select payload from ${TRAIL} t where run_id = $1 and event_type = 'run.checkpoint_saved'`,
       [run.id],
     );
     expect(ev.payload).toEqual({ step: 0, name: 'first', kind: 'compute' });

@@ -8,6 +8,7 @@ import { RunStateStore } from '../../src/store/run-state/run-state.store';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { claimInserted, RowLocks, startAllAndDrive } from '../helpers/row-locks';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * Issue 38: group commit of finishes. Finishes of several runs that wait behind one in flight go as ONE
@@ -76,7 +77,7 @@ describe('group commit of finishes (issue 38)', () => {
       await db.query(
         `select status, output, output is null as no_output, error, worker_id, finished_at is not null as finished,
                 available_at > now() + interval '30 seconds' as later,
-                (select array_agg(event_type order by id) from ai_events e where e.run_id = r.id) as events
+                (select array_agg(event_type order by id) from ${TRAIL} e where e.run_id = r.id) as events
            from ai_runs r where id = $1`,
         [id],
       )

@@ -9,6 +9,7 @@ import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { waitFor } from '../helpers/processes';
 import { claimInserted, RowLocks, startAllAndDrive } from '../helpers/row-locks';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * Issue 38: group commit. Step writes of several runs of one worker that wait behind a write in flight
@@ -75,7 +76,7 @@ describe('group commit of step writes (issue 38)', () => {
       [runId],
     );
     const events = await db.query(
-      `select payload from ai_events where run_id = $1 and event_type = 'run.checkpoint_saved' order by id`,
+      `select payload from ${TRAIL} t where run_id = $1 and event_type = 'run.checkpoint_saved' order by id`,
       [runId],
     );
     const [run] = await db.query(`select cursor from ai_runs where id = $1`, [runId]);

@@ -14,6 +14,7 @@ import { DurableWorker } from '../../src/engine/worker.service';
 import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { waitFor } from '../helpers/processes';
 import { startTcpSwitch, TcpSwitch } from '../helpers/tcp-switch';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * A fenced write whose connection to PostgreSQL is lost: the write may not have reached the server, or
@@ -182,7 +183,7 @@ describe('a write whose connection to PostgreSQL is lost', () => {
       expect(bodies).toEqual(how === 'hold' ? [how, how] : [how]);
       // The claim that lost its connection ended: retried by itself, or recovered when its lease ended.
       const [{ ended }] = await db.query(
-        `select count(*)::int as ended from ai_events
+        `select count(*)::int as ended from ${TRAIL} t
           where run_id = $1 and event_type in ('run.retry_scheduled', 'run.reconciled')`,
         [id],
       );

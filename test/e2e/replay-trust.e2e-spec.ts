@@ -17,6 +17,7 @@ import { Reconciler } from '../../src/maintenance/reconciler.service';
 import { bootApp, bootModules, durableModule } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil } from '../helpers/drive';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * Regression tests of issue 19 (replay you can trust), items 1–4, 6, 7, 9 and 11: ordinary workflow
@@ -380,7 +381,7 @@ describe('issue 19: what the first execution saw is what every replay sees', () 
       { command_name: 'mark_unpaid', status: 'succeeded', error: null },
     ]);
     const events = await db.query<{ event_type: string }>(
-      `select event_type from ai_events where run_id = $1 and event_type like 'tool.command_%' order by id`,
+      `select event_type from ${TRAIL} t where run_id = $1 and event_type like 'tool.command_%' order by id`,
       [id],
     );
     expect(events.map((e) => e.event_type)).toEqual([
@@ -421,7 +422,7 @@ describe('issue 19: what the first execution saw is what every replay sees', () 
     ]);
     expect(bodies.get(`flaky:${id}`)).toBe(2 + 1 + 2); // no body ran again in the replay
     const failedEvents = await db.query(
-      `select count(*)::int as n from ai_events where run_id = $1 and event_type = 'step.failed'`,
+      `select count(*)::int as n from ${TRAIL} t where run_id = $1 and event_type = 'step.failed'`,
       [id],
     );
     expect(failedEvents[0].n).toBe(3);
@@ -434,7 +435,7 @@ describe('issue 19: what the first execution saw is what every replay sees', () 
     expect(run.status).toBe('succeeded');
     expect(bodies.get(`paid_b:${id}`)).toBe(1);
     const saved = await db.query(
-      `select count(*)::int as n from ai_events where run_id = $1 and event_type = 'run.checkpoint_saved'`,
+      `select count(*)::int as n from ${TRAIL} t where run_id = $1 and event_type = 'run.checkpoint_saved'`,
       [id],
     );
     expect(saved[0].n).toBe(2); // slow_a and paid_b, each committed once
@@ -492,7 +493,7 @@ describe('issue 19: what the first execution saw is what every replay sees', () 
     expect(run.status).toBe('failed');
     expect(run.error).toMatchObject({ code: 'DURABLE_COMMAND_IN_STEP' });
     const [ev] = await db.query(
-      `select payload from ai_events where run_id = $1 and event_type = 'run.failed'`,
+      `select payload from ${TRAIL} t where run_id = $1 and event_type = 'run.failed'`,
       [id],
     );
     expect(ev.payload.reason).toBe('usage');
@@ -542,7 +543,7 @@ describe('issue 19: what the first execution saw is what every replay sees', () 
       expect(bodies.get(`charge:run_${id}:step_0:charge`)).toBeUndefined();
       expect(await db.query(`select status from ai_commands where run_id = $1`, [id])).toEqual([]);
       const [ev] = await db.query(
-        `select payload from ai_events where run_id = $1 and event_type = 'run.cancelled'`,
+        `select payload from ${TRAIL} t where run_id = $1 and event_type = 'run.cancelled'`,
         [id],
       );
       expect(ev.payload.notSent).toEqual([`run_${id}:step_0:charge`]);

@@ -34,18 +34,20 @@ with cur as (
    where c.run_id = upd.id
      and (c.step_index >= $3 or (c.step_index < ${LOWEST_PATCH} and ${LOWEST_PATCH - 1} - c.step_index >= $3))
   returning c.run_id, c.step_index, c.step_name, c.output, c.attempt, c.epoch, c.meta, c.seq, c.fingerprint,
-            c.created_at
+            c.created_at, c.event_id, c.event
 ), edited as (
   update ${t.checkpoints} c set output = $7::jsonb, meta = '{"edited":true}'::jsonb
     from upd, ${t.checkpoints} o
    where c.run_id = upd.id and c.step_index = $6 and o.run_id = c.run_id and o.step_index = c.step_index
   returning o.run_id, o.step_index, o.step_name, o.output, o.attempt, o.epoch, o.meta, o.seq, o.fingerprint,
-            o.created_at
+            o.created_at, null::bigint as event_id, null::jsonb as event
 ), arch as (
+  -- A moved checkpoint keeps its step's event in the archive (the run's trail still shows it); the
+  -- edited one's stays on the row that remains.
   insert into ${t.rewound} (run_id, generation, step_index, step_name, output, attempt, epoch, meta, seq,
-                            fingerprint, created_at)
+                            fingerprint, created_at, event_id, event)
   select m.run_id, upd.generation - 1, m.step_index, m.step_name, m.output, m.attempt, m.epoch, m.meta, m.seq,
-         m.fingerprint, m.created_at
+         m.fingerprint, m.created_at, m.event_id, m.event
     from (select * from moved union all select * from edited) m, upd
   returning step_index
 ), sig as (

@@ -84,12 +84,22 @@ export const extendLeaseBy = (ttlParam: string, clock = 'now()'): string =>
  * `recordset`) inserted for the run of CTE `run`, and a `step.failed` event for each step failure among
  * them that was inserted (a failure the workflow saw, recorded by the next write after it). A recorded
  * value rides on every write until one that carries it commits, so an index may already be there:
- * `do nothing` (and no second event).
+ * `do nothing` (and no second event). `saved`, a jsonb expression (null when the write saves no step):
+ * the `run.checkpoint_saved` payload of the step whose checkpoint is among them (its `step`), written in
+ * that checkpoint's row with an id from the events' sequence instead of an event row (EVENT_TRAIL).
  */
-export function insertRecords(t: DurableNames, param: string, attempt = '0', name = 'cp'): string {
+export function insertRecords(
+  t: DurableNames,
+  param: string,
+  attempt = '0',
+  name = 'cp',
+  saved?: string,
+): string {
+  const step = saved === undefined ? 'false' : `(${saved})->>'step' = c.step_index::text`;
   return `${name} as (
-  insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint)
-  select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), ${attempt}, run.epoch, c.meta, c.seq, c.fingerprint
+  insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint, event_id, event)
+  select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), ${attempt}, run.epoch, c.meta, c.seq, c.fingerprint,
+         case when ${step} then nextval('${t.eventIds}') end, case when ${step} then ${saved ?? 'null::jsonb'} end
     from run, jsonb_to_recordset(${param}::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
   on conflict (run_id, step_index) do nothing
   returning run_id, epoch, step_index, step_name, output, meta

@@ -77,7 +77,7 @@ export const FINISH_RETURNING =
  * checkpoint, commands left in doubt or withdrawn, the events, the NOTIFYs. `channel` the wake channel.
  */
 export function finishAfterRun(t: DurableNames, runCte: string, r: FinishExprs, channel: string): string {
-  return `${runCte}, ${releaseSlots(t, "(select id, epoch from run where status <> 'running')")}, ${insertRecords(t, r.records)}, doubt as (
+  return `${runCte}, ${releaseSlots(t, "(select id, epoch from run where status <> 'running')")}, ${insertRecords(t, r.records, '0', 'cp', r.stepPayload)}, doubt as (
   -- A cancelled run may leave a reserved command with no outcome: list it as in doubt on the run.
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from run where c.run_id = run.id and c.status = 'pending' and run.status = 'cancelled'
@@ -88,20 +88,16 @@ export function finishAfterRun(t: DurableNames, runCte: string, r: FinishExprs, 
   delete from ${t.commands} c using run
    where c.run_id = run.id and c.status = 'pending' and c.idempotency_key = any(${r.unsent})
 ), ev as (
-  -- The fused step's event first, then the run's own (ids in this order).
+  -- The run's own event (a fused step's is in its checkpoint row: insertRecords). Reading cp makes the
+  -- checkpoints go first: the step's event id is drawn before the run's.
   insert into ${t.events} (run_id, event_type, epoch, payload)
-  select run.id, e.event_type, run.epoch, e.payload
-    from run cross join lateral (
-      select 0 as ord, 'run.checkpoint_saved'::text as event_type, ${r.stepPayload} as payload
-       where ${r.stepPayload} is not null
-      union all
-      select 1,
-             case when run.status = 'cancelled' and ${r.status} <> 'cancelled' then 'run.cancelled' else ${r.event} end,
-             case when run.status = 'cancelled' and ${r.status} <> 'cancelled'
-                  then jsonb_build_object('by', 'worker', 'reason', run.cancel_reason) else ${r.payload} end
-       where run.status <> 'running'
-    ) e
-   order by e.ord
+  select run.id,
+         case when run.status = 'cancelled' and ${r.status} <> 'cancelled' then 'run.cancelled' else ${r.event} end,
+         run.epoch,
+         case when run.status = 'cancelled' and ${r.status} <> 'cancelled'
+              then jsonb_build_object('by', 'worker', 'reason', run.cancel_reason) else ${r.payload} end
+    from run
+   where run.status <> 'running' and (select count(*) from cp) >= 0
 )
 select id, status,
        (select count(pg_notify(${channel}, run.kind)) from run where ${r.status} = 'waiting' and ${r.delay} = 0) as woke,

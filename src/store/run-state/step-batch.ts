@@ -22,9 +22,9 @@ with input as (
      and r.timeline = ${CURRENT_TIMELINE}
   returning r.id, r.epoch, r.cancel_requested_at is not null as cancel_requested, i.attempt, i.event,
             i.payload, i.records
-), ${insertRecords(t, 'run.records', 'run.attempt')}, ev as (
+), ${insertRecords(t, 'run.records', 'run.attempt', 'cp', "case when run.event = 'run.checkpoint_saved' then run.payload end")}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
-  select run.id, run.event, run.epoch, run.payload from run
+  select run.id, run.event, run.epoch, run.payload from run where run.event <> 'run.checkpoint_saved'
 )
 select id, cancel_requested from run`;
 

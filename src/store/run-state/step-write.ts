@@ -44,15 +44,18 @@ export const TX_STEP_WRITE_SQL: SqlText = (t) =>
     'select cancel_requested, exists (select 1 from cp where step_index = $11) as inserted from run',
   );
 
+/** A step commit's event is its checkpoint's (insertRecords `saved`): no event row. */
+const SAVED = `case when $8 = 'run.checkpoint_saved' then $9::jsonb end`;
+
 function stepWriteSql(t: Parameters<SqlText>[0], clock: string, answer: string): string {
   return `
 ${fencedRun(
   t,
   `cursor = $4::jsonb, attempts = case when $10::boolean then 0 else attempts end,
          ${extendLeaseBy('$5', clock)}, updated_at = ${clock}`,
-)}, ${insertRecords(t, '$6', '$7')}, ev as (
+)}, ${insertRecords(t, '$6', '$7', 'cp', SAVED)}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
-  select run.id, $8, run.epoch, $9::jsonb from run
+  select run.id, $8, run.epoch, $9::jsonb from run where $8 <> 'run.checkpoint_saved'
 )
 ${answer}`;
 }
