@@ -30,6 +30,7 @@ import { LangGraphCheckpoints1766950000000 } from './1766950000000-langgraph-che
 import { LangGraphThreadOwners1766990000000 } from './1766990000000-langgraph-thread-owners';
 import { RecordFormat1766995000000 } from './1766995000000-record-format';
 import { RunForks1766997000000 } from './1766997000000-run-forks';
+import { WorkerHandoff1766998000000 } from './1766998000000-worker-handoff';
 import { CheckpointEvents1766999500000 } from './1766999500000-checkpoint-events';
 import { PartitionedEvents1767000000000 } from './1767000000000-partitioned-events';
 
@@ -64,6 +65,7 @@ export {
   LangGraphThreadOwners1766990000000,
   RecordFormat1766995000000,
   RunForks1766997000000,
+  WorkerHandoff1766998000000,
   CheckpointEvents1766999500000,
   PartitionedEvents1767000000000,
 };
@@ -105,6 +107,7 @@ export const DURABLE_EXECUTION_MIGRATIONS = [
   LangGraphThreadOwners1766990000000,
   RecordFormat1766995000000,
   RunForks1766997000000,
+  WorkerHandoff1766998000000,
   CheckpointEvents1766999500000,
   PartitionedEvents1767000000000,
 ];

@@ -97,6 +97,8 @@ export class RunStarter {
       concurrencyKey,
       tags,
       kindVersion,
+      // A kind declared here with a limit is never handed to a worker (its claim takes the slots).
+      handoff: !(meta?.concurrency || meta?.perKeyConcurrency || meta?.rateLimit),
     };
 
     if (meta?.debounce) return this.store.startDebounced(run, debounced(meta, input, key, opts.runAt));

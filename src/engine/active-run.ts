@@ -86,7 +86,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
     this.lease = new LeaseClock(
       claim.id,
       claim.epoch,
-      claim.sentAt,
+      claim,
       options.worker.leaseTtlMs,
       this.control,
       () =>

@@ -15,19 +15,52 @@ export class LeaseClock {
   private deadline: number;
   /** Fires at the deadline: a lease not renewed by then stops the run at once (ctx.signal aborts). */
   private timer: NodeJS.Timeout | null = null;
+  /**
+   * How long the lease held now was granted for: `ttlMs`, or a hand-off's shorter lease until the first
+   * renewal (the margins are a third of it, so a handed run begins at once without renewing first).
+   */
+  private span: number;
+  /** A hand-off's lease not renewed by a write within a third of it is renewed by this timer. */
+  private early: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly runId: string,
     private readonly epoch: number,
-    claimSentAt: number,
+    /** When the claim was sent (`performance.now()`), and for a hand-off the lease it got then. */
+    claim: number | { sentAt: number; leaseMs?: number },
     private readonly ttlMs: number,
     private readonly control: RunControl,
     private readonly renew: () => Promise<{ alive: boolean; cancelRequested: boolean }>,
     /** The fenced transport (null: off): how long before the deadline a request may no longer leave. */
     private readonly wireMarginMs: number | null = null,
   ) {
-    this.deadline = claimSentAt + ttlMs;
+    const { sentAt, leaseMs } = typeof claim === 'number' ? { sentAt: claim, leaseMs: undefined } : claim;
+    this.span = Math.min(leaseMs ?? ttlMs, ttlMs);
+    this.deadline = sentAt + this.span;
     this.arm();
+    if (this.span < ttlMs) {
+      this.early = setTimeout(() => void this.renewEarly(), this.span / 3);
+      this.early.unref();
+    }
+  }
+
+  /** A hand-off's short lease, still not renewed by a write: renewed now (fenced), to the full TTL. */
+  private async renewEarly(): Promise<void> {
+    this.early = null;
+    if (this.span >= this.ttlMs || this.control.stop) return;
+    const sentAt = performance.now();
+    try {
+      const { alive, cancelRequested } = await this.renew();
+      if (!alive) {
+        const error = new LeaseLostError(this.runId, this.epoch, 'the renewal of a hand-off lease');
+        this.control.halt({ kind: 'lease-lost', error });
+        return;
+      }
+      if (cancelRequested) this.control.cancelRequested = true;
+      this.renewed(sentAt);
+    } catch {
+      // The store failure stopped the run (storeFailed); else the deadline timer does.
+    }
   }
 
   /**
@@ -56,7 +89,8 @@ export class LeaseClock {
   /** The claim is over: its deadline timer is cleared. */
   close(): void {
     if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    if (this.early) clearTimeout(this.early);
+    this.timer = this.early = null;
   }
 
   /**
@@ -75,7 +109,12 @@ export class LeaseClock {
    * does, and the request is aborted: it never left, so nothing is recorded as the call's outcome.
    */
   private wireCheck(what: () => string): Error | undefined {
-    return this.check(what, this.wireMarginMs!);
+    return this.check(what, this.wireMargin);
+  }
+
+  /** The wire margin (a tenth of the TTL without the fenced transport), at most a third of the lease held. */
+  private get wireMargin(): number {
+    return Math.min(this.wireMarginMs ?? this.ttlMs / 10, this.span / 3);
   }
 
   /**
@@ -84,8 +123,7 @@ export class LeaseClock {
    * tenth of the lease when the transport is off). Throws the error the run stopped with.
    */
   assertHeld(what: string): void {
-    const refused =
-      currentGate()?.check(what) ?? this.check(() => what, this.wireMarginMs ?? this.ttlMs / 10);
+    const refused = currentGate()?.check(what) ?? this.check(() => what, this.wireMargin);
     if (refused) throw refused;
   }
 
@@ -101,6 +139,7 @@ export class LeaseClock {
   /** A renewal of this lease was sent at `sentAt` (performance.now()) and succeeded. */
   renewed(sentAt: number): void {
     this.deadline = Math.max(this.deadline, sentAt + this.ttlMs);
+    this.span = this.ttlMs;
   }
 
   /** When the lease ends at the latest, by this process's clock (for the fencing token of a command). */
@@ -121,9 +160,9 @@ export class LeaseClock {
     return this.renewBeforeCall(what);
   }
 
-  /** At least a third of the TTL left by this process's monotonic clock. */
+  /** At least a third of the lease held (the TTL, or a hand-off's) left by this process's monotonic clock. */
   private holdsWithMargin(): boolean {
-    return performance.now() < this.deadline - this.ttlMs / 3;
+    return performance.now() < this.deadline - this.span / 3;
   }
 
   /** Renews (fenced) until the margin holds again; two renewals that still leave it short mean lost. */

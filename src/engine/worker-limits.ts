@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { LimitsStore } from '../store/limits.store';
-import type { ClaimBatch } from '../store/run-state/claim-runs';
+import type { ClaimBatch, ClaimOffer } from '../store/run-state/claim-runs';
 import { RunStateStore } from '../store/run-state/run-state.store';
 import { DurableRegistry } from './durable.registry';
 
@@ -22,13 +22,14 @@ export class WorkerLimits {
   /**
    * The worker's claim: declares the limits first (once), then claims up to `free` runs of the kinds
    * registered here, of the versions registered here, never one still in flight here, taking slots
-   * when a kind has a limit.
+   * when a kind has a limit, and withdrawing and offering the worker's hand-off slots (`handoff`).
    */
-  async claim(workerId: string, free: number, inFlight: string[]): Promise<ClaimBatch> {
+  async claim(workerId: string, free: number, inFlight: string[], handoff?: ClaimOffer): Promise<ClaimBatch> {
     await this.ready();
     const kinds = this.registry.kinds();
     const inFlightIds = [...new Set(inFlight)];
-    return this.runs.claim(workerId, kinds, free, inFlightIds, this.limited, this.registry.kindVersions());
+    const versions = this.registry.kindVersions();
+    return this.runs.claim(workerId, kinds, free, inFlightIds, this.limited, versions, handoff);
   }
 
   /** A kind this worker runs has a limit: its claims take slots. */

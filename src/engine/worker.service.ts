@@ -13,8 +13,7 @@ import { DurableObservers } from './durable-observers';
 import type { ClaimedRun } from '../store/run-state/claim-runs';
 import { RunStateStore } from '../store/run-state/run-state.store';
 import { ActiveRun } from './active-run';
-import { heartbeatStop, HeartbeatStop } from './run-stop';
-import { performance } from 'node:perf_hooks';
+import type { HeartbeatStop } from './run-stop';
 import { crashPoint } from './crash-points';
 import { afterClaimPoint } from './pause-points';
 import { Executor } from './executor.service';
@@ -25,6 +24,8 @@ import { announceDrain, announceWorker, wakeWhenDue, warnWithoutShutdownHooks } 
 import { installStopRejectionGuard } from './stop-rejections';
 import { replayOnly } from './replay-check-report';
 import { WorkerLimits } from './worker-limits';
+import { HandoffDesk, workerDesk } from './handoff-desk';
+import { renewLeases } from './worker-heartbeat';
 
 /**
  * Claims due runs (up to `concurrency` in flight), drives them through the executor, renews their
@@ -51,6 +52,9 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   private beatTimer?: NodeJS.Timeout;
   private hooksCheck?: NodeJS.Timeout; // the look for a SIGTERM listener
 
+  /** Runs starts hand this worker (hand-off): the slots its claims offer, the runs it begins by a read. */
+  private readonly desk: HandoffDesk;
+
   constructor(
     private readonly store: RunStateStore,
     private readonly executor: Executor,
@@ -59,7 +63,10 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     private readonly observers: DurableObservers,
     private readonly jobs: DurableJobs,
     private readonly limits: WorkerLimits,
-  ) {}
+  ) {
+    const room = () => options.worker.concurrency - this.inFlight.size;
+    this.desk = workerDesk(store, options, registry, room, (c) => this.track(c, this.start(c)), this.logger);
+  }
 
   /** This worker's identity in the record (`worker_id`). */
   get id(): string {
@@ -76,7 +83,9 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     const poll = jobName(DURABLE_JOB_NAMES.workerPoll, this.options.database.schema);
     this.poll = this.jobs.start(poll, { everyMs: w.pollIntervalMs }, () => this.pollTick(), true);
     this.beatTimer = setInterval(() => void this.safeHeartbeat(), w.heartbeatMs);
-    this.listener = this.store.wakeListener((p) => hintWaits(p, this.inFlight.values()) || this.nudge());
+    this.listener = this.store.wakeListener(
+      (p) => hintWaits(p, this.inFlight.values()) || this.desk.heard(p) || this.nudge(),
+    );
     this.listener.start();
     announceWorker(this.logger, this.store, this.id, w.concurrency, this.registry.kinds());
     this.hooksCheck = warnWithoutShutdownHooks(this.logger);
@@ -102,9 +111,12 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     try {
       do {
         this.again = false;
-        const free = this.options.worker.concurrency - this.inFlight.size;
+        const free = this.options.worker.concurrency - this.inFlight.size - this.desk.held;
         const inFlight = [...this.inFlight.values()].map((f) => f.claim.id);
-        const { runs: claims, heldBack } = await this.limits.claim(this.id, free, inFlight);
+        const offer = this.desk.claiming();
+        const batch = await this.limits.claim(this.id, free, inFlight, offer);
+        this.desk.claimed(batch);
+        const { runs: claims, heldBack } = batch;
         this.errors = 0;
         this.again ||= heldBack > 0 && claims.length < free; // held-back runs left the index: others may be due
         total += claims.length;
@@ -113,6 +125,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
         for (const claim of claims) this.track(claim, this.start(claim));
       } while (this.again && !this.draining);
     } catch (err) {
+      this.desk.claimed(null);
       this.errors++;
       if (this.observers.active)
         this.observers.workerTicked({ workerId: this.id, claimedKinds: [], error: err });
@@ -166,29 +179,9 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   /** Renews all leases in one statement; runs whose lease is gone or that were cancelled are stopped. */
-  async heartbeat(): Promise<void> {
+  heartbeat(): Promise<void> {
     // Every claim counts, also one still being prepared (its replay read may wait on a busy pool).
-    const entries = [...this.inFlight.values()];
-    if (!entries.length) return;
-    crashPoint('before-heartbeat');
-    const sentAt = performance.now();
-    const alive = await this.store.heartbeat(
-      this.id,
-      entries.map((f) => ({ id: f.claim.id, epoch: f.claim.epoch })),
-    );
-    for (const { claim, run } of entries) {
-      // Rows come back only for the (id, epoch) pairs still owned: this claim's lease was renewed.
-      const state = alive.get(claim.id);
-      if (state && run) run.lease.renewed(sentAt);
-      if (state?.hasSignals) run?.board.hint(); // a signal or a child's end, maybe for a pending wait
-      const reason = heartbeatStop(claim, state);
-      if (!reason) continue;
-      if (!run) this.stopBeforeStart.set(`${claim.id}:${claim.epoch}`, reason);
-      else {
-        if (reason.kind === 'cancelled') run.control.cancelRequested = true;
-        run.control.halt(reason);
-      }
-    }
+    return renewLeases(this.store, this.id, [...this.inFlight.values()], this.stopBeforeStart);
   }
 
   private pollTick(): void {
@@ -219,6 +212,10 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     // Runs stop at their next step boundary and release themselves; the heartbeat keeps renewing.
     for (const f of this.inFlight.values()) if (f.run) f.run.control.draining = true;
     const unlistened = this.listener?.stop(); // a round trip: not on the drain's clock
+    // No slot offered any more, and the runs starts handed here and not begun handed back.
+    const handedBack = this.desk.close(this.claiming, () =>
+      [...this.inFlight.values()].map((f) => f.claim.id),
+    );
     // A timer of the drain's own, beside the regular heartbeat (neither is a @nestjs/schedule job).
     const drainBeat = setInterval(() => void this.safeHeartbeat(), this.options.worker.heartbeatMs);
     const deadline = new Promise<void>((r) => longTimeout(r, this.options.worker.drainTimeoutMs, true));
@@ -233,7 +230,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     this.unguard?.();
     clearInterval(this.beatTimer);
     this.beatTimer = undefined;
-    await unlistened;
+    await Promise.all([unlistened, handedBack]);
   }
 
   /**

@@ -21,7 +21,7 @@ export const DURABLE_EVENT_PAYLOAD_KEYS = {
     'inherited',
     'edited',
   ],
-  'run.claimed': ['workerId', 'attempt', 'timeline', 'slots', 'rateToken'],
+  'run.claimed': ['workerId', 'attempt', 'timeline', 'slots', 'rateToken', 'handoff'],
   'run.limited': ['scope'],
   'run.debounced': ['availableAt'],
   'step.started': ['step', 'name'],
@@ -59,7 +59,7 @@ export const DURABLE_EVENT_PAYLOAD_KEYS = {
   'run.rewound': ['fromStep', 'generation', 'archived', 'edited', 'by'],
   'run.cleanup_started': [],
   'run.retried': ['by'],
-  'run.reconciled': ['reason', 'previousWorker', 'outcome', 'attempts', 'availableAt', 'inDoubt'],
+  'run.reconciled': ['reason', 'previousWorker', 'outcome', 'attempts', 'availableAt', 'inDoubt', 'handoff'],
   'run.pruned': ['by', 'checkpoints', 'events', 'finishedBefore'],
 } as const satisfies { [K in DurableEventType]: ReadonlyArray<PayloadKeys<DurableEventPayloads[K]>> };
 

@@ -51,6 +51,8 @@ export interface DurableEventPayloads {
      * scope `{ rate: [kind] }` or `{ rate: [kind, key] }`. Free again a period later.
      */
     rateToken?: [{ rate: string[] }, number];
+    /** The run's start handed it to this worker (hand-off): written by the start, no claim of its own. */
+    handoff?: true;
   };
   /**
    * A claim found the run due but a concurrency limit full (`scope`: `[kind]` or `[kind, key]`), or no
@@ -180,6 +182,8 @@ export interface DurableEventPayloads {
     availableAt: string;
     /** Idempotency keys of the commands that were `pending` and are now `in_doubt`. */
     inDoubt: string[];
+    /** A start had handed it to that worker, which wrote nothing for it: the attempt is given back. */
+    handoff?: true;
   };
   /** Retention pruned the run's history; this event is what is left of its trail. */
   'run.pruned': { by: 'retention'; checkpoints: number; events: number; finishedBefore: string };

@@ -8,6 +8,7 @@ import {
 import { DURABLE_EXECUTION_OPTIONS } from '../durable-execution.constants';
 import { DURABLE_JOB_NAMES, DurableJobs, jobName } from '../engine/durable-jobs';
 import { DurableRegistry } from '../engine/durable.registry';
+import { handoffKinds } from '../engine/handoff-desk';
 import { replayOnly } from '../engine/replay-check-report';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { WorkerPresenceStore } from '../store/worker-presence.store';
@@ -58,9 +59,10 @@ export class WorkerPresence implements OnApplicationBootstrap, BeforeApplication
   }
 
   private beat(): Promise<void> {
-    const { workerId, presenceIntervalMs } = this.options.worker;
+    const { workerId, presenceIntervalMs, handoffLeaseMs } = this.options.worker;
     const kinds = this.registry.kinds();
     const versions = Object.fromEntries(kinds.map((k) => [k, this.registry.versions(k)]));
-    return this.store.beat(workerId, kinds, presenceIntervalMs * PRESENCE_PERIODS, versions);
+    const handoff = { kinds: handoffKinds(this.registry, handoffLeaseMs), leaseMs: handoffLeaseMs };
+    return this.store.beat(workerId, kinds, presenceIntervalMs * PRESENCE_PERIODS, versions, handoff);
   }
 }

@@ -47,6 +47,7 @@ export class WorkerOptionsSchema {
   @IsOptional() @IsBoolean() fencedTransport?: boolean;
   @IsOptional() @IsInt() @Min(0) wireMarginMs?: number;
   @IsOptional() @IsInt() @Min(0) drainTimeoutMs?: number;
+  @IsOptional() @IsInt() @Min(0) handoffLeaseMs?: number;
   @IsOptional() @IsInt() @Min(0) @Max(1000) groupCommit?: number;
   @IsOptional() @IsString() @MinLength(1) workerId?: string;
   @IsOptional() @IsInt() @Min(100) presenceIntervalMs?: number;

@@ -87,6 +87,7 @@ export const OPTION_SHAPES = {
     fencedTransport: bool,
     wireMarginMs: int(0),
     drainTimeoutMs: int(0),
+    handoffLeaseMs: int(0),
     groupCommit: int(0, 1000),
     workerId: nonEmpty,
     presenceIntervalMs: int(100),

@@ -27,6 +27,15 @@ describe('resolveOptions', () => {
       for (const problem of err.problems) expect(err.message).toContain(`\n  - ${problem}`);
     });
 
+    it('refuses a hand-off lease above half of the lease TTL', () => {
+      expect(
+        failure({
+          database: { url: URL },
+          worker: { leaseTtlMs: 6000, heartbeatMs: 2000, handoffLeaseMs: 3001 },
+        }).problems,
+      ).toEqual(['worker.handoffLeaseMs: must not exceed half of worker.leaseTtlMs (6000); got 3001']);
+    });
+
     it('refuses a heartbeat equal to the lease TTL', () => {
       expect(
         failure({ database: { url: URL }, worker: { leaseTtlMs: 5000, heartbeatMs: 5000 } }).problems,

@@ -98,8 +98,18 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
     fencedTransport: true,
     lateCallGraceMs: 30_000,
     ...stripUnset(raw.worker),
-  } as Omit<ResolvedDurableOptions['worker'], 'wireMarginMs'> & { wireMarginMs?: number };
+  } as Omit<ResolvedDurableOptions['worker'], 'wireMarginMs' | 'handoffLeaseMs'> & {
+    wireMarginMs?: number;
+    handoffLeaseMs?: number;
+  };
   const wireMarginMs = worker.wireMarginMs ?? Math.round(worker.leaseTtlMs / 10);
+  const halfLease = Math.floor(worker.leaseTtlMs / 2);
+  const handoffLeaseMs =
+    worker.handoffLeaseMs ?? Math.min(halfLease, Math.max(1000, Math.round(worker.leaseTtlMs / 6)));
+  if (Number.isFinite(worker.leaseTtlMs) && handoffLeaseMs > halfLease)
+    problems.push(
+      `worker.handoffLeaseMs: must not exceed half of worker.leaseTtlMs (${worker.leaseTtlMs}); got ${handoffLeaseMs}`,
+    );
   if (Number.isFinite(worker.leaseTtlMs) && !(wireMarginMs < worker.leaseTtlMs / 3))
     problems.push(
       `worker.wireMarginMs: must be below a third of worker.leaseTtlMs (${worker.leaseTtlMs}); got ${wireMarginMs}`,
@@ -173,7 +183,7 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
       ...stripUnset(database),
       dataSource: dataSource ?? undefined,
     },
-    worker: { ...worker, wireMarginMs },
+    worker: { ...worker, wireMarginMs, handoffLeaseMs },
     reconciler,
     limits,
     defaultMaxAttempts: raw.defaultMaxAttempts ?? 5,

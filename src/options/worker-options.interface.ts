@@ -23,6 +23,15 @@ export interface WorkerOptions {
    * Default `leaseTtlMs / 10`; must be below `leaseTtlMs / 3` (where a call renews the lease first).
    */
   wireMarginMs?: number;
+  /**
+   * Hand-off: while this worker has room, its claims offer it to starts, and a start hands it a due run
+   * in the start's own statement (no claim commit before the run begins; docs/ARCHITECTURE.md,
+   * "Hand-off"). This is the lease such a run gets until the worker's first write or renewal for it: a
+   * worker that dies before then delays the run by this, not `leaseTtlMs`, and the attempt is given back.
+   * 0: this worker takes no hand-off (every run is claimed). Default `leaseTtlMs / 6` (5 s), at least
+   * 1 s and at most `leaseTtlMs / 2`; must not exceed `leaseTtlMs / 2`.
+   */
+  handoffLeaseMs?: number;
   /** How long shutdown waits for in-flight steps before releasing their leases. Default 10 s. */
   drainTimeoutMs?: number;
   /**

@@ -3,6 +3,7 @@ import { DurableDatabase } from './durable-database';
 import type { DurableNames, SqlText } from './durable-names';
 import { releaseSlots } from './run-state/slots';
 import { cancelChildren } from './run-state/child-start';
+import { handoffUnbegun } from './run-state/handoff-offer';
 
 /**
  * Return runs whose lease expired to the queue, in batches. Running rows are found through the partial
@@ -19,7 +20,7 @@ import { cancelChildren } from './run-state/child-start';
  */
 export const RECLAIM_EXPIRED_SQL: SqlText = (t) => `
 with expired as (
-  select id, worker_id from ${t.runs}
+  select id, worker_id, ${handoffUnbegun()} as handoff from ${t.runs}
    where status = 'running' and lease_expires_at < now()
    order by lease_expires_at
    limit $1
@@ -40,10 +41,12 @@ select id, status,
   from upd`;
 
 /**
- * The CTEs `upd`, `doubt` and `ev` that hand back the runs of CTE `o.from` (its `id` and `worker_id`,
- * aliased `s`) from a lease nobody renews any more: out of `running` (`waiting` due at `o.availableAt`,
- * or dead-lettered when attempts are spent), the commands reserved under it `in_doubt` (the resumed run
- * settles each by its policy before anything else), one `run.reconciled` event each (`o.reason`).
+ * The CTEs `upd`, `doubt` and `ev` that hand back the runs of CTE `o.from` (its `id`, `worker_id` and
+ * `handoff`, the run's `handoffUnbegun`, aliased `s`) from a lease nobody renews any more: out of
+ * `running` (`waiting` due at `o.availableAt`, or dead-lettered when attempts are spent), the commands
+ * reserved under it `in_doubt` (the resumed run settles each by its policy before anything else), one
+ * `run.reconciled` event each (`o.reason`). A hand-off never begun is due at once with its attempt given
+ * back, never dead-lettered, and its event says `handoff: true`.
  * Shared by the reconciler (leases expired) and `LeaseService.releaseWorker` (a worker reported gone).
  * @internal
  */
@@ -51,19 +54,24 @@ export function handBackCtes(
   t: DurableNames,
   o: { from: string; availableAt: string; why: string; reason: string; returning?: string },
 ): string {
+  // A hand-off its worker never began (handoff-offer.ts): its attempt is given back, it is due at once
+  // and never dead-lettered (its worker died or froze before writing anything for it).
+  const unbegun = handoffUnbegun('r');
+  const spent = `not (${unbegun}) and r.attempts >= r.max_attempts`;
   return `upd as (
   update ${t.runs} r
-     set status = case when r.attempts >= r.max_attempts then 'dead_lettered' else 'waiting' end,
+     set status = case when ${spent} then 'dead_lettered' else 'waiting' end,
          worker_id = null, lease_expires_at = null,
-         available_at = ${o.availableAt},
-         parked_reason = case when r.attempts >= r.max_attempts
+         attempts = r.attempts - case when ${unbegun} then 1 else 0 end,
+         available_at = case when ${unbegun} then now() else ${o.availableAt} end,
+         parked_reason = case when ${spent}
                               then '${o.why} with attempts exhausted (' || r.attempts || '/' || r.max_attempts || ')' end,
-         finished_at = case when r.attempts >= r.max_attempts then now() end,
+         finished_at = case when ${spent} then now() end,
          updated_at = now()
     from ${o.from} s
    where r.id = s.id
   returning r.id, r.kind, r.epoch, r.status, r.attempts, s.worker_id as previous_worker, r.available_at,
-            r.notify_on_finish${o.returning ? `, ${o.returning}` : ''}
+            r.notify_on_finish, s.handoff${o.returning ? `, ${o.returning}` : ''}
 ), ${releaseSlots(t, 'upd')}, doubt as (
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from upd where c.run_id = upd.id and c.status = 'pending'
@@ -74,6 +82,7 @@ export function handBackCtes(
          jsonb_build_object('reason', '${o.reason}', 'previousWorker', previous_worker,
                             'outcome', status, 'attempts', attempts, 'availableAt', available_at,
                             'inDoubt', coalesce((select jsonb_agg(d.idempotency_key) from doubt d where d.run_id = upd.id), '[]'))
+         || case when handoff then '{"handoff": true}'::jsonb else '{}'::jsonb end
     from upd
 )`;
 }

@@ -3,6 +3,7 @@ import type { RunLeaseView, WorkerReleaseResult } from '../interfaces/lease.inte
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
 import { handBackCtes } from './expired-leases.store';
+import { handoffUnbegun } from './run-state/handoff-offer';
 
 const LEASE_COLUMNS = `id, kind, worker_id, epoch, timeline, lease_expires_at, cursor`;
 
@@ -27,7 +28,7 @@ const HELD_BY_SQL: SqlText = (t) =>
 export const RELEASE_WORKER_SQL: SqlText = (t) => `
 with live as (
   -- Locked, and whether its worker may still be calling out (a command reserved, a model/tool step started).
-  select r.id, r.worker_id, r.lease_expires_at,
+  select r.id, r.worker_id, r.lease_expires_at, ${handoffUnbegun('r')} as handoff,
          (r.cursor->>'status' = 'started'
           or exists (select 1 from ${t.commands} c where c.run_id = r.id and c.status = 'pending')) as live
     from ${t.runs} r

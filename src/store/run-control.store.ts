@@ -10,6 +10,14 @@ import { startDebounced } from './debounced-start';
 import { closeUnsentCommands } from './sql/close-unsent.sql';
 import { RECORD_FORMAT } from './record-format';
 import { RunForkStore } from './fork/run-fork.store';
+import {
+  HANDED_COLUMNS,
+  HANDED_VALUES,
+  handedEvent,
+  handoffWorker,
+  startNotice,
+  takeSlot,
+} from './sql/handoff-start.sql';
 
 /**
  * Insert a run and its `run.created` event in one statement. ON CONFLICT on the unique
@@ -18,22 +26,28 @@ import { RunForkStore } from './fork/run-fork.store';
  * with a concurrency key of a kind with a per-key limit gets its key's slots (`ai_slots`) and rate
  * tokens (`ai_rate_tokens`) when they are missing. The result names its columns (RUN_VIEW_COLUMNS): a
  * named statement's result must not change with the table's.
+ * Hand-off (handoff-start.sql.ts): when a live worker offers a slot for the run, the same statement
+ * takes the slot and inserts the run already `running` for that worker (epoch 1, its attempt counted,
+ * the worker's short hand-off lease) with its `run.claimed` event, and the NOTIFY names the run for that
+ * worker: it begins with a read of the row, no claim commit in between.
  * $1 kind, $2 input, $3 idempotency key, $4 max attempts, $5 run at, $6 priority, $7 event payload,
- * $8 channel, $9 concurrency key, $10 tags, $11 kind version
+ * $8 channel, $9 concurrency key, $10 tags, $11 kind version, $12 a hand-off allowed
  */
 export const START_RUN_SQL: SqlText = (t) => `
-with ins as (
+with ${handoffWorker(t)}, ins as (
   insert into ${t.runs} (kind, input, idempotency_key, max_attempts, available_at, priority, concurrency_key, tags,
-                         kind_version, record_format)
-  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9, $10::jsonb, $11, ${RECORD_FORMAT})
+                         record_format, ${HANDED_COLUMNS})
+  values ($1, $2::jsonb, $3, $4, coalesce($5::timestamptz, now()), $6, $9, $10::jsonb, ${RECORD_FORMAT},
+          ${HANDED_VALUES})
   on conflict (idempotency_key) do nothing
   returning *
-), ${keyLimitRows(t, 'ins')}, ev as (
+), ${takeSlot(t, 'ins')}, ${keyLimitRows(t, 'ins')}, ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.created', 0, $7::jsonb from ins
+  union all${handedEvent('ins')}
 )
 select ${runViewColumns('ins')},
-       (select count(pg_notify($8, ins.kind)) from ins where ins.available_at <= now()) as notified
+       (select count(pg_notify($8, ${startNotice('ins')})) from ins where ins.available_at <= now()) as notified
 from ins`;
 
 /**
@@ -123,6 +137,8 @@ export interface NewRun {
   tags: string | null;
   /** The version it is pinned to; null: its first claim pins it. */
   kindVersion: number | null;
+  /** The start may hand the run to an idle worker (false: its kind's declaration here has a limit). */
+  handoff?: boolean;
 }
 
 /** The run that holds an idempotency key, and whether its input equals the one a start brought. */
@@ -160,6 +176,7 @@ export class RunControlStore {
         run.concurrencyKey,
         run.tags,
         run.kindVersion,
+        run.handoff ?? true,
       ],
       'dx_start',
     );

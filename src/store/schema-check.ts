@@ -37,6 +37,8 @@ const LATER_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['ai_schedules', 'timeline'],
   ['ai_schedules', 'max_attempts'],
   ['ai_runs', 'record_format'],
+  ['ai_workers', 'handoff_token'],
+  ['ai_runs', 'handoff_expires_at'],
   ['ai_checkpoints', 'event_id'],
 ];
 

@@ -1,21 +1,25 @@
 import { Injectable } from '@nestjs/common';
 import { DurableDatabase } from './durable-database';
 import type { SqlText } from './durable-names';
+import { RECORD_FORMAT } from './record-format';
 
 /**
  * A worker says it is alive and which kinds it serves (one upsert), and forgets the rows of workers
  * dead for a while in the same statement (rows expired more than a day ago: a reader ignores an expired
- * row anyway; the day keeps a crashed worker visible to an operator). $1 worker id, $2 kinds, $3 ttl ms,
- * $4 the versions of each kind (`{"kind": [2, 1]}`)
+ * row anyway; the day keeps a crashed worker visible to an operator). With them what a start may hand
+ * it (the slots are its claims', handoff-offer.ts): the kinds, the hand-off lease, the record format it
+ * replays. $1 worker id, $2 kinds, $3 ttl ms, $4 the versions of each kind (`{"kind": [2, 1]}`),
+ * $5 the kinds it takes by hand-off, $6 its hand-off lease ms (null: none)
  */
 export const WORKER_BEAT_SQL: SqlText = (t) => `
 with gone as (
   delete from ${t.workers} where expires_at < now() - interval '1 day' and worker_id <> $1
 )
-insert into ${t.workers} (worker_id, kinds, versions, expires_at)
-values ($1, $2::text[], $4::jsonb, now() + make_interval(secs => $3::float8 / 1000))
+insert into ${t.workers} (worker_id, kinds, versions, expires_at, handoff_kinds, handoff_ms, record_format)
+values ($1, $2::text[], $4::jsonb, now() + make_interval(secs => $3::float8 / 1000), $5::text[], $6::int, ${RECORD_FORMAT})
 on conflict (worker_id) do update
-   set kinds = excluded.kinds, versions = excluded.versions, seen_at = now(), expires_at = excluded.expires_at`;
+   set kinds = excluded.kinds, versions = excluded.versions, seen_at = now(), expires_at = excluded.expires_at,
+       handoff_kinds = excluded.handoff_kinds, handoff_ms = excluded.handoff_ms, record_format = excluded.record_format`;
 
 /** A worker that shuts down removes its row. $1 worker id */
 export const WORKER_LEAVE_SQL: SqlText = (t) => `delete from ${t.workers} where worker_id = $1`;
@@ -68,8 +72,16 @@ export class WorkerPresenceStore {
     kinds: string[],
     ttlMs: number,
     versions: Record<string, number[]> = {},
+    handoff: { kinds: string[]; leaseMs: number } = { kinds: [], leaseMs: 0 },
   ): Promise<void> {
-    await this.db.query(WORKER_BEAT_SQL, [workerId, kinds, ttlMs, JSON.stringify(versions)]);
+    await this.db.query(WORKER_BEAT_SQL, [
+      workerId,
+      kinds,
+      ttlMs,
+      JSON.stringify(versions),
+      handoff.kinds,
+      handoff.leaseMs || null,
+    ]);
   }
 
   async leave(workerId: string): Promise<void> {

@@ -10,6 +10,8 @@ const KEY_PK =
   'FINDING: ON CONFLICT (idempotency_key): ai_commands is keyed by the key alone; the key must become (run_id, idempotency_key)';
 const SLOTS =
   "slots: frees the run's slots (ai_slots, by scope) and wakes the next run held on that scope (another run)";
+const HANDOFF =
+  "FINDING: hand-off: a start takes a slot of a worker's presence row (ai_workers, a reference table: a write goes to every node); sharded, keep hand-off slots per shard";
 
 /**
  * Per-run statements: every reference to a run table must be pinned to ONE run (the same key), and no
@@ -53,11 +55,14 @@ export const PER_RUN: Record<string, PerRun> = {
       ins: 'FINDING: ON CONFLICT (idempotency_key): unique across runs; derive the id from the key instead',
       key_slots: "slots: a keyed run makes its key's slots",
       key_tokens: 'rate tokens of the key',
+      w: HANDOFF,
+      taken: HANDOFF,
     },
   },
   [`${S}run-control.store.ts#CANCEL_RUN_SQL`]: { allow: { slot_free: SLOTS, slot_wake: SLOTS } },
   [`${S}run-control.store.ts#RETRY_RUN_SQL`]: {},
   [`${S}run-reads.store.ts#GET_RUN_SQL`]: {},
+  [`${RS}handoff.ts#HANDOFF_READ_SQL`]: {},
   [`${S}run-reads.store.ts#AWAIT_RUN_SQL`]: {},
   [`${S}run-reads.store.ts#RUN_OUTCOME_SQL`]: {},
   [`${S}run-reads.store.ts#CHECKPOINTS_NAMED_SQL`]: {},
@@ -159,6 +164,8 @@ export const EXCEPTIONS: Record<string, Exception> = {
   [`${S}expired-leases.store.ts#CANCEL_ORPHANS_SQL`]: cross(`${SWEEP}; parent and children`),
   [`${S}lease-holders.store.ts#HELD_BY_SQL`]: cross(`${LIST} (by worker)`),
   [`${S}lease-holders.store.ts#RELEASE_WORKER_SQL`]: cross(`${SWEEP} (by worker)`),
+  [`${RS}handoff.ts#HANDOFF_RETURN_SQL`]: cross(`${SWEEP} (a stopping worker's hand-offs)`),
+  [`${RS}handoff.ts#HANDOFF_WITHDRAW_SQL`]: other('worker presence (reference table)'),
   [`${S}limits.store.ts#DECLARE_LIMITS_SQL`]: cross('limits: declares caps and slots; wakes held runs'),
   [`${S}limits.store.ts#WAKE_HELD_SQL`]: cross(`slots: ${SWEEP}`),
   [`${S}sql/retry-held.sql.ts#RETRY_HELD_SQL`]: cross(`${SWEEP} (by kind)`),

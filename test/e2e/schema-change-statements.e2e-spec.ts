@@ -242,6 +242,10 @@ describe('named statements survive a migration that adds columns', () => {
     // What no run of this worker sends: a limited claim, the reconciler, an operator, the admin, observability.
     const dx = app.get(DurableDatabase);
     await app.get(RunStateStore).claim('nobody', ['stmt-none'], 1, [], true);
+    // The hand-off's own statements (this worker takes none: it runs off its schedule): a handed run's
+    // read, and a stopping worker's withdraw and hand-back.
+    await app.get(RunStateStore).readHandoff(run.id, 'nobody');
+    await app.get(RunStateStore).closeHandoffs('nobody', () => []);
     await app.get(Reconciler).sweep();
     await app.get(LeaseService).releaseWorker('nobody');
     await new AdminRunsStore(dx).version(run.id);

@@ -10,12 +10,13 @@ import { claimableFormat } from '../record-format';
  * replay (RECORD_FORMAT: a later release's runs are left to its workers). Both claim statements select through it.
  * Of a kind's runs it takes those not pinned to a version yet (never claimed) and those pinned to a
  * version the worker registers ($6 kinds, $7 versions: the pairs; null: any version).
- * $2 kinds, $3 limit, $5 run ids in flight in this process.
+ * $2 kinds, $5 run ids in flight in this process; `limit`, how many at most (an expression of the
+ * parameters: the claims lock up to CLAIM_FETCH, see handoff-offer.ts).
  * `opaque`: each parameter is read through a scalar subquery, which the planner cannot look into, so a
  * plan made for the parameters' values (a custom plan) costs what the generic plan costs, and the plan
  * cache keeps the generic one (see CLAIM_LIMITED_SQL).
  */
-export function dueCandidates(t: DurableNames, columns: string, opaque = false): string {
+export function dueCandidates(t: DurableNames, columns: string, opaque = false, limit = '$3::int'): string {
   const p = (n: number, type: string) => (opaque ? `(select $${n}::${type})::${type}` : `$${n}::${type}`);
   return `select ${columns} from ${t.runs}
    where status in ('pending', 'waiting')
@@ -28,7 +29,7 @@ export function dueCandidates(t: DurableNames, columns: string, opaque = false):
           or (kind, ${pinnedVersion()}) in (select * from unnest(${p(6, 'text[]')}, ${p(7, 'int[]')})))
      and id <> all(${p(5, 'uuid[]')})
    order by priority desc, available_at
-   limit ${opaque ? '(select $3::int)' : '$3'}
+   limit ${opaque ? `(select (${limit})::int)` : limit}
    for update skip locked`;
 }
 

@@ -1,6 +1,7 @@
 import type { SqlText } from '../durable-names';
 import { keyScope, kindScope, rateScope } from './slots';
 import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION, TAKEN_OVER } from './claim-candidates';
+import { CLAIM_FETCH, CLAIM_LIMIT, OFFER_COLUMNS, offerLock, offerUpdate } from './handoff-offer';
 
 /**
  * The claim of a worker that runs a kind with a concurrency limit (CLAIM_RUNS_SQL otherwise): the same
@@ -26,17 +27,18 @@ import { CLAIM_TIMELINE, CLAIMED_COLUMNS, dueCandidates, PIN_VERSION, TAKEN_OVER
  * (`dueCandidates(..., true)`): a custom plan then costs what the generic one does, plus its planning,
  * and the generic plan is kept. `plan_cache_mode` would do it too, but it is a session setting, which
  * would leak to the app's statements on a shared DataSource or through PgBouncer.
+ * Withdraws and offers the worker's hand-off slots as CLAIM_RUNS_SQL does (handoff-offer.ts).
  * $1 worker id, $2 kinds, $3 limit, $4 lease ttl ms, $5 run ids in flight in this process,
- * $6, $7 the (kind, version) pairs the worker registers (null: any version)
+ * $6, $7 the (kind, version) pairs the worker registers (null: any version), $8, $9, $10 the hand-off's
  */
 export const CLAIM_LIMITED_SQL: SqlText = (t) => `
-with c as (
-  -- The due runs, locked SKIP LOCKED, passed through an array and limited again (they are $3 at most
-  -- already): every plan reckons with about one run, as a claim takes, whatever the statistics of
+with ${offerLock(t)}, c as (
+  -- The due runs, locked SKIP LOCKED, passed through an array and limited again (they are CLAIM_FETCH at
+  -- most already): every plan reckons with about one run, as a claim takes, whatever the statistics of
   -- ai_runs say (an array of unknown length counts as ten elements, a limit of unknown size as a tenth).
-  select * from unnest(array(${dueCandidates(t, '(id, kind, concurrency_key, priority, available_at, epoch)', true)}))
+  select * from unnest(array(${dueCandidates(t, '(id, kind, concurrency_key, priority, available_at, epoch)', true, CLAIM_FETCH)}))
     as c(id uuid, kind text, concurrency_key text, priority int, available_at timestamptz, epoch bigint)
-   limit (select $3::int)
+   limit (select ${CLAIM_LIMIT})
 ), need as (
   -- Level 1: the key's slot; 2: the kind's slot; 3: a rate token, only for a run's first claim.
   select c.id, c.priority, c.available_at, s.level, s.scope, s.cap, l.rate_period_ms as period
@@ -149,5 +151,6 @@ with c as (
     from r
   union all
   select id, 'run.limited', epoch, jsonb_build_object('scope', scope::jsonb) from held
-)
-select r.*, h.held_back from (select count(*)::int as held_back from held) h left join r on true`;
+), ${offerUpdate(t, 'select count(*) from c')}
+select r.*, h.held_back, h.offered, h.handed
+  from (select (select count(*)::int from held) as held_back, ${OFFER_COLUMNS}) h left join r on true`;

@@ -4,7 +4,8 @@ import type { RunCursor } from '../../interfaces/run.interface';
 import type { ResolvedDurableOptions } from '../../options/durable-execution-options.interface';
 import { DurableDatabase } from '../durable-database';
 import type { SqlText } from '../durable-names';
-import { claimRuns } from './claim-runs';
+import { ClaimOffer, claimRuns } from './claim-runs';
+import { readHandoff, returnHandoffs, withdrawHandoff } from './handoff';
 import type { CheckpointWrite, Fence, StoreContext } from './fence';
 import { finishRun, FinishWrite } from './finish-run';
 import { heartbeat, renewLease } from './heartbeat';
@@ -56,7 +57,7 @@ export class RunStateStore implements StoreContext {
     this.finishes = new FinishBatcher(this, options.worker.groupCommit);
   }
 
-  /** Claims due runs (SKIP LOCKED), raising epoch and attempts. See `claimRuns`. */
+  /** Claims due runs (SKIP LOCKED), raising epoch and attempts, and offers hand-off slots. See `claimRuns`. */
   claim(
     workerId: string,
     kinds: string[],
@@ -64,8 +65,20 @@ export class RunStateStore implements StoreContext {
     exclude: string[] = [],
     limited = false,
     versions?: { kinds: string[]; versions: number[] },
+    handoff?: ClaimOffer,
   ) {
-    return claimRuns(this, workerId, kinds, limit, exclude, limited, versions);
+    return claimRuns(this, workerId, kinds, limit, exclude, limited, versions, handoff);
+  }
+
+  /** A run a start handed to `workerId`, read to begin it (null: not its hand-off any more). */
+  readHandoff(runId: string, workerId: string) {
+    return readHandoff(this, runId, workerId);
+  }
+
+  /** A stopping worker: no slot offered any more, then its hand-offs not begun (except `keep`) handed back. */
+  async closeHandoffs(workerId: string, keep: () => string[]): Promise<number> {
+    await withdrawHandoff(this, workerId);
+    return returnHandoffs(this, workerId, keep());
   }
 
   /** Extends the leases of `runs` (each fenced by its epoch); returns those still owned. */
