@@ -81,7 +81,9 @@ export class LeaseClock {
     const error = new LeaseLostError(
       this.runId,
       this.epoch,
-      'the lease deadline (no renewal within leaseTtlMs)',
+      this.span < this.ttlMs
+        ? 'the hand-off lease deadline (no write or renewal within handoffLeaseMs)'
+        : 'the lease deadline (no renewal within leaseTtlMs)',
     );
     this.control.halt({ kind: 'lease-lost', error });
   }

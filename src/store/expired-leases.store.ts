@@ -46,7 +46,7 @@ select id, status,
  * `running` (`waiting` due at `o.availableAt`, or dead-lettered when attempts are spent), the commands
  * reserved under it `in_doubt` (the resumed run settles each by its policy before anything else), one
  * `run.reconciled` event each (`o.reason`). A hand-off never begun is due at once with its attempt given
- * back, never dead-lettered, and its event says `handoff: true`.
+ * back, never dead-lettered, and its event says `handoff: true`; its worker offers no slot any more.
  * Shared by the reconciler (leases expired) and `LeaseService.releaseWorker` (a worker reported gone).
  * @internal
  */
@@ -76,6 +76,11 @@ export function handBackCtes(
   update ${t.commands} c set status = 'in_doubt', updated_at = now()
     from upd where c.run_id = upd.id and c.status = 'pending'
   returning c.run_id, c.idempotency_key
+), stale_offer as (
+  -- A worker that let a hand-off lapse unbegun is dead or frozen: starts hand it nothing more (a live
+  -- one offers again with its next claim, which reads its row under lock).
+  update ${t.workers} wk set handoff_slots = 0
+   where wk.worker_id in (select previous_worker from upd where handoff) and wk.handoff_slots > 0
 ), ev as (
   insert into ${t.events} (run_id, event_type, epoch, payload)
   select id, 'run.reconciled', epoch,
