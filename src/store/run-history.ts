@@ -49,8 +49,11 @@ const measured =
       from (${inner}) m order by step_index${newestFirst ? ' desc' : ''}`;
   };
 
+/** The type of an event a checkpoint row carries (insertRecords): a step failure's or a saved step's. */
+const SAVED_TYPE = `case when coalesce((meta->>'failed')::boolean, false) then 'step.failed' else 'run.checkpoint_saved' end`;
+
 /**
- * A run's event trail (RunEvent): its event rows, and the `run.checkpoint_saved` events written in its
+ * A run's event trail (RunEvent): its event rows, and the `run.checkpoint_saved` and `step.failed` events written in its
  * checkpoint rows (a step commit writes no event row: `insertRecords`), those a rewind set aside too. A
  * worker of an earlier release writes an event row and a checkpoint without `event_id`: no event twice.
  * Each branch reads the run's range (events through ai_events_run_idx, checkpoints through their primary
@@ -61,7 +64,7 @@ const trail =
   (t) => {
     const [cmp, bound, dir] = newestFirst ? ['<', '9223372036854775807', ' desc'] : ['>', '-1', ''];
     const from = (table: string) =>
-      `select event_id as id, run_id, 'run.checkpoint_saved'::text as event_type, epoch, event as payload, created_at
+      `select event_id as id, run_id, ${SAVED_TYPE} as event_type, epoch, event as payload, created_at
          from ${table} where run_id = $1 and event_id ${cmp} coalesce($2::bigint, ${bound})`;
     return `select id, run_id, event_type, epoch, payload, created_at from ${t.events}
    where run_id = $1 and id ${cmp} coalesce($2::bigint, ${bound})
@@ -77,7 +80,7 @@ const trail =
  */
 export const EVENT_TRAIL: SqlText = (t) => {
   const saved = (table: string) =>
-    `select event_id, run_id, 'run.checkpoint_saved'::text, epoch, event, created_at from ${table} where event_id is not null`;
+    `select event_id, run_id, ${SAVED_TYPE}, epoch, event, created_at from ${table} where event_id is not null`;
   return `(select id, run_id, event_type, epoch, payload, created_at from ${t.events}
   union all ${saved(t.checkpoints)} union all ${saved(t.rewound)})`;
 };

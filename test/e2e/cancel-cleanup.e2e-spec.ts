@@ -17,6 +17,7 @@ import { driveUntil, gate } from '../helpers/drive';
 import { FakeTarget, startFakeTarget } from '../helpers/fake-target';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 import { prepareWorkerSchema } from '../helpers/schema';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * Issue 19, item 11: after a cancel, a workflow cleans up in `onCancel` (its own recorded phase), and
@@ -123,7 +124,7 @@ describe('cleanup after a cancel (onCancel)', () => {
   }
 
   const events = async (id: string) =>
-    (await db.query(`select event_type, payload from ai_events where run_id = $1 order by id`, [
+    (await db.query(`select event_type, payload from ${TRAIL} t where run_id = $1 order by id`, [
       id,
     ])) as Array<{
       event_type: string;
@@ -269,7 +270,7 @@ describe('a worker killed in the middle of a cleanup', () => {
       );
       expect(told).toEqual([{ ref: 'customer left' }]);
       const [cancelled] = await db.query(
-        `select payload from ai_events where run_id = $1 and event_type = 'run.cancelled'`,
+        `select payload from ${TRAIL} t where run_id = $1 and event_type = 'run.cancelled'`,
         [id],
       );
       expect(cancelled.payload).toEqual({ by: 'worker', cleanup: 'done' });

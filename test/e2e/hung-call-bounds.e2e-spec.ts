@@ -18,6 +18,7 @@ import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { driveUntil, gate } from '../helpers/drive';
 import { waitFor } from '../helpers/processes';
+import { TRAIL } from '../helpers/event-trail';
 
 /**
  * Every durable call is bounded (issue 45 part 1): a step, a command or a transaction without its own
@@ -175,7 +176,7 @@ describe('every durable call is bounded', () => {
     expect(seen.reasons).toHaveLength(1);
     expect(seen.reasons[0]).toBeInstanceOf(CallAbandonedError);
     const failed = await db.query(
-      `select payload from ai_events where run_id = $1 and event_type = 'step.failed'`,
+      `select payload from ${TRAIL} t where run_id = $1 and event_type = 'step.failed'`,
       [run.id],
     );
     expect(failed.map((e) => e.payload.name)).toEqual(['untimed']);

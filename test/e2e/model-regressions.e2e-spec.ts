@@ -137,7 +137,7 @@ it('a recorded value is durable before a sibling branch sends it out while the w
   const query = database.query.bind(database);
   let armed = true;
   const spy = jest.spyOn(database, 'query').mockImplementation(async (text, values, name) => {
-    if (armed && name === 'dx_step_write' && values?.[7] === 'model.call_started') {
+    if (armed && name === 'dx_step_mark' && values?.[7] === 'model.call_started') {
       armed = false;
       reached.open();
       await held.promise;

@@ -7,6 +7,7 @@
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 import { prepareWorkerSchema } from '../helpers/schema';
+import { TRAIL } from '../helpers/event-trail';
 
 const DELAY_MS = 2500; // the backoff between two attempts: the kill lands in it
 
@@ -87,7 +88,7 @@ describe('step attempts counted across claims (a real process kill)', () => {
     const [killed, clean] = [await recordedFailure(id), await recordedFailure(control)];
     expect(killed).toMatchObject({ name: 'UpstreamError', message: 'upstream unavailable' });
     expect({ ...killed, stack: undefined }).toEqual({ ...clean, stack: undefined });
-    const trail = await db.query(`select event_type, payload from ai_events where run_id = $1 order by id`, [
+    const trail = await db.query(`select event_type, payload from ${TRAIL} t where run_id = $1 order by id`, [
       id,
     ]);
     expect(trail.filter((e) => e.event_type === 'step.failed')).toHaveLength(1);

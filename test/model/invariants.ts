@@ -15,6 +15,7 @@ import { checkPatches } from './patch-checks';
 import { showToken, timelineOf, type FakeVendor, type World } from './world';
 import { beginsOverRate, holdsOf, slotViolations } from '../helpers/slot-holds';
 import { MODEL_BUDGET, MODEL_BUDGET_LIMITS, MODEL_LIMITS } from './workflow';
+import { TRAIL } from '../helpers/event-trail';
 
 const STEP_NAMES = ['compute_step', 'model_step', 'tool_step', 'emitting_step'];
 /** A key without its run part: `step_3:dedup_lookup`, `key_o2:plain_manual`. */
@@ -39,7 +40,7 @@ export async function checkInvariants(
         where run_id = any($1) or run_id in (select id from ai_runs where parent_id = any($1))`,
     ),
     checkpoints: await q(`select * from ai_checkpoints where run_id = any($1) order by run_id, step_index`),
-    events: await q(`select * from ai_events where run_id = any($1) order by id`),
+    events: await q(`select * from ${TRAIL} t where run_id = any($1) order by id`),
     signals: await q(`select * from ai_signals where run_id = any($1) order by id`),
   };
   const out: string[] = [];

@@ -80,13 +80,13 @@ export const extendLeaseBy = (ttlParam: string, clock = 'now()'): string =>
   `lease_expires_at = ${clock} + ${ttlParam} * interval '1 millisecond'`;
 
 /**
- * Two CTEs, `<name>` and `<name>_failed`: the checkpoints of the JSON array `param` (built by
- * `recordset`) inserted for the run of CTE `run`, and a `step.failed` event for each step failure among
- * them that was inserted (a failure the workflow saw, recorded by the next write after it). A recorded
- * value rides on every write until one that carries it commits, so an index may already be there:
- * `do nothing` (and no second event). `saved`, a jsonb expression (null when the write saves no step):
- * the `run.checkpoint_saved` payload of the step whose checkpoint is among them (its `step`), written in
- * that checkpoint's row with an id from the events' sequence instead of an event row (EVENT_TRAIL).
+ * CTE `<name>`: the checkpoints of the JSON array `param` (built by `recordset`) inserted for the run of
+ * CTE `run`. A recorded value rides on every write until one that carries it commits, so an index may
+ * already be there: `do nothing` (and no second event). Two of them carry an event of the run's trail in
+ * their row, with an id from the events' sequence, instead of an event row (EVENT_TRAIL): a step
+ * failure the workflow saw (`meta.failed`, recorded by the next write after it: `step.failed`, its
+ * payload `meta.event`), and, given `saved` (a jsonb expression, null when the write saves no step),
+ * the step whose index is its `step` (`run.checkpoint_saved`, that payload).
  */
 export function insertRecords(
   t: DurableNames,
@@ -96,17 +96,15 @@ export function insertRecords(
   saved?: string,
 ): string {
   const step = saved === undefined ? 'false' : `(${saved})->>'step' = c.step_index::text`;
+  const failed = `coalesce((c.meta->>'failed')::boolean, false)`;
   return `${name} as (
   insert into ${t.checkpoints} (run_id, step_index, step_name, output, attempt, epoch, meta, seq, fingerprint, event_id, event)
   select run.id, c.step_index, c.step_name, coalesce(c.output, 'null'::jsonb), ${attempt}, run.epoch, c.meta, c.seq, c.fingerprint,
-         case when ${step} then nextval('${t.eventIds}') end, case when ${step} then ${saved ?? 'null::jsonb'} end
+         case when ${step} or ${failed} then nextval('${t.eventIds}') end,
+         case when ${step} then ${saved ?? 'null::jsonb'} when ${failed} then coalesce(c.meta->'event', '{}'::jsonb) end
     from run, jsonb_to_recordset(${param}::jsonb) as c(step_index int, step_name text, output jsonb, meta jsonb, seq int, fingerprint text)
   on conflict (run_id, step_index) do nothing
   returning run_id, epoch, step_index, step_name, output, meta
-), ${name}_failed as (
-  insert into ${t.events} (run_id, event_type, epoch, payload)
-  select run_id, 'step.failed', epoch, coalesce(meta->'event', '{}'::jsonb)
-    from ${name} where coalesce((meta->>'failed')::boolean, false)
 )`;
 }
 

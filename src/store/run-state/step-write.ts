@@ -17,17 +17,30 @@ import type { SqlText } from '../durable-names';
 import type { StepWriteBatcher } from './step-batch';
 
 /**
- * The fenced step write: ONE statement, one round trip. Used for the step commit (checkpoint + cursor
- * `done`, $10 = true resets `attempts`, since attempts count claims without progress) and for marking
- * a model/tool step `started` before it runs ($10 = false; $6 then carries values recorded by
- * ctx.now()/uuid()/random(), flushed before anything external can see them).
- * The UPDATE is fenced by (id, worker_id, epoch); the checkpoint and event inserts read from its
- * RETURNING, so when a newer claim has moved the epoch on, nothing at all is written and the caller
- * raises LeaseLostError.
+ * The fenced step commit: ONE statement, one round trip, two rows (the run's, the checkpoint's): the
+ * checkpoint with cursor `done` ($10 = true resets `attempts`, since attempts count claims without
+ * progress), its `run.checkpoint_saved` event in the checkpoint's row (insertRecords), no event row.
+ * STEP_MARK_SQL, with the same parameters, marks a model/tool step `started` before it runs ($10 =
+ * false; $6 then carries values recorded by ctx.now()/uuid()/random(), flushed before anything external
+ * can see them). The UPDATE is fenced by (id, worker_id, epoch); the inserts read from its RETURNING,
+ * so when a newer claim has moved the epoch on, nothing at all is written and the caller raises
+ * LeaseLostError.
  * $1 id, $2 worker, $3 epoch, $4 cursor, $5 ttl ms, $6 checkpoints [{step_index, step_name, output, meta}],
  * $7 attempt, $8 event type, $9 event payload, $10 progress made
  */
 export const STEP_WRITE_SQL: SqlText = (t) => stepWriteSql(t, 'now()', 'select cancel_requested from run');
+
+/**
+ * STEP_WRITE_SQL for a write that saves no step (a `started` mark: $8 `step.started` or
+ * `model.call_started`): its event is a row of its own, the only statement of the two that touches
+ * ai_events (a commit's events live in its checkpoint rows: insertRecords). The same parameters.
+ */
+export const STEP_MARK_SQL: SqlText = (t) => `
+${fencedRun(t, RUN_SET('now()'))}, ${insertRecords(t, '$6', '$7')}, ev as (
+  insert into ${t.events} (run_id, event_type, epoch, payload)
+  select run.id, $8, run.epoch, $9::jsonb from run
+)
+select cancel_requested from run`;
 
 /**
  * STEP_WRITE_SQL as the last statement of a durable transaction (`@DurableTransaction`, same database):
@@ -47,16 +60,15 @@ export const TX_STEP_WRITE_SQL: SqlText = (t) =>
 /** A step commit's event is its checkpoint's (insertRecords `saved`): no event row. */
 const SAVED = `case when $8 = 'run.checkpoint_saved' then $9::jsonb end`;
 
+/** What a step write sets on its run's row, `clock` the statement's time. */
+const RUN_SET = (
+  clock: string,
+) => `cursor = $4::jsonb, attempts = case when $10::boolean then 0 else attempts end,
+         ${extendLeaseBy('$5', clock)}, updated_at = ${clock}`;
+
 function stepWriteSql(t: Parameters<SqlText>[0], clock: string, answer: string): string {
   return `
-${fencedRun(
-  t,
-  `cursor = $4::jsonb, attempts = case when $10::boolean then 0 else attempts end,
-         ${extendLeaseBy('$5', clock)}, updated_at = ${clock}`,
-)}, ${insertRecords(t, '$6', '$7', 'cp', SAVED)}, ev as (
-  insert into ${t.events} (run_id, event_type, epoch, payload)
-  select run.id, $8, run.epoch, $9::jsonb from run where $8 <> 'run.checkpoint_saved'
-)
+${fencedRun(t, RUN_SET(clock))}, ${insertRecords(t, '$6', '$7', 'cp', SAVED)}
 ${answer}`;
 }
 
@@ -87,6 +99,7 @@ export async function writeStep(
   const records = recordset(checkpoints);
   const payloadJson = eventPayload(s.options, event, payload);
   const during = `${event} of step ${cursor.name}`;
+  const saves = event === 'run.checkpoint_saved';
   return s.steps.write({
     runId: fence.runId,
     epoch: fence.epoch,
@@ -97,9 +110,9 @@ export async function writeStep(
         s,
         fence,
         during,
-        STEP_WRITE_SQL,
+        saves ? STEP_WRITE_SQL : STEP_MARK_SQL,
         [cursorJson, s.options.worker.leaseTtlMs, records, cursor.attempt, event, payloadJson, progressMade],
-        'dx_step_write',
+        saves ? 'dx_step_write' : 'dx_step_mark',
       );
       return { cancelRequested: row.cancel_requested };
     },
