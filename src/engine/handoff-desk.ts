@@ -27,6 +27,10 @@ export class HandoffDesk {
   private readonly seen = new Map<string, number>();
   /** Hand-offs heard while a claim was on its way: settled after its answer. */
   private heardDuringClaim: string[] | null = null;
+  /** The claim on its way writes the row (offers, or withdraws and offers anew). */
+  private rewrites = false;
+  /** The last claim found as many due runs as it could take. */
+  private queue = false;
   private closed = false;
   /** This process's token: a later process with the same worker id does not take these hand-offs. */
   readonly token = randomInt(1, 2 ** 31 - 1);
@@ -48,22 +52,42 @@ export class HandoffDesk {
     return this.reserved + this.reading.size;
   }
 
-  /** The hand-off's part of a claim about to be sent. */
-  claiming(): ClaimOffer {
+  /**
+   * The hand-off's part of a claim about to be sent, which may take `free` runs of its own. Most claims
+   * leave the row alone (no lock, no write: an idle claim stays read-only): those of a worker whose
+   * offer still covers its room. One writes it when the worker offers nothing yet (and finds itself
+   * idle), or withdraws and offers anew (under the row's lock) when its slots reserved are no more than
+   * its own room (half its room is offered or less), leave it no room at all (a run a claim could take
+   * waits for them), or when the last claim found a queue.
+   */
+  claiming(free: number): ClaimOffer {
     this.heardDuringClaim ??= [];
-    return { offer: this.closed ? 0 : this.slots(), reserved: this.reserved, token: this.token };
+    const slots = this.closed ? 0 : this.slots();
+    const r = this.reserved;
+    this.rewrites = r > 0 ? free <= 0 || this.queue || r <= free : slots > 0;
+    if (!this.rewrites) return { offer: 0, reserved: 0, token: this.token };
+    return { offer: slots, reserved: r, token: this.token };
   }
 
-  /** The claim's answer (null: it failed, nothing changed): the slots offered now, the runs handed meanwhile. */
-  claimed(batch: Pick<ClaimBatch, 'offered' | 'handed'> | null): void {
+  /**
+   * The claim's answer (null: it failed, nothing changed): the slots offered now and the runs handed
+   * meanwhile (when it wrote the row), and whether it found as many due runs as it could take.
+   */
+  claimed(batch: Pick<ClaimBatch, 'offered' | 'handed' | 'runs'> | null, limit = 0): void {
     const heard = this.heardDuringClaim ?? [];
     this.heardDuringClaim = null;
-    if (batch) {
+    if (batch && this.rewrites) {
       this.reserved = batch.offered;
       // Handed from the slots this claim withdrew: outside `reserved` now.
       for (const id of batch.handed) this.take(id, false);
     }
+    if (batch) this.queue = limit > 0 && batch.runs.length >= limit;
     for (const id of heard) this.take(id, true);
+  }
+
+  /** The last claim found as many due runs as it could take while slots stay reserved: claim again. */
+  get withdrawNext(): boolean {
+    return this.queue && this.reserved > 0;
   }
 
   /**

@@ -113,12 +113,13 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
         this.again = false;
         const free = this.options.worker.concurrency - this.inFlight.size - this.desk.held;
         const inFlight = [...this.inFlight.values()].map((f) => f.claim.id);
-        const offer = this.desk.claiming();
+        const offer = this.desk.claiming(free);
         const batch = await this.limits.claim(this.id, free, inFlight, offer);
-        this.desk.claimed(batch);
+        this.desk.claimed(batch, free);
         const { runs: claims, heldBack } = batch;
         this.errors = 0;
         this.again ||= heldBack > 0 && claims.length < free; // held-back runs left the index: others may be due
+        this.again ||= this.desk.withdrawNext; // a queue while slots stay kept for starts: take them back
         total += claims.length;
         if (this.observers.active)
           this.observers.workerTicked({ workerId: this.id, claimedKinds: claims.map((c) => c.kind) });
