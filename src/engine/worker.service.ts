@@ -51,7 +51,6 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   private poll?: ScheduledJob;
   private beatTimer?: NodeJS.Timeout;
   private hooksCheck?: NodeJS.Timeout; // the look for a SIGTERM listener
-
   /** Runs starts hand this worker (hand-off): the slots its claims offer, the runs it begins by a read. */
   private readonly desk: HandoffDesk;
 
@@ -65,9 +64,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     private readonly limits: WorkerLimits,
   ) {
     const room = () => options.worker.concurrency - this.inFlight.size;
-    this.desk = workerDesk(store, options, registry, room, (c) => this.track(c, this.start(c)), this.logger);
+    this.desk = workerDesk(store, options, registry, room, (c) => this.handed(c), this.logger);
   }
-
   /** This worker's identity in the record (`worker_id`). */
   get id(): string {
     return this.options.worker.workerId;
@@ -145,6 +143,12 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   /** Waits until every run in flight has reached a resting point (tests and drain). */
   async idle(): Promise<void> {
     while (this.inFlight.size) await Promise.all([...this.inFlight.values()].map((f) => f.done));
+  }
+
+  /** A run a start handed here, read: driven as a claimed one (for observers, a round of its own). */
+  private handed(claim: ClaimedRun): void {
+    if (this.observers.active) this.observers.workerTicked({ workerId: this.id, claimedKinds: [claim.kind] });
+    this.track(claim, this.start(claim));
   }
 
   private async start(claim: Parameters<Executor['prepare']>[0]): Promise<ActiveRun> {

@@ -39,7 +39,7 @@ export interface StepInfo {
 /** `committed` (checkpoint written), `failed` (threw), or `parked` (approval or in-doubt park). */
 export type StepOutcome = 'committed' | 'failed' | 'parked';
 
-/** One claim round of a worker. */
+/** One claim round of a worker; a run a start handed to it (hand-off) is a round of its own, with that run. */
 export interface WorkerTickInfo {
   workerId: string;
   /** Kinds of the runs claimed in this round (one entry per run). */
