@@ -33,21 +33,58 @@ export function latency(samples: number[]): LatencySummary {
   };
 }
 
-/** Median, min and max of one figure over the repeats. */
+/**
+ * Median, min and max of one figure over the repeats (or of a ratio over its pairs of blocks), and the
+ * interquartile range: `q1`-`q3` holds the middle half of the samples, which is what to read beside the
+ * median when there are many of them (min and max are the two most extreme blocks).
+ */
 export interface Spread {
   median: number;
   min: number;
   max: number;
+  q1: number;
+  q3: number;
   samples: number[];
 }
 
+/** Quartile by linear interpolation between the closest ranks (q in 0..1), of an ascending array. */
+function interpolated(sorted: number[], q: number): number {
+  if (!sorted.length) return NaN;
+  const at = q * (sorted.length - 1);
+  const lo = Math.floor(at);
+  const hi = Math.ceil(at);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - lo);
+}
+
 export function spread(samples: number[]): Spread {
+  const s = samples.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   return {
-    median: median(samples),
-    min: samples.length ? Math.min(...samples) : NaN,
-    max: samples.length ? Math.max(...samples) : NaN,
+    median: median(s),
+    min: s.length ? s[0] : NaN,
+    max: s.length ? s[s.length - 1] : NaN,
+    q1: interpolated(s, 0.25),
+    q3: interpolated(s, 0.75),
     samples,
   };
+}
+
+/** `median (q1-q3, min-max)` with `d` decimals, or '-'. */
+export function formatSpread(x: Spread | undefined, d = 2): string {
+  if (!x || !Number.isFinite(x.median)) return '-';
+  const f = (v: number) => v.toFixed(d);
+  return `${f(x.median)} (IQR ${f(x.q1)}-${f(x.q3)}, ${f(x.min)}-${f(x.max)})`;
+}
+
+/**
+ * One ratio per pair of neighbouring blocks (`num[i] / den[i]`: block i of one side and block i of the
+ * other, measured one right after the other), and their spread: the way every headline ratio is formed.
+ */
+export function pairRatios(num: number[], den: number[]): Spread {
+  const per: number[] = [];
+  for (let i = 0; i < Math.min(num.length, den.length); i++) {
+    if (Number.isFinite(num[i]) && Number.isFinite(den[i]) && den[i] !== 0) per.push(num[i] / den[i]);
+  }
+  return spread(per);
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -4,6 +4,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 
 /** The real stdout writer; everything else written to stdout is sent to stderr (see {@link guardStdout}). */
@@ -47,6 +48,7 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * @property {number} settleMs      wait before a pg_stat_database reading that must include idle backends' stats
  * @property {number} timeoutS      watchdog: exit 1 if the runner is still going after this long
  * @property {boolean} debugStatements  print the distinct statements of the timed window to stderr
+ * @property {boolean} serve        block mode (see {@link serveBlocks}): warm up, then timed blocks on request
  * @property {Record<string, string | boolean | undefined>} extra  peer-specific options
  */
 
@@ -68,6 +70,7 @@ export function parseCli(workloads, extraOptions = {}) {
       'settle-ms': { type: 'string', default: '11000' },
       'timeout-s': { type: 'string', default: '240' },
       'debug-statements': { type: 'boolean', default: false },
+      serve: { type: 'boolean', default: false },
       ...extraOptions,
     },
     strict: true,
@@ -107,6 +110,7 @@ export function parseCli(workloads, extraOptions = {}) {
     settleMs: int(values['settle-ms'], 11000, 'settle-ms', 0),
     timeoutS: int(values['timeout-s'], 240, 'timeout-s'),
     debugStatements: Boolean(values['debug-statements']),
+    serve: Boolean(values.serve),
     extra,
   };
 }
@@ -436,6 +440,69 @@ export async function runMain(timeoutS, body) {
   } catch (err) {
     fail(err);
   }
+}
+
+/**
+ * Block mode (`--serve`), how bench/peers.ts and bench/workers.ts drive a runner: the runner has booted its
+ * library and warmed up (untimed), prints `{"ready": true, ...ready}`, then reads one JSON command per line
+ * on stdin and answers each with one JSON line on stdout:
+ * - `{"cmd": "block", "n": N, "i": I}`: one timed block of N units (`block(N, I)`), answered with its figures;
+ * - `{"cmd": "end"}`: shuts the library down (`end()`), answers `{"end": true, ...}`; the runner then exits.
+ * Between blocks the library stays up and idle, so that blocks of this runner and of another (the engine's
+ * runner on its own database) can alternate a few seconds apart: every engine ÷ peer ratio is then taken
+ * per pair of neighbouring blocks. Resolves with the answer to `end`, which {@link runMain} prints.
+ * @param {Record<string, unknown>} ready
+ * @param {(n: number, i: number) => Promise<Record<string, unknown>>} block
+ * @param {() => Promise<Record<string, unknown> | void>} end
+ * @returns {Promise<Record<string, unknown>>}
+ */
+export async function serveBlocks(ready, block, end) {
+  writeStdout(`${JSON.stringify({ ready: true, ...ready })}\n`);
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (!line.trim()) continue;
+    const cmd = JSON.parse(line);
+    if (cmd.cmd === 'block') {
+      const figures = await block(Number(cmd.n), Number(cmd.i ?? 0));
+      writeStdout(`${JSON.stringify({ block: true, i: cmd.i ?? 0, n: cmd.n, ...figures })}\n`);
+    } else if (cmd.cmd === 'end') {
+      lines.close();
+      return { end: true, ...((await end()) ?? {}) };
+    } else throw new Error(`unknown command ${line}`);
+  }
+  // stdin closed without 'end': the parent is gone.
+  await end();
+  return { end: true, orphaned: true };
+}
+
+/**
+ * Figures of one block of sequential latencies (ms): p50 / p99 / mean / max and units per second.
+ * @param {number[]} samples @param {number} units @param {number} elapsedMs
+ */
+export function blockLatency(samples, units, elapsedMs) {
+  const lat = latency(samples);
+  return {
+    perSecond: round(units / (elapsedMs / 1000), 1),
+    elapsedMs: round(elapsedMs, 1),
+    p50Ms: round(lat.p50, 4),
+    p99Ms: round(lat.p99, 4),
+    meanMs: round(lat.mean, 4),
+    maxMs: round(lat.max, 4),
+  };
+}
+
+/**
+ * Client-counted statements and commits per unit of one block (no server reading in block mode: the
+ * server publishes its counters lazily, see {@link XactCounter}).
+ * @param {CountSnapshot} c0 @param {CountSnapshot} c1 @param {number} units @param {boolean} [scoped]
+ */
+export function blockCounts(c0, c1, units, scoped = false) {
+  const d = StatementCounter.diff(c0, c1);
+  return {
+    statementsPerUnit: round((scoped ? d.scoped : d.statements) / units),
+    commitsPerUnit: round((scoped ? d.scopedCommits : d.commits) / units),
+    commitsSource: 'client',
+  };
 }
 
 /**

@@ -8,6 +8,8 @@
 import pg from 'pg';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import {
+  blockCounts,
+  blockLatency,
   cliOrExit,
   emptyResult,
   installedVersion,
@@ -15,6 +17,7 @@ import {
   log,
   round,
   runMain,
+  serveBlocks,
   sleep,
   StatementCounter,
   XactCounter,
@@ -199,6 +202,50 @@ await runMain(cli.timeoutS, async () => {
     await runQueued(cli.warmup, enqueuers, 0, checker);
   }
   log(`warm-up done (${cli.warmup} ${cli.workload === 'step-latency' ? 'steps' : 'workflows'})`);
+
+  if (cli.serve) {
+    // ---- block mode: timed blocks on request, DBOS up and idle in between (see serveBlocks) -------------
+    let queuedSoFar = cli.warmup;
+    /** @param {number} n */
+    const block = async (n) => {
+      const c0 = counter.snapshot();
+      const t0 = performance.now();
+      if (cli.workload === 'step-latency') {
+        state.stepSamples = [];
+        state.recording = true;
+        const count = Math.max(1, Math.round(n / stepsPerWf));
+        for (let w = 0; w < count; w++) {
+          const k = await counter.scope(() => latencyWorkflow(stepsPerWf));
+          if (k !== stepsPerWf) throw new Error(`workflow returned ${k}`);
+        }
+        state.recording = false;
+        const steps = count * stepsPerWf;
+        const elapsed = performance.now() - t0;
+        return { ...blockLatency(state.stepSamples, steps, elapsed), ...blockCounts(c0, counter.snapshot(), steps, true), unit: 'step' };
+      }
+      const done = state.completed;
+      if (cli.workload === 'workflows-direct') await counter.scope(() => runDirect(n, cli.concurrency));
+      else {
+        await runQueued(n, enqueuers, queuedSoFar, checker);
+        queuedSoFar += n;
+      }
+      const elapsed = performance.now() - t0;
+      if (state.completed - done !== n) throw new Error(`expected ${n} completions, saw ${state.completed - done}`);
+      return {
+        perSecond: round(n / (elapsed / 1000), 1),
+        elapsedMs: round(elapsed, 1),
+        ...blockCounts(c0, counter.snapshot(), n),
+        unit: 'workflow',
+      };
+    };
+    const end = async () => {
+      if (checker) await checker.end();
+      await DBOS.shutdown();
+      await xact.close();
+      return { peer: PEER, version, workload: cli.workload, settings };
+    };
+    return serveBlocks({ peer: PEER, version, workload: cli.workload }, block, end);
+  }
 
   // Let every backend publish its transaction counts (idle ones do after 10 s) before the first reading.
   const serverCounts = cli.settleMs > 0;

@@ -15,9 +15,12 @@
  * - `pickup`: an idle worker in this process (poll every 5 s, LISTEN/NOTIFY wake-up); `start()` call
  *   begins → step body entered, one at a time, 2 ms apart (graphile-worker / pg-boss: add → task).
  *
- * Prints one JSON line on stdout, like the peers' runners; logs go to stderr.
+ * Prints one JSON line on stdout, like the peers' runners; logs go to stderr. With `--serve` it warms up,
+ * prints `{"ready": true}` and then runs timed blocks on request, one JSON line each (the block mode of
+ * bench/peers/common.mjs, `serveBlocks`): bench/peers.ts alternates them with a peer's blocks.
  */
 import 'reflect-metadata';
+import { createInterface } from 'node:readline';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DurableExecutionModule, DurableStep, DurableWorkflow, RunRepository } from '../../src';
@@ -101,11 +104,15 @@ function arg(name: string): string | undefined {
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const line = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
 function quantile(samples: number[], q: number): number {
   const s = [...samples].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
 }
+
+/** The figures of one timed block. */
+type BlockFigures = Record<string, unknown>;
 
 async function main(): Promise<void> {
   const url = arg('url');
@@ -115,6 +122,7 @@ async function main(): Promise<void> {
   const n = Number(arg('n') ?? defaults.n);
   const concurrency = Number(arg('concurrency') ?? defaults.concurrency);
   const warmup = Number(arg('warmup') ?? defaults.warmup);
+  const serve = process.argv.includes('--serve');
 
   await runDurableMigrations({ type: 'postgres', url });
   const app = await NestFactory.createApplicationContext(
@@ -143,13 +151,13 @@ async function main(): Promise<void> {
   };
   /**
    * Waits in memory (no polling of the database, which would compete with the engine) until `total`
-   * runs returned from run(), then until the worker has written their finishes; then checks the
-   * database once, untimed by the caller's window only if it comes after.
+   * runs returned from run(), then until the worker has written their finishes.
    */
   const settled = async (total: number) => {
     while (probe.returned < total) await new Promise((r) => setImmediate(r));
     await worker.idle();
   };
+  /** Untimed: every run of `kind` so far succeeded. */
   const verify = async (kind: string, total: number) => {
     const { rows } = await pool.query(
       `select count(*) filter (where status = 'succeeded')::int as ok from ai_runs where kind = $1`,
@@ -166,98 +174,103 @@ async function main(): Promise<void> {
     statements -= 2;
   };
   /** Starts `count` runs from `callers` concurrent callers, as an API would. */
-  const startMany = async (kind: string, count: number, callers: number, offset: number) => {
+  const startMany = async (kind: string, count: number, callers: number) => {
     let next = 0;
     await Promise.all(
       Array.from({ length: callers }, async () => {
-        while (next < count) {
-          const i = next++;
-          await runs.start(kind, { i: offset + i });
-        }
+        while (next < count) await runs.start(kind, { i: next++ });
       }),
     );
   };
+  const pickups = async (count: number, samples: number[] | null) => {
+    for (let i = 0; i < count; i++) {
+      const entered = new Promise<number>((resolve) => (probe.entered = resolve));
+      const t0 = performance.now();
+      await runs.start('engine.job1', { i });
+      const t1 = await entered;
+      samples?.push(t1 - t0);
+      await worker.idle();
+      await sleep(2);
+    }
+  };
+  /** Sequential 10-step runs of `count` steps in all. */
+  const stepRuns = async (count: number) => {
+    for (let r = 0; r < Math.max(1, Math.round(count / 10)); r++) {
+      const target = probe.returned + 1;
+      await runs.start('engine.steps10', { r });
+      await settled(target);
+    }
+  };
+  const KIND: Record<string, string> = {
+    'step-latency': 'engine.steps10',
+    'workflows-direct': 'engine.steps3',
+    drain: 'engine.job1',
+    pickup: 'engine.job1',
+  };
+  const kind = KIND[workload];
+  /** One unit of work of the workload, `count` times; untimed when it is the warm-up. */
+  const work = async (count: number, samples: number[] | null) => {
+    const target = probe.returned + count;
+    if (workload === 'step-latency') await stepRuns(count);
+    else if (workload === 'workflows-direct') {
+      await startMany(kind, count, concurrency);
+      await settled(target);
+    } else if (workload === 'drain') {
+      await insertAndWake(kind, count);
+      await settled(target);
+    } else await pickups(count, samples);
+  };
 
-  let out: Record<string, unknown> = {};
-  const s0 = () => statements;
-  if (workload === 'step-latency') {
-    const each = 10;
-    const go = async (count: number) => {
-      for (let r = 0; r < count / each; r++) {
-        const target = probe.returned + 1;
-        await runs.start('engine.steps10', { r });
-        await settled(target);
-      }
-    };
-    await go(warmup);
+  // Untimed warm-up.
+  if (workload === 'pickup') await sleep(200);
+  await work(warmup, null);
+  let total = workload === 'step-latency' ? Math.max(1, Math.round(warmup / 10)) : warmup;
+
+  /** One timed block of `count` units. */
+  const block = async (count: number): Promise<BlockFigures> => {
     probe.stepMs = [];
-    await go(n);
-    await verify('engine.steps10', (warmup + n) / each);
-    out = {
-      p50Ms: quantile(probe.stepMs, 0.5),
-      p99Ms: quantile(probe.stepMs, 0.99),
-      notes:
-        'each `await this.step(i)` of sequential 10-step runs, as the workflow sees it (statements per step: ' +
-        'see the core part, exactly 1)',
-    };
-  } else if (workload === 'workflows-direct') {
-    await startMany('engine.steps3', warmup, concurrency, 0);
-    await settled(warmup);
-    const before = s0();
-    const t0 = performance.now();
-    await startMany('engine.steps3', n, concurrency, warmup);
-    await settled(warmup + n);
-    const ms = performance.now() - t0;
-    const stmts = s0() - before;
-    await verify('engine.steps3', warmup + n);
-    out = {
-      perSecond: (n * 1000) / ms,
-      elapsedMs: ms,
-      statementsPerUnit: stmts / n,
-      notes: `RunRepository.start from ${concurrency} concurrent callers while the worker (concurrency ${concurrency}) runs them; window: first start to last run settled`,
-    };
-  } else if (workload === 'drain') {
-    await insertAndWake('engine.job1', warmup);
-    await settled(warmup);
-    const before = s0();
-    const t0 = performance.now();
-    await insertAndWake('engine.job1', n);
-    await settled(warmup + n);
-    const ms = performance.now() - t0;
-    const stmts = s0() - before;
-    await verify('engine.job1', warmup + n);
-    out = {
-      perSecond: (n * 1000) / ms,
-      elapsedMs: ms,
-      statementsPerUnit: stmts / n,
-      notes: `n 1-step runs inserted in one statement, the worker (concurrency ${concurrency}) woken by one NOTIFY; window: the insert to the last run settled`,
-    };
-  } else {
-    const go = async (count: number, samples: number[] | null) => {
-      for (let i = 0; i < count; i++) {
-        const entered = new Promise<number>((resolve) => (probe.entered = resolve));
-        const t0 = performance.now();
-        await runs.start('engine.job1', { i });
-        const t1 = await entered;
-        samples?.push(t1 - t0);
-        await worker.idle();
-        await sleep(2);
-      }
-    };
-    await sleep(200);
-    await go(warmup, null);
     const samples: number[] = [];
-    await go(n, samples);
-    out = {
-      p50Ms: quantile(samples, 0.5),
-      p99Ms: quantile(samples, 0.99),
-      notes: 'idle worker in this process (poll every 5 s, LISTEN/NOTIFY); start() call → step body entered',
+    const s0 = statements;
+    const t0 = performance.now();
+    await work(count, samples);
+    const ms = performance.now() - t0;
+    const stmts = statements - s0;
+    const units = workload === 'step-latency' ? probe.stepMs.length : count;
+    total += workload === 'step-latency' ? units / 10 : count;
+    if (workload !== 'pickup') await verify(kind, total);
+    const lat = workload === 'step-latency' ? probe.stepMs : samples;
+    return {
+      perSecond: (units * 1000) / ms,
+      elapsedMs: ms,
+      statementsPerUnit: stmts / units,
+      ...(lat.length ? { p50Ms: quantile(lat, 0.5), p99Ms: quantile(lat, 0.99) } : {}),
     };
+  };
+  const NOTES: Record<string, string> = {
+    'step-latency':
+      'each `await this.step(i)` of sequential 10-step runs, as the workflow sees it (statements per step: see the core part, exactly 1)',
+    'workflows-direct': `RunRepository.start from ${concurrency} concurrent callers while the worker (concurrency ${concurrency}) runs them; window: first start to last run settled`,
+    drain: `n 1-step runs inserted in one statement, the worker (concurrency ${concurrency}) woken by one NOTIFY; window: the insert to the last run settled`,
+    pickup: 'idle worker in this process (poll every 5 s, LISTEN/NOTIFY); start() call → step body entered',
+  };
+  const meta = { peer: 'engine', version, workload, concurrency, warmup };
+  if (!serve) {
+    const out = await block(n);
+    await app.close();
+    line({ ...meta, n, ...out, notes: NOTES[workload] });
+    process.exit(0);
+  }
+  line({ ready: true, ...meta });
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const text of lines) {
+    if (!text.trim()) continue;
+    const cmd = JSON.parse(text) as { cmd: string; n?: number; i?: number };
+    if (cmd.cmd === 'block') line({ block: true, i: cmd.i ?? 0, n: cmd.n, ...(await block(Number(cmd.n))) });
+    else if (cmd.cmd === 'end') break;
+    else throw new Error(`unknown command ${text}`);
   }
   await app.close();
-  process.stdout.write(
-    `${JSON.stringify({ peer: 'engine', version, workload, n, concurrency, warmup, ...out })}\n`,
-  );
+  line({ end: true, ...meta, notes: NOTES[workload] });
   process.exit(0);
 }
 

@@ -8,6 +8,8 @@
 import pg from 'pg';
 import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import {
+  blockCounts,
+  blockLatency,
   cliOrExit,
   emptyResult,
   Deferred,
@@ -17,6 +19,7 @@ import {
   log,
   round,
   runMain,
+  serveBlocks,
   sleep,
   StatementCounter,
   XactCounter,
@@ -118,6 +121,8 @@ await runMain(cli.timeoutS, async () => {
   /** @param {number} count @param {number} offset */
   const specs = (count, offset) =>
     Array.from({ length: count }, (_, i) => ({ identifier: TASK, payload: { i: offset + i } }));
+
+  if (cli.serve) return serve(utils, logger, runnerOptions, settings, version, xact);
 
   const result = emptyResult(PEER, version, cli, { n: cli.n, unit: 'job', concurrency: cli.concurrency });
 
@@ -248,3 +253,85 @@ await runMain(cli.timeoutS, async () => {
   await xact.close();
   return result;
 });
+
+/**
+ * Block mode (`--serve`, see serveBlocks in common.mjs): one runner, started before the first block and
+ * kept up (idle in between, LISTEN on) until the end.
+ * - `drain`: a block adds n no-op jobs with one WorkerUtils.addJobs() call (one statement, whose commit
+ *   NOTIFYs the idle runner) and ends when the task has counted the n-th; then (untimed) until the table
+ *   is empty, so that no completion write of this block runs into the next one.
+ * - `pickup`: a block is n sequential pickups (addJob() call start -> task entered), as in the one-shot mode.
+ * Statements and commits per job are counted on the client, over the block.
+ * @param {any} utils @param {Logger | undefined} logger @param {Record<string, unknown>} runnerOptions
+ * @param {Record<string, unknown>} settings @param {string} version @param {XactCounter} xact
+ */
+async function serve(utils, logger, runnerOptions, settings, version, xact) {
+  const checker = new pg.Client({ connectionString: cli.url, application_name: 'peer-bench-check' });
+  await checker.connect();
+  const emptyTable = async () => {
+    const deadline = performance.now() + 30000;
+    for (;;) {
+      const { rows } = await checker.query('select count(*)::int as n from graphile_worker._private_jobs');
+      if (rows[0].n === 0) return;
+      if (performance.now() > deadline) throw new Error(`${rows[0].n} job(s) left after the block`);
+      await sleep(5);
+    }
+  };
+  const runner = await run({ connectionString: cli.url, taskList, logger, ...runnerOptions });
+  await sleep(200);
+  let added = 0;
+  /** @param {number} count */
+  const specs = (count) => Array.from({ length: count }, () => ({ identifier: TASK, payload: { i: added++ } }));
+  /** @param {number} count @param {number[] | null} samples */
+  const pickups = (count, samples) =>
+    sequentialPickups(state, () => utils.addJob(TASK, { i: added++ }), count, 0, samples);
+  /** @param {number} n */
+  const drain = async (n) => {
+    state.done = 0;
+    state.target = n;
+    state.firstEntered = NaN;
+    state.allDone = new Deferred();
+    const t0 = performance.now();
+    await utils.addJobs(specs(n));
+    const addMs = performance.now() - t0;
+    const tDone = await state.allDone.promise;
+    return { elapsedMs: tDone - t0, addMs, firstJobMs: state.firstEntered - t0 };
+  };
+  // Untimed warm-up.
+  if (cli.workload === 'drain') await drain(cli.warmup);
+  else await pickups(cli.warmup, null);
+  await emptyTable();
+  log(`warm-up: ${cli.warmup} ${cli.workload === 'drain' ? 'jobs drained' : 'pickups'} (block mode)`);
+  /** @param {number} n */
+  const block = async (n) => {
+    const c0 = counter.snapshot();
+    if (cli.workload === 'drain') {
+      const d = await drain(n);
+      const c1 = counter.snapshot();
+      await emptyTable();
+      return {
+        perSecond: round(n / (d.elapsedMs / 1000), 1),
+        elapsedMs: round(d.elapsedMs, 1),
+        ...blockCounts(c0, c1, n),
+        unit: 'job',
+        detail: { addJobsMs: round(d.addMs, 1), firstJobMs: round(d.firstJobMs, 1) },
+      };
+    }
+    /** @type {number[]} */
+    const samples = [];
+    const t0 = performance.now();
+    await pickups(n, samples);
+    const elapsed = performance.now() - t0;
+    const c1 = counter.snapshot();
+    await emptyTable();
+    return { ...blockLatency(samples, n, elapsed), ...blockCounts(c0, c1, n), unit: 'job' };
+  };
+  const end = async () => {
+    await runner.stop();
+    await utils.release();
+    await checker.end();
+    await xact.close();
+    return { peer: PEER, version, workload: cli.workload, settings };
+  };
+  return serveBlocks({ peer: PEER, version, workload: cli.workload }, block, end);
+}
