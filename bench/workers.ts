@@ -1,12 +1,15 @@
 import 'reflect-metadata';
-import { ChildProcess, execFileSync, fork } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { ChildProcess, fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { WAKE_CHANNEL } from '../src/durable-execution.constants';
+import { alternateBlocks, Checkpointer } from './blocks';
 import { BenchDatabase, dropDatabase } from './database';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
-import { latency, sleep, spread, Spread } from './stats';
+import { compileBench } from './compile';
+import { BlockPeer, ensurePeersInstalled, startBlocks, stopBlocks, workloadOf } from './peer-runs';
+import { latency, pairRatios, sleep, spread, Spread } from './stats';
 import {
   bootEngine,
   Engine,
@@ -41,9 +44,12 @@ import {
  */
 
 interface WorkersConfig {
+  /** Repeats of the context workloads: throughput at every process count, raw loops, memory. */
   repeat: number;
-  /** Timed pickups per mode and repeat (after `pickupWarmup` untimed ones). */
+  /** Pairs of pickup blocks (in-process, worker process, alternating), and timed pickups per block. */
+  pickupBlocks: number;
   pickups: number;
+  /** Untimed pickups before each block. */
   pickupWarmup: number;
   /** Idle time after a pickup run settled, before the next start (the worker's own re-claim is done). */
   pickupGapMs: number;
@@ -59,6 +65,13 @@ interface WorkersConfig {
   runs: number;
   /** Untimed runs per process before each throughput workload. */
   warmRunsPerProcess: number;
+  /**
+   * The engine (one worker process) against graphile-worker: rounds of alternating blocks, runs (jobs)
+   * per block, and graphile-worker's untimed warm-up jobs.
+   */
+  rounds: number;
+  blockRuns: number;
+  graphileWarmup: number;
   /** Memory figure: runs parked on a signal, runs queued, and runs in flight (= worker concurrency). */
   memParked: number;
   memQueued: number;
@@ -67,7 +80,8 @@ interface WorkersConfig {
 
 const FULL: WorkersConfig = {
   repeat: 3,
-  pickups: 150,
+  pickupBlocks: 6,
+  pickups: 50,
   pickupWarmup: 10,
   pickupGapMs: 20,
   pollIntervalMs: 5000,
@@ -76,20 +90,41 @@ const FULL: WorkersConfig = {
   poolSize: 17,
   runs: 2500,
   warmRunsPerProcess: 48,
+  rounds: 12,
+  blockRuns: 1500,
+  graphileWarmup: 500,
   memParked: 1000,
   memQueued: 1000,
   memInFlight: 100,
 };
 
-const QUICK: WorkersConfig = { ...FULL, repeat: 2, pickups: 80, runs: 1200, warmRunsPerProcess: 32 };
+/**
+ * `--quick`: the headline figures (pickup from a worker process; the engine against graphile-worker in
+ * alternating blocks) with their spread, the rest once and with one process only.
+ */
+const QUICK: WorkersConfig = {
+  ...FULL,
+  repeat: 1,
+  pickupBlocks: 5,
+  pickups: 30,
+  processCounts: [1],
+  runs: 600,
+  warmRunsPerProcess: 32,
+  rounds: 10,
+  blockRuns: 600,
+};
 /** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
 const SMOKE: WorkersConfig = {
   ...QUICK,
+  pickupBlocks: 1,
   pickups: 5,
   pickupWarmup: 2,
   processCounts: [1, 2],
   runs: 120,
   warmRunsPerProcess: 4,
+  rounds: 2,
+  blockRuns: 60,
+  graphileWarmup: 20,
   memParked: 40,
   memQueued: 40,
   memInFlight: 16,
@@ -97,8 +132,8 @@ const SMOKE: WorkersConfig = {
 
 const USAGE = `usage: npm run bench:workers -- [--quick] [--repeat N] [--out FILE]
   --smoke      tiny workloads (CI checks that the part still runs)
-  --quick      ~1.5 minutes: 2 repeats, smaller workloads (default: ~3-4 minutes, 3 repeats)
-  --repeat N   repeat every workload N times (N >= 2)
+  --quick      the headline figures in blocks, the rest once with one process (default: 3 repeats)
+  --repeat N   repeat the context workloads N times (N >= 2)
   --out FILE   where to write the JSON results (default bench/workers-results.json)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres); the bench creates
                and drops its own database dx_bench_<random> on that server`;
@@ -126,7 +161,9 @@ interface Ratio {
 }
 
 const PICKUP =
-  '1. Pickup latency, idle worker (poll every 5 s): RunRepository.start begins -> step body begins';
+  '1. Pickup latency, idle worker (poll every 5 s): RunRepository.start begins -> step body begins (per block)';
+const H2H =
+  '2a. 1-step runs/s, one worker process against graphile-worker (16 in flight each), alternating blocks';
 const TPUT =
   '2. Throughput of 1-step runs, all inserted at once, K processes x 16 in flight (wall clock, DB)';
 const CPU = '3. Client CPU per run (all worker processes together)';
@@ -216,8 +253,26 @@ function memoryFigures(cfg: WorkersConfig): Figure[] {
   return rows.map(([key, unit, label]) => ({ key, unit, label, section: MEM }));
 }
 
+function headToHeadFigures(): Figure[] {
+  const rows: Array<[string, Unit, string]> = [
+    ['h2h.engine', 'runs/s', 'engine, worker process: insert -> last run finished'],
+    ['h2h.graphile', 'runs/s', 'graphile-worker: addJobs -> last job done'],
+    ['h2h.engine.cpu', 'µs', 'engine worker process CPU per run'],
+    ['h2h.engine.stmts', 'count', 'engine statements per run (client)'],
+    ['h2h.graphile.stmts', 'count', 'graphile-worker statements per job (client)'],
+  ];
+  return rows.map(([key, unit, label]) => ({ key, unit, label, section: H2H }));
+}
+
 function ratioDefs(counts: number[]): Ratio[] {
-  const out: Ratio[] = [];
+  const out: Ratio[] = [
+    {
+      key: 'engineOverGraphile',
+      label: 'engine worker process / graphile-worker, per pair of blocks',
+      num: 'h2h.engine',
+      den: 'h2h.graphile',
+    },
+  ];
   for (const k of counts) {
     out.push({
       key: `engineOverRaw.k${k}`,
@@ -370,27 +425,11 @@ class WorkerHandle {
 
 /**
  * Compiles bench/worker-process.ts (and the library sources it imports) to JavaScript under
- * bench/.build, so the worker processes run on plain node: no TypeScript compiler in their memory, no
- * ts-node start-up. Emit only (`--noCheck`); `npm run lint` type-checks the same files.
+ * .tmp/bench-workers (see compileBench: not under bench/, where `pg` would resolve to the peers' copy),
+ * so the worker processes run on plain node: no TypeScript compiler in their memory, no ts-node start-up.
  */
 function compileWorker(): string {
-  const root = join(__dirname, '..');
-  const outDir = join(__dirname, '.build');
-  mkdirSync(outDir, { recursive: true });
-  const tsconfig = join(outDir, 'tsconfig.json');
-  writeFileSync(
-    tsconfig,
-    JSON.stringify({
-      extends: join(root, 'tsconfig.json'),
-      compilerOptions: { outDir, rootDir: root, declaration: false, sourceMap: false, types: ['node'] },
-      files: [join(__dirname, 'worker-process.ts')],
-      include: [],
-    }),
-  );
-  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', tsconfig, '--noCheck'], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  return join(outDir, 'bench', 'worker-process.js');
+  return compileBench('bench-workers', [join(__dirname, 'worker-process.ts')])[0];
 }
 
 /** Resolves `wait(id)` when `fire(id)` was called, before or after. */
@@ -733,6 +772,53 @@ class WorkersBench {
   }
 
   /**
+   * (2a) The engine in worker process 0 against graphile-worker (its runner in block mode on a database
+   * of its own, bench/peers/graphile-worker.mjs), both up, warmed up and idle before the first block; then
+   * `rounds` rounds of one block each, in rotating order, a CHECKPOINT before every block. An engine block
+   * inserts `blockRuns` 1-step runs and wakes the worker in one statement; its window runs from the
+   * database clock right before that statement to the `finished_at` of the last run, as graphile-worker's
+   * runs from its addJobs() call (one statement, whose commit wakes its runner) to its last job. The
+   * runs stay in the table from block to block (history, as in production).
+   */
+  async headToHead(graphile: BlockPeer, checkpoint: Checkpointer) {
+    await this.reset();
+    const w = this.workers[0];
+    const { rounds, blockRuns } = this.cfg;
+    await w.request({ cmd: 'engine-start', config: this.engineConfig(true) });
+    const engine: Array<{ perSec: number; cpuUsPerRun: number; statementsPerRun: number }> = [];
+    const peer: Array<Record<string, any>> = [];
+    try {
+      await this.listeners(1);
+      let total = this.cfg.warmRunsPerProcess * 4;
+      await this.insertRuns(TPUT_KIND, total, true);
+      await this.allSucceeded(TPUT_KIND, total);
+      await this.ctl.query('analyze ai_runs');
+      await alternateBlocks(rounds, ['engine', 'graphile'], async (side, r) => {
+        await checkpoint.run();
+        if (side === 'graphile') {
+          peer[r] = await graphile.runner.block(blockRuns);
+          return;
+        }
+        const s0 = await this.stats([w]);
+        const t0 = await this.dbNow();
+        await this.insertRuns(TPUT_KIND, blockRuns, true);
+        total += blockRuns;
+        const last = await this.allSucceeded(TPUT_KIND, total);
+        const per = WorkersBench.perRun(s0, await this.stats([w]), blockRuns);
+        engine[r] = {
+          perSec: blockRuns / ((last - t0) / 1000),
+          cpuUsPerRun: per.cpuUs,
+          statementsPerRun: per.statements,
+        };
+      });
+    } finally {
+      await w.request({ cmd: 'engine-stop' });
+      await this.listeners(0);
+    }
+    return { engine, peer };
+  }
+
+  /**
    * With BENCH_CPU_PROF=DIR, starts the V8 profiler in `ws`; the returned function stops it and writes
    * DIR/<label>-<pid>-<time>.cpuprofile (summarise with bench/cpu-profile.ts). A no-op otherwise.
    */
@@ -848,43 +934,79 @@ class WorkersBench {
   }
 }
 
-/** One repeat: both pickup modes, then the throughput workloads at every process count. */
-async function repeatOnce(r: number, cfg: WorkersConfig, bench: WorkersBench, res: Results): Promise<void> {
-  const put = (key: string, v: number) => res.put(key, r, v);
-  const phase = (name: string) =>
-    log(`  [${r + 1}/${cfg.repeat}] +${elapsed()} s ${name} (load ${loadavg()[0].toFixed(1)})`);
-
+/**
+ * (1) Pickup: `pickupBlocks` pairs of blocks, in-process and from a worker process alternating (each
+ * block boots its engine, as only one may listen); every figure per block.
+ */
+async function pickupPhase(cfg: WorkersConfig, bench: WorkersBench, res: Results): Promise<void> {
   const pickupModes: Array<[string, () => Promise<PickupResult>]> = [
     ['inproc', () => bench.pickupInProcess()],
     ['proc', () => bench.pickupWorkerProcess()],
   ];
-  for (const [mode, fn] of rotate(pickupModes, r)) {
-    phase(`pickup, ${mode === 'inproc' ? 'worker in this process' : 'worker in its own OS process'}`);
-    const p = await fn();
-    const db = latency(p.db);
-    put(`pickup.${mode}.db.p50`, db.p50);
-    put(`pickup.${mode}.db.p99`, db.p99);
-    if (mode === 'inproc') {
-      const js = latency(p.js);
-      put('pickup.inproc.js.p50', js.p50);
-      put('pickup.inproc.js.p99', js.p99);
-    } else {
-      const wall = latency(p.wall);
-      put('pickup.proc.wall.p50', wall.p50);
-      put('pickup.proc.wall.p99', wall.p99);
+  for (let b = 0; b < cfg.pickupBlocks; b++) {
+    const put = (key: string, v: number) => res.put(key, b, v);
+    for (const [mode, fn] of rotate(pickupModes, b)) {
+      log(
+        `  [${b + 1}/${cfg.pickupBlocks}] +${elapsed()} s pickup, ` +
+          `${mode === 'inproc' ? 'worker in this process' : 'worker in its own OS process'} (load ${loadavg()[0].toFixed(1)})`,
+      );
+      const p = await fn();
+      const db = latency(p.db);
+      put(`pickup.${mode}.db.p50`, db.p50);
+      put(`pickup.${mode}.db.p99`, db.p99);
+      if (mode === 'inproc') {
+        const js = latency(p.js);
+        put('pickup.inproc.js.p50', js.p50);
+        put('pickup.inproc.js.p99', js.p99);
+      } else {
+        const wall = latency(p.wall);
+        put('pickup.proc.wall.p50', wall.p50);
+        put('pickup.proc.wall.p99', wall.p99);
+      }
+      put(`pickup.${mode}.toInsert.p50`, latency(p.toInsert).p50);
+      put(`pickup.${mode}.toClaim.p50`, latency(p.toClaim).p50);
+      put(`pickup.${mode}.toBody.p50`, latency(p.toBody).p50);
+      put(`pickup.${mode}.start.p50`, latency(p.start).p50);
+      const dbMax = Math.max(...p.db);
+      res.check(CHECK_POLL, dbMax < 1000, `${mode} max ${dbMax.toFixed(1)} ms`);
+      const slowest = p.db
+        .map((ms, j) => ({ ms, toInsert: p.toInsert[j], toClaim: p.toClaim[j], toBody: p.toBody[j] }))
+        .sort((x, y) => y.ms - x.ms)
+        .slice(0, 3);
+      res.detail(b, `pickup.${mode}`, { n: p.db.length, workerPids: p.pids, slowest });
     }
-    put(`pickup.${mode}.toInsert.p50`, latency(p.toInsert).p50);
-    put(`pickup.${mode}.toClaim.p50`, latency(p.toClaim).p50);
-    put(`pickup.${mode}.toBody.p50`, latency(p.toBody).p50);
-    put(`pickup.${mode}.start.p50`, latency(p.start).p50);
-    const dbMax = Math.max(...p.db);
-    res.check(CHECK_POLL, dbMax < 1000, `${mode} max ${dbMax.toFixed(1)} ms`);
-    const slowest = p.db
-      .map((ms, j) => ({ ms, toInsert: p.toInsert[j], toClaim: p.toClaim[j], toBody: p.toBody[j] }))
-      .sort((a, b) => b.ms - a.ms)
-      .slice(0, 3);
-    res.detail(r, `pickup.${mode}`, { n: p.db.length, workerPids: p.pids, slowest });
   }
+}
+
+/** (2a) The engine against graphile-worker, alternating blocks: one value per round. */
+async function headToHeadPhase(
+  cfg: WorkersConfig,
+  bench: WorkersBench,
+  res: Results,
+  graphile: BlockPeer,
+  checkpoint: Checkpointer,
+): Promise<void> {
+  log(
+    `  +${elapsed()} s engine (worker process) against graphile-worker: ${cfg.rounds} rounds of ` +
+      `${cfg.blockRuns} runs (load ${loadavg()[0].toFixed(1)})`,
+  );
+  const h = await bench.headToHead(graphile, checkpoint);
+  log(`  +${elapsed()} s head-to-head done (${checkpoint})`);
+  for (let r = 0; r < cfg.rounds; r++) {
+    res.put('h2h.engine', r, h.engine[r].perSec);
+    res.put('h2h.engine.cpu', r, h.engine[r].cpuUsPerRun);
+    res.put('h2h.engine.stmts', r, h.engine[r].statementsPerRun);
+    res.put('h2h.graphile', r, h.peer[r].perSecond);
+    res.put('h2h.graphile.stmts', r, h.peer[r].statementsPerUnit);
+  }
+  res.detail(0, 'headToHead', h);
+}
+
+/** One repeat of the context workloads: throughput at every process count, raw loops, memory. */
+async function repeatOnce(r: number, cfg: WorkersConfig, bench: WorkersBench, res: Results): Promise<void> {
+  const put = (key: string, v: number) => res.put(key, r, v);
+  const phase = (name: string) =>
+    log(`  [${r + 1}/${cfg.repeat}] +${elapsed()} s ${name} (load ${loadavg()[0].toFixed(1)})`);
 
   for (const [i, k] of cfg.processCounts.entries()) {
     const workloads: Array<[string, () => Promise<void>]> = [
@@ -984,15 +1106,13 @@ function summarise(
     ...f,
     ...spread((res.values.get(f.key) ?? []).filter((v) => v !== undefined)),
   }));
-  const rs = ratios.map((q) => {
-    const num = res.values.get(q.num) ?? [];
-    const den = res.values.get(q.den) ?? [];
-    const per: number[] = [];
-    for (let i = 0; i < Math.max(num.length, den.length); i++) {
-      if (num[i] !== undefined && den[i] !== undefined) per.push(num[i] / den[i]);
-    }
-    return { ...q, ...spread(per) };
-  });
+  const rs = ratios.map((q) => ({
+    ...q,
+    ...pairRatios(
+      (res.values.get(q.num) ?? []).map((v) => v ?? NaN),
+      (res.values.get(q.den) ?? []).map((v) => v ?? NaN),
+    ),
+  }));
   const checks = [...res.checks].map(([label, c]) => ({ label, ...c }));
   return { meta, config, figures, ratios: rs, checks, details: res.details };
 }
@@ -1003,15 +1123,19 @@ function printSummary(s: Summary): void {
   const pad = (x: string, n: number) => x.padEnd(n);
   const lpad = (x: string, n: number) => x.padStart(n);
   const row = (label: string, unit: string, v: Spread, f: string) =>
-    `${pad(label, w)} ${pad(unit, 7)}${lpad(fmt(v.median, f), 9)}${lpad(fmt(v.min, f), 9)}${lpad(fmt(v.max, f), 9)}`;
+    `${pad(label, w)} ${pad(unit, 7)}${lpad(fmt(v.median, f), 9)}${lpad(fmt(v.q1, f), 9)}${lpad(fmt(v.q3, f), 9)}` +
+    `${lpad(fmt(v.min, f), 9)}${lpad(fmt(v.max, f), 9)}${lpad(String(v.samples.length), 4)}`;
   console.log(
     `\nnestjs-durable-execution workers bench: ${m.mode}, ${m.repeats} repeats, ${m.cpus} CPUs, node ${m.node}\n` +
       `${String(m.postgres).split(' on ')[0]}; database ${m.database}; ${m.durationSeconds} s; ` +
-      `1-min load average after each repeat: ${(m.loadAverageAfterEachRepeat as number[]).join(', ')}\n` +
-      `Every figure: median / min / max over the repeats of a per-repeat value.`,
+      `1-min load average after the pickups, the head-to-head and each repeat: ${(m.loadAverageAfterEachRepeat as number[]).join(', ')}\n` +
+      `Every figure: median, quartiles and min / max over its samples (n): one per block (pickup, section 2a) ` +
+      `or per repeat (the rest).`,
   );
   let section = '';
-  const head = `${pad('figure', w)} ${pad('unit', 7)}${lpad('median', 9)}${lpad('min', 9)}${lpad('max', 9)}`;
+  const head =
+    `${pad('figure', w)} ${pad('unit', 7)}${lpad('median', 9)}${lpad('q1', 9)}${lpad('q3', 9)}` +
+    `${lpad('min', 9)}${lpad('max', 9)}${lpad('n', 4)}`;
   for (const f of s.figures) {
     if (f.section !== section) {
       section = f.section;
@@ -1020,7 +1144,7 @@ function printSummary(s: Summary): void {
     console.log(row(f.label, f.unit, f, f.unit));
   }
   console.log(
-    `\n4. Ratios (per repeat, then median / min / max over the repeats)\n${head.replace('figure', 'ratio ')}`,
+    `\n5. Ratios (per pair of blocks or per repeat, then median, quartiles, min / max)\n${head.replace('figure', 'ratio ')}`,
   );
   for (const q of s.ratios) console.log(row(q.label, 'x', q, 'x'));
   console.log('\nChecks');
@@ -1055,16 +1179,37 @@ async function main(): Promise<void> {
       .finally(() => process.exit(130));
   });
 
-  const figures = [...pickupFigures(), ...throughputFigures(cfg.processCounts), ...memoryFigures(cfg)];
+  const figures = [
+    ...pickupFigures(),
+    ...headToHeadFigures(),
+    ...throughputFigures(cfg.processCounts),
+    ...memoryFigures(cfg),
+  ];
   const res = new Results(figures);
   const loads: number[] = [];
+  let graphile: BlockPeer | undefined;
+  const checkpoint = await Checkpointer.open(admin);
   try {
+    // graphile-worker (bench/package.json) boots and warms up on its own database while ours compile.
+    ensurePeersInstalled();
+    const booting = startBlocks(admin, '', workloadOf('graphile-worker', 'drain'), {
+      concurrency: cfg.concurrency,
+      warmup: cfg.graphileWarmup,
+    });
+    booting.catch(() => undefined);
     await bench.setup();
+    graphile = await booting;
+    await pickupPhase(cfg, bench, res);
+    loads.push(loadavg()[0]);
+    await headToHeadPhase(cfg, bench, res, graphile, checkpoint);
+    loads.push(loadavg()[0]);
     for (let r = 0; r < cfg.repeat && !interrupted; r++) {
       await repeatOnce(r, cfg, bench, res);
       loads.push(loadavg()[0]);
     }
   } finally {
+    if (graphile) await stopBlocks(graphile);
+    await checkpoint.close();
     await bench.close().catch((e) => log(`closing the workers failed: ${(e as Error).message}`));
     await db.close().catch((e) => log(`could not drop ${db.name}: ${(e as Error).message}`));
   }
@@ -1072,6 +1217,8 @@ async function main(): Promise<void> {
   const meta = {
     ...runMeta(started, mode),
     repeats: cfg.repeat,
+    pickupBlocks: cfg.pickupBlocks,
+    rounds: cfg.rounds,
     loadAverageAfterEachRepeat: loads.map((l) => Number(l.toFixed(2))),
     postgres: db.serverVersion,
     database: db.name,
