@@ -1,4 +1,4 @@
-import { spread, Spread } from './stats';
+import { pairRatios, spread, Spread } from './stats';
 
 /** One measured figure: one value per repeat. */
 export interface FigureDef {
@@ -8,7 +8,10 @@ export interface FigureDef {
   section: string;
 }
 
-/** A ratio of two figures, computed per repeat (both measured in the same repeat, side by side). */
+/**
+ * A ratio of two figures, computed per repeat (both measured in the same repeat, side by side), or,
+ * when the bench recorded it per round of blocks (`Report.pair`), per round: the finer one wins.
+ */
 export interface RatioDef {
   key: string;
   label: string;
@@ -99,7 +102,7 @@ export const RATIOS: RatioDef[] = [
     label: 'engine step-commit p50 / raw fenced UPDATE p50',
     num: 'engine.step.seq.p50',
     den: 'raw.update.seq.p50',
-    target: { op: '<=', value: 1.5 },
+    target: { op: '<=', value: 1.2 },
   },
   {
     key: 'stepThroughput',
@@ -175,6 +178,8 @@ export const RATIOS: RatioDef[] = [
 export class Report {
   readonly values = new Map<string, number[]>();
   readonly details: Array<Record<string, unknown>> = [];
+  /** Ratios taken per round of blocks (all repeats together), by ratio key. */
+  readonly pairs = new Map<string, number[]>();
 
   constructor(
     readonly figures: FigureDef[],
@@ -191,12 +196,20 @@ export class Report {
   detail(repeat: number, name: string, value: unknown): void {
     this.details[repeat] = { ...this.details[repeat], [name]: value };
   }
+
+  /** One value of ratio `key` from one round of neighbouring blocks. */
+  pair(key: string, value: number): void {
+    if (!this.ratios.some((r) => r.key === key)) throw new Error(`unknown ratio ${key}`);
+    this.pairs.set(key, [...(this.pairs.get(key) ?? []), value]);
+  }
 }
 
 export interface FigureResult extends Spread, FigureDef {}
 export interface RatioResult extends Spread, RatioDef {
   /** Whether the median meets the target (absent when the ratio has none). */
   meetsTarget?: boolean;
+  /** What one sample is: a round of blocks or a repeat. */
+  per: 'round' | 'repeat';
 }
 
 /** A figure that must have exactly one value in every repeat. */
@@ -239,20 +252,20 @@ export function summarise(report: Report, config: unknown, meta: Record<string, 
     ...f,
     ...spread((report.values.get(f.key) ?? []).filter((v) => v !== undefined)),
   }));
-  const ratios = report.ratios.map((r) => {
-    const num = report.values.get(r.num) ?? [];
-    const den = report.values.get(r.den) ?? [];
-    const per: number[] = [];
-    for (let i = 0; i < Math.max(num.length, den.length); i++) {
-      if (num[i] !== undefined && den[i] !== undefined) per.push(num[i] / den[i]);
-    }
-    const s = spread(per);
+  const ratios = report.ratios.map((r): RatioResult => {
+    const rounds = report.pairs.get(r.key);
+    const s = rounds
+      ? spread(rounds)
+      : pairRatios(
+          (report.values.get(r.num) ?? []).map((v) => v ?? NaN),
+          (report.values.get(r.den) ?? []).map((v) => v ?? NaN),
+        );
     const meetsTarget = r.target
       ? r.target.op === '<='
         ? s.median <= r.target.value
         : s.median >= r.target.value
       : undefined;
-    return { ...r, ...s, meetsTarget };
+    return { ...r, ...s, meetsTarget, per: rounds ? 'round' : 'repeat' };
   });
   const checks = CHECKS.map((c) => {
     const samples = (report.values.get(c.key) ?? []).filter((v) => v !== undefined);
@@ -293,15 +306,20 @@ export function printReport(s: Summary): void {
       `${pad(f.label, w)} ${pad(f.unit, 8)}${lpad(fmt(f.median, f.unit), 10)}${lpad(fmt(f.min, f.unit), 10)}${lpad(fmt(f.max, f.unit), 10)}`,
     );
   }
-  console.log(`\n5. Ratios (per repeat, then median / min / max over the repeats)`);
   console.log(
-    `${pad('ratio', w)} ${pad('target', 8)}${lpad('median', 10)}${lpad('min', 10)}${lpad('max', 10)}  verdict`,
+    `\n5. Ratios (per round of blocks where n says rounds, else per repeat; median, quartiles, min / max)`,
+  );
+  console.log(
+    `${pad('ratio', w)} ${pad('target', 8)}${lpad('median', 8)}${lpad('q1', 8)}${lpad('q3', 8)}` +
+      `${lpad('min', 8)}${lpad('max', 8)}  n         verdict`,
   );
   for (const r of s.ratios) {
     const target = r.target ? `${r.target.op} ${r.target.value}` : '';
     const verdict = r.meetsTarget === undefined ? '' : r.meetsTarget ? 'meets target' : 'MISSES target';
+    const x = (v: number) => lpad(fmt(v, 'x'), 8);
+    const n = `${r.samples.length} ${r.per}s`.padEnd(10);
     console.log(
-      `${pad(r.label, w)} ${pad(target, 8)}${lpad(fmt(r.median, 'x'), 10)}${lpad(fmt(r.min, 'x'), 10)}${lpad(fmt(r.max, 'x'), 10)}  ${verdict}`,
+      `${pad(r.label, w)} ${pad(target, 8)}${x(r.median)}${x(r.q1)}${x(r.q3)}${x(r.min)}${x(r.max)}  ${n}${verdict}`,
     );
   }
   console.log('\nChecks');

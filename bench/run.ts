@@ -18,8 +18,15 @@ import { latency } from './stats';
 
 export interface BenchConfig {
   repeat: number;
-  /** Alternating blocks per phase and repeat. */
+  /** Alternating blocks per phase and repeat (phases B-E). */
   blocks: number;
+  /**
+   * Rounds of phase A (sequential latency) per repeat: each round one block of raw STEP_WRITE_SQL, raw
+   * fenced UPDATE and engine steps, in rotating order; the latency ratios are taken per round.
+   */
+  seqRounds: number;
+  /** Phase B also with group commit off (the 'group commit on / off' ratio). */
+  groupCommitOff: boolean;
   /** In-flight runs of the engine worker, and connections of the raw workloads. */
   concurrency: number;
   /** Engine pool size. */
@@ -49,6 +56,8 @@ export interface BenchConfig {
 const FULL: BenchConfig = {
   repeat: 5,
   blocks: 3,
+  seqRounds: 8,
+  groupCommitOff: true,
   concurrency: 16,
   poolSize: 20,
   seqStatements: 2400,
@@ -64,22 +73,31 @@ const FULL: BenchConfig = {
   txSteps: 900,
 };
 
+/**
+ * `--quick`: phase A (the headline's step commit ÷ raw fenced UPDATE) in 2 x 8 rounds of short blocks;
+ * phases B-E (no figure of issue 47's table) smaller, in 2 blocks, group commit off left out.
+ */
 const QUICK: BenchConfig = {
   ...FULL,
   repeat: 2,
+  blocks: 2,
+  seqRounds: 8,
+  groupCommitOff: false,
   seqStatements: 1500,
-  engineSteps: 750,
-  concurrentMs: 3000,
-  throughputRuns: 300,
-  loopRuns: 600,
-  starts: 600,
-  txSteps: 600,
+  engineSteps: 800,
+  concurrentMs: 2000,
+  throughputRuns: 200,
+  loopRuns: 400,
+  starts: 300,
+  txSteps: 300,
 };
 
 /** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
 const SMOKE: BenchConfig = {
   ...QUICK,
   blocks: 1,
+  seqRounds: 2,
+  groupCommitOff: true,
   seqStatements: 100,
   seqWarmup: 20,
   engineSteps: 60,
@@ -95,11 +113,14 @@ const SMOKE: BenchConfig = {
 
 const USAGE = `usage: npm run bench:core -- [--quick] [--repeat N] [--out FILE]
   --smoke      seconds: tiny workloads (CI checks that the part still runs)
-  --quick      ~1 minute: smaller workloads, 2 repeats (default: ~4 minutes, 5 repeats)
+  --quick      ~1 minute: 2 repeats, the latency rounds as in full, smaller throughput workloads
+               (default: ~4 minutes, 5 repeats)
   --repeat N   repeat every workload N times (N >= 2)
   --out FILE   where to write the JSON results (default bench/core-results.json)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres); the bench creates
                and drops its own database dx_bench_<random> on that server`;
+
+const benchStart = performance.now();
 
 /** Runs `blocks` rounds of the workloads, in rotating order. */
 async function alternate(r: number, blocks: number, workloads: Array<() => Promise<void>>): Promise<void> {
@@ -156,7 +177,11 @@ async function repeatOnce(
 ): Promise<void> {
   const put = (key: string, value: number) => report.add(key, r, value);
   const B = cfg.blocks;
-  const phase = (name: string) => log(`  [${r + 1}/${cfg.repeat}] ${name} (load ${loadavg()[0].toFixed(1)})`);
+  const phase = (name: string) =>
+    log(
+      `  [${r + 1}/${cfg.repeat}] +${((performance.now() - benchStart) / 1000).toFixed(0)} s ${name} ` +
+        `(load ${loadavg()[0].toFixed(1)})`,
+    );
 
   // Phase A: sequential latency (1a, 1b, engine step commit) and statement/commit accounting (3).
   phase('sequential: raw STEP_WRITE_SQL, raw fenced UPDATE, engine steps');
@@ -170,22 +195,37 @@ async function repeatOnce(
   const walUpd = emptyWal();
   const eng: SequentialResult[] = [];
   try {
-    const n = Math.round(cfg.seqStatements / B);
-    await alternate(r, B, [
+    const R = cfg.seqRounds;
+    const n = Math.round(cfg.seqStatements / R);
+    // Each round: a block of each, in rotating order; the p50 of each block, and the ratios per round.
+    const round: Record<'step' | 'upd' | 'eng' | 'write', number> = { step: 0, upd: 0, eng: 0, write: 0 };
+    const blocks = [
       async () => {
         const s = await seq.stepWrite(n);
         rawStep.push(...s.ms);
         addWal(walStep, s.wal);
+        round.step = latency(s.ms).p50;
       },
       async () => {
         const s = await seq.fencedUpdate(n);
         rawUpd.push(...s.ms);
         addWal(walUpd, s.wal);
+        round.upd = latency(s.ms).p50;
       },
       async () => {
-        eng.push(await engine.sequentialRun(Math.round(cfg.engineSteps / B)));
+        const e = await engine.sequentialRun(Math.round(cfg.engineSteps / R));
+        eng.push(e);
+        round.eng = latency(e.stepMs).p50;
+        round.write = latency(e.writeStepMs).p50;
       },
-    ]);
+    ];
+    for (let b = 0; b < R; b++) {
+      for (const block of rotate(blocks, b + r)) await block();
+      report.pair('stepLatency', round.eng / round.upd);
+      report.pair('writeStepLatency', round.write / round.upd);
+      report.pair('sqlShapeLatency', round.step / round.upd);
+      report.pair('engineOverLatency', round.eng / round.step);
+    }
   } finally {
     seq.close();
   }
@@ -252,10 +292,14 @@ async function repeatOnce(
       async () => void rawStepC.push(await conc.stepWrite(ms, cfg.concurrentWarmupMs)),
       async () =>
         void engC.push(await engine.throughput(Math.round(cfg.throughputRuns / B), cfg.throughputSteps)),
-      async () =>
-        void engAlone.push(
-          await engine.throughput(Math.round(cfg.throughputRuns / B), cfg.throughputSteps, 0),
-        ),
+      ...(cfg.groupCommitOff
+        ? [
+            async () =>
+              void engAlone.push(
+                await engine.throughput(Math.round(cfg.throughputRuns / B), cfg.throughputSteps, 0),
+              ),
+          ]
+        : []),
     ]);
   } finally {
     conc.close();
@@ -273,9 +317,11 @@ async function repeatOnce(
   put('engine.runs10.c16.perSec', e.runsPerSec);
   put('engine.runs10.c16.wallPerSec', e.wallRunsPerSec);
   put('engine.steps.c16.cpuUs', e.cpuUsPerRun / cfg.throughputSteps);
-  const ea = sumLoop(engAlone);
-  put('engine.steps.c16.alone.perSec', ea.stepsPerSec);
-  put('engine.steps.c16.alone.cpuUs', ea.cpuUsPerRun / cfg.throughputSteps);
+  if (engAlone.length) {
+    const ea = sumLoop(engAlone);
+    put('engine.steps.c16.alone.perSec', ea.stepsPerSec);
+    put('engine.steps.c16.alone.cpuUs', ea.cpuUsPerRun / cfg.throughputSteps);
+  }
   report.detail(r, 'throughput', { engineBlocks: engC, allSteady: e.allSteady });
 
   // Phase C: 3-step runs at `concurrency` (1c raw loop vs engine).
