@@ -1,8 +1,9 @@
-import { execFileSync, fork } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
+import { compileBench } from './compile';
 import { BenchDatabase, dropDatabase } from './database';
 import { BOOT_KIND, type BootReport } from './boot-process';
 import { median, spread, Spread } from './stats';
@@ -19,16 +20,19 @@ import { median, spread, Spread } from './stats';
 
 interface BootConfig {
   repeat: number;
+  /** Also boot the worker with `migrationsRun: true` (no headline figure). */
+  migrate: boolean;
 }
 
-const FULL: BootConfig = { repeat: 20 };
-const QUICK: BootConfig = { repeat: 10 };
+const FULL: BootConfig = { repeat: 20, migrate: true };
+/** `--quick`: the headline's pair (plain, worker) only. */
+const QUICK: BootConfig = { repeat: 10, migrate: false };
 /** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
-const SMOKE: BootConfig = { repeat: 2 };
+const SMOKE: BootConfig = { repeat: 2, migrate: true };
 
 const USAGE = `usage: npm run bench:boot -- [--quick | --smoke] [--repeat N] [--out FILE]
   --smoke      2 boots of each (CI checks that the part still runs)
-  --quick      10 boots of each (default 20)
+  --quick      10 boots of the plain app and the worker (default: 20 of each, and with migrationsRun)
   --repeat N   boots of each (N >= 2)
   --out FILE   where to write the JSON results (default bench/boot-results.json)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)`;
@@ -38,28 +42,13 @@ const MODES = ['plain', 'worker', 'worker+migrate'] as const;
 type Mode = (typeof MODES)[number];
 
 /**
- * Compiles bench/boot-process.ts (and the library sources it requires) to .tmp/bench-boot, emit only.
- * Not under bench/: from there `pg` would resolve to bench/node_modules' copy (the peers'), a second pg
- * beside TypeORM's, which an app does not load.
+ * Compiles bench/boot-process.ts (and the library, which it requires at run time) to .tmp/bench-boot,
+ * emit only (see compileBench: not under bench/, where pg would resolve to the peers' copy, a second pg
+ * beside TypeORM's, which an app does not load).
  */
 function compileChild(): string {
   const root = join(__dirname, '..');
-  const outDir = join(root, '.tmp', 'bench-boot');
-  mkdirSync(outDir, { recursive: true });
-  const tsconfig = join(outDir, 'tsconfig.boot.json');
-  writeFileSync(
-    tsconfig,
-    JSON.stringify({
-      extends: join(root, 'tsconfig.json'),
-      compilerOptions: { outDir, rootDir: root, declaration: false, sourceMap: false, types: ['node'] },
-      files: [join(__dirname, 'boot-process.ts'), join(root, 'src', 'index.ts')],
-      include: [],
-    }),
-  );
-  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', tsconfig, '--noCheck'], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  return join(outDir, 'bench', 'boot-process.js');
+  return compileBench('bench-boot', [join(__dirname, 'boot-process.ts'), join(root, 'src', 'index.ts')])[0];
 }
 
 interface Boot extends BootReport {
@@ -131,24 +120,30 @@ function printTable(
   summary: { meta: { loadAverage: Spread }; figures: Record<Mode, Figures>; ratios: Record<string, Spread> },
   mode: string,
   repeat: number,
+  modes: Mode[],
 ): void {
-  const f = (s: Spread, d = 0) => `${s.median.toFixed(d)} (${s.min.toFixed(d)}-${s.max.toFixed(d)})`;
+  const f = (s: Spread, d = 0) =>
+    Number.isFinite(s.median) ? `${s.median.toFixed(d)} (${s.min.toFixed(d)}-${s.max.toFixed(d)})` : '-';
+  const iqr = (s: Spread) =>
+    `${s.median.toFixed(2)} (IQR ${s.q1.toFixed(2)}-${s.q3.toFixed(2)}, ${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
   const { figures, ratios } = summary;
   const col = (x: string) => x.padEnd(17);
   console.log(
     `\nBoot to first claim (${mode}, ${repeat} boots of each, alternating; median (min-max); ` +
       `load ${f(summary.meta.loadAverage, 1)})\n` +
       `${'mode'.padEnd(44)} ${col('wall ms')} ${col('own clock ms')} ${col('CPU ms')} modules\n` +
-      MODES.map((m) => {
-        const x = figures[m];
-        const head = `${LABEL[m].padEnd(44)} ${col(f(x.wallMs))} ${col(f(x.sinceStartMs))} ${col(f(x.cpuMs))} ${median(x.modules.samples)}`;
-        const rows = x.phases
-          .filter((p) => p.wallMs.max > 0)
-          .map((p) => `${`  ${p.phase}`.padEnd(44)} ${col('')} ${col(f(p.wallMs))} ${col(f(p.cpuMs))}`);
-        return [head, ...rows].join('\n');
-      }).join('\n') +
-      `\nworker ready / plain, per repeat (wall)      ${f(ratios.readyOverPlain, 2)}\n` +
-      `worker CPU / plain, per repeat               ${f(ratios.cpuOverPlain, 2)}\n` +
+      modes
+        .map((m) => {
+          const x = figures[m];
+          const head = `${LABEL[m].padEnd(44)} ${col(f(x.wallMs))} ${col(f(x.sinceStartMs))} ${col(f(x.cpuMs))} ${median(x.modules.samples)}`;
+          const rows = x.phases
+            .filter((p) => p.wallMs.max > 0)
+            .map((p) => `${`  ${p.phase}`.padEnd(44)} ${col('')} ${col(f(p.wallMs))} ${col(f(p.cpuMs))}`);
+          return [head, ...rows].join('\n');
+        })
+        .join('\n') +
+      `\nworker ready / plain, per repeat (wall)      ${iqr(ratios.readyOverPlain)}\n` +
+      `worker CPU / plain, per repeat               ${iqr(ratios.cpuOverPlain)}\n` +
       `worker with migrationsRun / plain (wall)     ${f(ratios.readyWithMigrationsRunOverPlain, 2)}`,
   );
 }
@@ -174,10 +169,11 @@ async function main(): Promise<void> {
     const cpuRatio: number[] = [];
     const migrateRatio: number[] = [];
     const load: number[] = [];
+    const modes = MODES.filter((m) => cfg.migrate || m !== 'worker+migrate');
     for (let r = 0; r < cfg.repeat; r++) {
       load.push(loadavg()[0]);
       const got = {} as Record<Mode, Boot>;
-      for (const m of rotate([...MODES], r)) {
+      for (const m of rotate([...modes], r)) {
         if (m !== 'plain')
           await db.ctl.query(`insert into ai_runs (kind, input) values ($1, '{}'::jsonb)`, [BOOT_KIND]);
         got[m] = await boot(script, m, db.url);
@@ -185,10 +181,11 @@ async function main(): Promise<void> {
       }
       ratio.push(got.worker.wallMs / got.plain.wallMs);
       cpuRatio.push(got.worker.cpuMs / got.plain.cpuMs);
-      migrateRatio.push(got['worker+migrate'].wallMs / got.plain.wallMs);
+      if (got['worker+migrate']) migrateRatio.push(got['worker+migrate'].wallMs / got.plain.wallMs);
       log(
         `  [${r + 1}/${cfg.repeat}] plain ${got.plain.wallMs.toFixed(0)} ms, worker ${got.worker.wallMs.toFixed(0)} ms ` +
-          `(${ratio[r].toFixed(2)} x), with migrationsRun ${got['worker+migrate'].wallMs.toFixed(0)} ms`,
+          `(${ratio[r].toFixed(2)} x)` +
+          (got['worker+migrate'] ? `, with migrationsRun ${got['worker+migrate'].wallMs.toFixed(0)} ms` : ''),
       );
     }
     const of = (m: Mode, k: keyof Boot) => spread(boots[m].map((b) => b[k] as number));
@@ -213,7 +210,7 @@ async function main(): Promise<void> {
         readyWithMigrationsRunOverPlain: spread(migrateRatio),
       },
     };
-    printTable(summary, mode, cfg.repeat);
+    printTable(summary, mode, cfg.repeat, modes);
     writeFileSync(out, JSON.stringify(summary, null, 2));
     log(`results written to ${out} (${Math.round((Date.now() - started) / 1000)} s)`);
   } finally {

@@ -77,6 +77,8 @@ interface TransportConfig {
   c16: number;
   /** Requests per untimed warm-up block (per workload and variant, in every generation). */
   warmup: number;
+  /** Only these clients' workloads (all when absent). */
+  clients?: Client[];
 }
 
 /**
@@ -84,13 +86,25 @@ interface TransportConfig {
  * load from elsewhere on the machine hits the variants it compares alike, and the median drops it.
  */
 const FULL: TransportConfig = { repeat: 40, generations: 4, seq: 200, c16: 400, warmup: 1000 };
-const QUICK: TransportConfig = { repeat: 12, generations: 2, seq: 150, c16: 300, warmup: 600 };
+/**
+ * `--quick`: fetch only (the headline's client), in twice as many repeats: the other clients' figures
+ * (no target of the headline) are left to the full run.
+ */
+const QUICK: TransportConfig = {
+  repeat: 24,
+  generations: 3,
+  seq: 150,
+  c16: 300,
+  warmup: 600,
+  clients: ['fetch'],
+};
 /** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
 const SMOKE: TransportConfig = { repeat: 2, generations: 1, seq: 50, c16: 100, warmup: 100 };
 
 const USAGE = `usage: node -r ts-node/register/transpile-only bench/transport.ts [--quick | --smoke] [--repeat N] [--out FILE]
   --smoke      seconds: tiny blocks (CI checks that the part still runs)
-  --quick      12 repeats in 2 generations of client processes (~30 s; default: 40 in 4, ~2 minutes)
+  --quick      fetch only, 24 repeats in 3 generations of client processes (~20 s; default: every client,
+               40 repeats in 4 generations, ~2 minutes)
   --repeat N   repeats in all (N >= 2)
   --out FILE   where to write the JSON results (default bench/transport-results.json)
 No database. Also: npm run bench -- --parts transport`;
@@ -485,8 +499,9 @@ async function main(): Promise<void> {
   const blocks: Array<Record<string, Record<Variant, Block>>> = [];
   const pairs: Array<Record<Client, Paired>> = [];
   const pgUrl = await pgTarget();
-  const workloads = WORKLOADS.filter((w) => w.client !== 'pg' || pgUrl);
-  const clients = CLIENTS.filter((c) => c !== 'pg' || pgUrl);
+  const wanted = (c: Client) => (c !== 'pg' || pgUrl) && (!cfg.clients || cfg.clients.includes(c));
+  const workloads = WORKLOADS.filter((w) => wanted(w.client));
+  const clients = CLIENTS.filter(wanted);
   try {
     const server = start('server');
     const { port, sinkPort } = await nextMessage<{ port: number; sinkPort: number }>(server);
