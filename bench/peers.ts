@@ -27,9 +27,11 @@ export { ensurePeersInstalled } from './peer-runs';
  * `rounds` rounds of short timed blocks, one per runner, in an order that rotates from round to round
  * (A B, B A, A B ...). Every engine ÷ peer ratio is taken per round, from two blocks measured one right
  * after the other, and reported as the median of the rounds with its spread. A CHECKPOINT before each
- * block gives every block the same start. pg-boss's workloads (no block mode: a drain needs a fresh
- * producer and consumer) run once per repeat, as before, in full runs and smoke runs only: no headline
- * figure comes from them. See bench/peers/README.md for what each workload does.
+ * block of the throughput workloads gives every block the same start (the latency workloads write a
+ * few pages: their p50 does not feel it, and 40 more CHECKPOINTs would cost 5-15 s). pg-boss's
+ * workloads (no block mode: a drain needs a fresh producer and consumer) run once per repeat, as
+ * before, in full runs and smoke runs only: no headline figure comes from them. See
+ * bench/peers/README.md for what each workload does.
  */
 
 interface PeersConfig {
@@ -94,6 +96,9 @@ function groups(cfg: PeersConfig): PeerWorkload[][] {
     g('pickup', ['graphile-worker', 'pickup']),
   ];
 }
+
+/** Workloads whose blocks write enough that a CHECKPOINT before each block matters. */
+const THROUGHPUT = new Set(['workflows-direct', 'drain']);
 
 const ONE_SHOT: PeerWorkload[] = [
   workloadOf('pg-boss', 'drain'),
@@ -250,7 +255,7 @@ async function runGroup(
       cfg.repeat,
       group.map((w) => w.key),
       async (key, r) => {
-        await checkpoint.run();
+        if (THROUGHPUT.has(group[0].workload)) await checkpoint.run();
         const w = byKey.get(key)!.w;
         const s = (await byKey.get(key)!.runner.block(cfg.block[w.workload])) as PeerSample;
         samples.get(key)![r] = s;

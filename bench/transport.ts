@@ -77,8 +77,8 @@ interface TransportConfig {
   c16: number;
   /** Requests per untimed warm-up block (per workload and variant, in every generation). */
   warmup: number;
-  /** Only these clients' workloads (all when absent). */
-  clients?: Client[];
+  /** Only these workloads (keys, e.g. 'fetch.seq'; all when absent), and the gate-alone pairs of none. */
+  only?: string[];
 }
 
 /**
@@ -87,24 +87,24 @@ interface TransportConfig {
  */
 const FULL: TransportConfig = { repeat: 40, generations: 4, seq: 200, c16: 400, warmup: 1000 };
 /**
- * `--quick`: fetch only (the headline's client), in twice as many repeats: the other clients' figures
- * (no target of the headline) are left to the full run.
+ * `--quick`: the headline's workload only (sequential fetch), in twice as many repeats: the other
+ * workloads and the gate alone (no target of the headline) are left to the full run.
  */
 const QUICK: TransportConfig = {
   repeat: 24,
-  generations: 3,
+  generations: 2,
   seq: 150,
   c16: 300,
   warmup: 600,
-  clients: ['fetch'],
+  only: ['fetch.seq'],
 };
 /** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
 const SMOKE: TransportConfig = { repeat: 2, generations: 1, seq: 50, c16: 100, warmup: 100 };
 
 const USAGE = `usage: node -r ts-node/register/transpile-only bench/transport.ts [--quick | --smoke] [--repeat N] [--out FILE]
   --smoke      seconds: tiny blocks (CI checks that the part still runs)
-  --quick      fetch only, 24 repeats in 3 generations of client processes (~20 s; default: every client,
-               40 repeats in 4 generations, ~2 minutes)
+  --quick      sequential fetch only, 24 repeats in 2 generations of client processes (~15 s; default:
+               every workload and the gate alone, 40 repeats in 4 generations, ~2 minutes)
   --repeat N   repeats in all (N >= 2)
   --out FILE   where to write the JSON results (default bench/transport-results.json)
 No database. Also: npm run bench -- --parts transport`;
@@ -499,9 +499,11 @@ async function main(): Promise<void> {
   const blocks: Array<Record<string, Record<Variant, Block>>> = [];
   const pairs: Array<Record<Client, Paired>> = [];
   const pgUrl = await pgTarget();
-  const wanted = (c: Client) => (c !== 'pg' || pgUrl) && (!cfg.clients || cfg.clients.includes(c));
-  const workloads = WORKLOADS.filter((w) => wanted(w.client));
-  const clients = CLIENTS.filter(wanted);
+  const workloads = WORKLOADS.filter(
+    (w) => (w.client !== 'pg' || pgUrl) && (!cfg.only || cfg.only.includes(w.key)),
+  );
+  // The gate alone, per client (not with `only`).
+  const clients = cfg.only ? [] : CLIENTS.filter((c) => c !== 'pg' || pgUrl);
   try {
     const server = start('server');
     const { port, sinkPort } = await nextMessage<{ port: number; sinkPort: number }>(server);

@@ -46,8 +46,13 @@ import {
 interface WorkersConfig {
   /** Repeats of the context workloads: throughput at every process count, raw loops, memory. */
   repeat: number;
-  /** Pairs of pickup blocks (in-process, worker process, alternating), and timed pickups per block. */
+  /**
+   * Pairs of pickup blocks (in-process, worker process, alternating, each block booting its engine), or
+   * with `pickupInProcess` false blocks of the worker process only (its engine booted once); timed
+   * pickups per block.
+   */
   pickupBlocks: number;
+  pickupInProcess: boolean;
   pickups: number;
   /** Untimed pickups before each block. */
   pickupWarmup: number;
@@ -81,6 +86,7 @@ interface WorkersConfig {
 const FULL: WorkersConfig = {
   repeat: 3,
   pickupBlocks: 6,
+  pickupInProcess: true,
   pickups: 50,
   pickupWarmup: 10,
   pickupGapMs: 20,
@@ -105,7 +111,8 @@ const FULL: WorkersConfig = {
 const QUICK: WorkersConfig = {
   ...FULL,
   repeat: 1,
-  pickupBlocks: 5,
+  pickupBlocks: 8,
+  pickupInProcess: false,
   pickups: 30,
   processCounts: [1],
   runs: 600,
@@ -117,6 +124,7 @@ const QUICK: WorkersConfig = {
 const SMOKE: WorkersConfig = {
   ...QUICK,
   pickupBlocks: 1,
+  pickupInProcess: true,
   pickups: 5,
   pickupWarmup: 2,
   processCounts: [1, 2],
@@ -646,17 +654,21 @@ class WorkersBench {
   }
 
   /** (1) Pickup with the worker in worker process 0; starts from this process's API-only app. */
-  async pickupWorkerProcess(): Promise<PickupResult> {
+  async pickupWorkerProcess(blocks = 1): Promise<PickupResult[]> {
     await this.reset();
     const w = this.workers[0];
     await w.request({ cmd: 'engine-start', config: this.engineConfig(true) });
     try {
       await this.listeners(1);
       await this.pickups(this.api!, this.cfg.pickupWarmup);
-      const res = await this.pickupResult(await this.pickups(this.api!, this.cfg.pickups));
-      if (res.pids.length !== 1 || res.pids[0] !== w.pid)
-        throw new Error('worker-process pickup ran elsewhere');
-      return res;
+      const out: PickupResult[] = [];
+      for (let b = 0; b < blocks; b++) {
+        const res = await this.pickupResult(await this.pickups(this.api!, this.cfg.pickups));
+        if (res.pids.length !== 1 || res.pids[0] !== w.pid)
+          throw new Error('worker-process pickup ran elsewhere');
+        out.push(res);
+      }
+      return out;
     } finally {
       await w.request({ cmd: 'engine-stop' });
       await this.listeners(0);
@@ -936,44 +948,55 @@ class WorkersBench {
 
 /**
  * (1) Pickup: `pickupBlocks` pairs of blocks, in-process and from a worker process alternating (each
- * block boots its engine, as only one may listen); every figure per block.
+ * block boots its engine, as only one may listen), or (`pickupInProcess` false) blocks from the worker
+ * process only; every figure per block.
  */
 async function pickupPhase(cfg: WorkersConfig, bench: WorkersBench, res: Results): Promise<void> {
+  const record = (b: number, mode: string, p: PickupResult) => {
+    const put = (key: string, v: number) => res.put(key, b, v);
+    const db = latency(p.db);
+    put(`pickup.${mode}.db.p50`, db.p50);
+    put(`pickup.${mode}.db.p99`, db.p99);
+    if (mode === 'inproc') {
+      const js = latency(p.js);
+      put('pickup.inproc.js.p50', js.p50);
+      put('pickup.inproc.js.p99', js.p99);
+    } else {
+      const wall = latency(p.wall);
+      put('pickup.proc.wall.p50', wall.p50);
+      put('pickup.proc.wall.p99', wall.p99);
+    }
+    put(`pickup.${mode}.toInsert.p50`, latency(p.toInsert).p50);
+    put(`pickup.${mode}.toClaim.p50`, latency(p.toClaim).p50);
+    put(`pickup.${mode}.toBody.p50`, latency(p.toBody).p50);
+    put(`pickup.${mode}.start.p50`, latency(p.start).p50);
+    const dbMax = Math.max(...p.db);
+    res.check(CHECK_POLL, dbMax < 1000, `${mode} max ${dbMax.toFixed(1)} ms`);
+    const slowest = p.db
+      .map((ms, j) => ({ ms, toInsert: p.toInsert[j], toClaim: p.toClaim[j], toBody: p.toBody[j] }))
+      .sort((x, y) => y.ms - x.ms)
+      .slice(0, 3);
+    res.detail(b, `pickup.${mode}`, { n: p.db.length, workerPids: p.pids, slowest });
+  };
+  if (!cfg.pickupInProcess) {
+    log(
+      `  +${elapsed()} s pickup, worker in its own OS process: ${cfg.pickupBlocks} blocks ` +
+        `(load ${loadavg()[0].toFixed(1)})`,
+    );
+    (await bench.pickupWorkerProcess(cfg.pickupBlocks)).forEach((p, b) => record(b, 'proc', p));
+    return;
+  }
   const pickupModes: Array<[string, () => Promise<PickupResult>]> = [
     ['inproc', () => bench.pickupInProcess()],
-    ['proc', () => bench.pickupWorkerProcess()],
+    ['proc', async () => (await bench.pickupWorkerProcess())[0]],
   ];
   for (let b = 0; b < cfg.pickupBlocks; b++) {
-    const put = (key: string, v: number) => res.put(key, b, v);
     for (const [mode, fn] of rotate(pickupModes, b)) {
       log(
         `  [${b + 1}/${cfg.pickupBlocks}] +${elapsed()} s pickup, ` +
           `${mode === 'inproc' ? 'worker in this process' : 'worker in its own OS process'} (load ${loadavg()[0].toFixed(1)})`,
       );
-      const p = await fn();
-      const db = latency(p.db);
-      put(`pickup.${mode}.db.p50`, db.p50);
-      put(`pickup.${mode}.db.p99`, db.p99);
-      if (mode === 'inproc') {
-        const js = latency(p.js);
-        put('pickup.inproc.js.p50', js.p50);
-        put('pickup.inproc.js.p99', js.p99);
-      } else {
-        const wall = latency(p.wall);
-        put('pickup.proc.wall.p50', wall.p50);
-        put('pickup.proc.wall.p99', wall.p99);
-      }
-      put(`pickup.${mode}.toInsert.p50`, latency(p.toInsert).p50);
-      put(`pickup.${mode}.toClaim.p50`, latency(p.toClaim).p50);
-      put(`pickup.${mode}.toBody.p50`, latency(p.toBody).p50);
-      put(`pickup.${mode}.start.p50`, latency(p.start).p50);
-      const dbMax = Math.max(...p.db);
-      res.check(CHECK_POLL, dbMax < 1000, `${mode} max ${dbMax.toFixed(1)} ms`);
-      const slowest = p.db
-        .map((ms, j) => ({ ms, toInsert: p.toInsert[j], toClaim: p.toClaim[j], toBody: p.toBody[j] }))
-        .sort((x, y) => y.ms - x.ms)
-        .slice(0, 3);
-      res.detail(b, `pickup.${mode}`, { n: p.db.length, workerPids: p.pids, slowest });
+      record(b, mode, await fn());
     }
   }
 }
