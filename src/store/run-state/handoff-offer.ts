@@ -32,14 +32,15 @@ export const CLAIM_FETCH = `$3::int + $9::int`;
 
 /**
  * The CTE `offer`: the worker's row after the claim, `found` being how many due runs the claim found
- * (at most CLAIM_LIMIT). Written only when the worker reserved slots before or offers some now.
+ * (at most CLAIM_LIMIT). Written only when the worker reserved slots before or offers some now; a claim
+ * that does neither ($8 and $9 both 0, most claims) skips it on a one-time filter.
  */
 export const offerUpdate = (t: DurableNames, found: string): string => `offer as (
   update ${t.workers} w
      set handoff_slots = case when n.found < n.lim then least($8::int, n.lim - n.found) else 0 end,
          handoff_runs = '{}', handoff_token = $10::int
     from (select (${found})::int as found, ${CLAIM_LIMIT} as lim) n
-   where w.worker_id = $1 and ($9::int > 0 or $8::int > 0 and n.found < n.lim)
+   where ($9::int > 0 or $8::int > 0) and w.worker_id = $1 and ($9::int > 0 or n.found < n.lim)
   returning w.handoff_slots
 )`;
 
