@@ -24,6 +24,7 @@ export interface PerRun {
 }
 export const PER_RUN: Record<string, PerRun> = {
   [`${RS}step-write.ts#STEP_WRITE_SQL`]: {},
+  [`${RS}step-write.ts#STEP_MARK_SQL`]: {},
   [`${RS}step-write.ts#TX_STEP_WRITE_SQL`]: {},
   [`${RS}step-write.ts#PROGRESS_SQL`]: {},
   [`${RS}step-write.ts#SET_TAGS_SQL`]: {},
