@@ -95,6 +95,8 @@ export class HandoffDesk {
    * payload is not one (false).
    */
   heard(payload: string | undefined): boolean {
+    // A reconnect (no payload): a NOTIFY may have been lost; the next claim reads the row's list.
+    if (payload === undefined) this.queue = true;
     if (!payload?.startsWith('$handoff:')) return false;
     const [, runId, token, ...worker] = payload.split(':');
     if (worker.join(':') !== this.workerId || Number(token) !== this.token) return true;

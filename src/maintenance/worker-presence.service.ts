@@ -27,6 +27,7 @@ const PRESENCE_PERIODS = 3;
 export class WorkerPresence implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('DurableExecution');
   private readonly beats = new IntervalTask('worker presence', () => this.beat());
+  private beaten = false;
 
   constructor(
     private readonly store: WorkerPresenceStore,
@@ -62,7 +63,11 @@ export class WorkerPresence implements OnApplicationBootstrap, BeforeApplication
     const { workerId, presenceIntervalMs, handoffLeaseMs } = this.options.worker;
     const kinds = this.registry.kinds();
     const versions = Object.fromEntries(kinds.map((k) => [k, this.registry.versions(k)]));
-    const handoff = { kinds: handoffKinds(this.registry, handoffLeaseMs), leaseMs: handoffLeaseMs };
-    return this.store.beat(workerId, kinds, presenceIntervalMs * PRESENCE_PERIODS, versions, handoff);
+    // The first beat withdraws the slots an earlier process with this worker id may have left offered.
+    const first = !this.beaten;
+    const handoff = { kinds: handoffKinds(this.registry, handoffLeaseMs), leaseMs: handoffLeaseMs, first };
+    return this.store
+      .beat(workerId, kinds, presenceIntervalMs * PRESENCE_PERIODS, versions, handoff)
+      .then(() => void (this.beaten = true));
   }
 }

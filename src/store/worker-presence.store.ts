@@ -9,17 +9,19 @@ import { RECORD_FORMAT } from './record-format';
  * row anyway; the day keeps a crashed worker visible to an operator). With them what a start may hand
  * it (the slots are its claims', handoff-offer.ts): the kinds, the hand-off lease, the record format it
  * replays. $1 worker id, $2 kinds, $3 ttl ms, $4 the versions of each kind (`{"kind": [2, 1]}`),
- * $5 the kinds it takes by hand-off, $6 its hand-off lease ms (null: none)
+ * $5 the kinds it takes by hand-off, $6 its hand-off lease ms (null: none), $7 the process's first beat:
+ * a process that took over the worker id of an earlier one withdraws the slots that one offered
  */
 export const WORKER_BEAT_SQL: SqlText = (t) => `
 with gone as (
   delete from ${t.workers} where expires_at < now() - interval '1 day' and worker_id <> $1
 )
-insert into ${t.workers} (worker_id, kinds, versions, expires_at, handoff_kinds, handoff_ms, record_format)
+insert into ${t.workers} as wk (worker_id, kinds, versions, expires_at, handoff_kinds, handoff_ms, record_format)
 values ($1, $2::text[], $4::jsonb, now() + make_interval(secs => $3::float8 / 1000), $5::text[], $6::int, ${RECORD_FORMAT})
 on conflict (worker_id) do update
    set kinds = excluded.kinds, versions = excluded.versions, seen_at = now(), expires_at = excluded.expires_at,
-       handoff_kinds = excluded.handoff_kinds, handoff_ms = excluded.handoff_ms, record_format = excluded.record_format`;
+       handoff_kinds = excluded.handoff_kinds, handoff_ms = excluded.handoff_ms, record_format = excluded.record_format,
+       handoff_slots = case when $7::boolean then 0 else wk.handoff_slots end`;
 
 /** A worker that shuts down removes its row. $1 worker id */
 export const WORKER_LEAVE_SQL: SqlText = (t) => `delete from ${t.workers} where worker_id = $1`;
@@ -72,7 +74,7 @@ export class WorkerPresenceStore {
     kinds: string[],
     ttlMs: number,
     versions: Record<string, number[]> = {},
-    handoff: { kinds: string[]; leaseMs: number } = { kinds: [], leaseMs: 0 },
+    handoff: { kinds: string[]; leaseMs: number; first?: boolean } = { kinds: [], leaseMs: 0 },
   ): Promise<void> {
     await this.db.query(WORKER_BEAT_SQL, [
       workerId,
@@ -81,6 +83,7 @@ export class WorkerPresenceStore {
       JSON.stringify(versions),
       handoff.kinds,
       handoff.leaseMs || null,
+      !!handoff.first,
     ]);
   }
 

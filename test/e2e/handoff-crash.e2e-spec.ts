@@ -133,6 +133,31 @@ describe('hand-off: a worker that dies or freezes right after it was handed a ru
     await b.exited;
   }, 90_000);
 
+  it("a worker restarted under the same id does not wait for its predecessor's hand-offs", async () => {
+    const a = worker('handoff-same', { WORKER_ID: 'handoff-same' });
+    await a.ready;
+    await offering('handoff-same');
+    a.child.kill('SIGKILL'); // idle, its slots still offered
+    await a.exited;
+    const b = worker('handoff-same-2', { WORKER_ID: 'handoff-same' });
+    await b.ready;
+    const t0 = Date.now();
+    const { run } = await runs.start('handed', {});
+    await waitFor(
+      async () => (await row(run.id)).status === 'succeeded',
+      10_000,
+      'the run on the new process',
+    );
+    // Not handed to the dead process's slots: no hand-off lease waited out, nothing reconciled.
+    expect(Date.now() - t0).toBeLessThan(HANDOFF_MS);
+    expect((await trail(run.id)).map((e) => e.event_type)).not.toContain('run.reconciled');
+    expect((await db.query(`select pid from step_effects where run_id = $1`, [run.id]))[0].pid).toBe(
+      b.child.pid,
+    );
+    b.child.kill('SIGTERM');
+    await b.exited;
+  }, 60_000);
+
   it('SIGSTOP past the hand-off lease: the run is taken back and run elsewhere, the frozen worker writes nothing', async () => {
     const a = worker('handoff-zombie', { STEP_DELAY_MS: '1500' });
     await a.ready;
