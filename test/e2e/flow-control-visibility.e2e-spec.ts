@@ -101,7 +101,7 @@ describe('flow control, visible: stats and metrics', () => {
       };
       expect(await explain(BACKLOG_SQL(DEFAULT_NAMES))).toContain('ai_runs_claim_idx');
       // Both claims: a worker without limits, and one with (the index's predicate is in both).
-      const claim = `'w', '{vis-limited}', 1, 30000, '{}', '{vis-limited}', '{1}'`;
+      const claim = `'w', '{vis-limited}', 1, 30000, '{}', '{vis-limited}', '{1}', 0, 0, 0`; // no hand-off slots
       expect(await explain(CLAIM_RUNS_SQL(DEFAULT_NAMES), claim)).toContain('ai_runs_claim_idx');
       expect(await explain(CLAIM_LIMITED_SQL(DEFAULT_NAMES), claim)).toContain('ai_runs_claim_idx');
     } finally {
