@@ -27,6 +27,8 @@ export interface BenchConfig {
   seqRounds: number;
   /** Phase B also with group commit off (the 'group commit on / off' ratio). */
   groupCommitOff: boolean;
+  /** Repeats that run phases B-E too (the later ones run phase A only); all when absent. */
+  contextRepeats?: number;
   /** In-flight runs of the engine worker, and connections of the raw workloads. */
   concurrency: number;
   /** Engine pool size. */
@@ -75,7 +77,7 @@ const FULL: BenchConfig = {
 
 /**
  * `--quick`: phase A (the headline's step commit ÷ raw fenced UPDATE) in 2 x 8 rounds of short blocks;
- * phases B-E (no figure of issue 47's table) smaller, in 2 blocks, group commit off left out.
+ * phases B-E (no figure of issue 47's table) once, smaller, in 2 blocks, group commit off left out.
  */
 const QUICK: BenchConfig = {
   ...FULL,
@@ -83,6 +85,7 @@ const QUICK: BenchConfig = {
   blocks: 2,
   seqRounds: 8,
   groupCommitOff: false,
+  contextRepeats: 1,
   seqStatements: 1500,
   engineSteps: 800,
   concurrentMs: 2000,
@@ -98,6 +101,7 @@ const SMOKE: BenchConfig = {
   blocks: 1,
   seqRounds: 2,
   groupCommitOff: true,
+  contextRepeats: undefined,
   seqStatements: 100,
   seqWarmup: 20,
   engineSteps: 60,
@@ -113,8 +117,8 @@ const SMOKE: BenchConfig = {
 
 const USAGE = `usage: npm run bench:core -- [--quick] [--repeat N] [--out FILE]
   --smoke      seconds: tiny workloads (CI checks that the part still runs)
-  --quick      ~1 minute: 2 repeats, the latency rounds as in full, smaller throughput workloads
-               (default: ~4 minutes, 5 repeats)
+  --quick      ~30 s: 2 repeats of the latency rounds, the throughput phases once and smaller
+               (default: ~4 minutes, 5 repeats of everything)
   --repeat N   repeat every workload N times (N >= 2)
   --out FILE   where to write the JSON results (default bench/core-results.json)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres); the bench creates
@@ -273,6 +277,8 @@ async function repeatOnce(
     engineStatements: sumNames((e) => e.totalStatements),
     wal: { rawStepWrite: walStep, rawFencedUpdate: walUpd, engineSteps: walEng },
   });
+
+  if (cfg.contextRepeats !== undefined && r >= cfg.contextRepeats) return;
 
   // Phase B: throughput at `concurrency` (1b and 1a at 16 connections, engine steps/s at 16 in flight).
   phase(`throughput at ${cfg.concurrency}: raw fenced UPDATE, raw STEP_WRITE_SQL, engine 10-step runs`);
