@@ -26,13 +26,13 @@ interface BootConfig {
 
 const FULL: BootConfig = { repeat: 20, migrate: true };
 /** `--quick`: the headline's pair (plain, worker) only. */
-const QUICK: BootConfig = { repeat: 10, migrate: false };
+const QUICK: BootConfig = { repeat: 8, migrate: false };
 /** `--smoke` (CI): proves the part runs, measures nothing worth reading. */
 const SMOKE: BootConfig = { repeat: 2, migrate: true };
 
 const USAGE = `usage: npm run bench:boot -- [--quick | --smoke] [--repeat N] [--out FILE]
   --smoke      2 boots of each (CI checks that the part still runs)
-  --quick      10 boots of the plain app and the worker (default: 20 of each, and with migrationsRun)
+  --quick      8 boots of the plain app and the worker (default: 20 of each, and with migrationsRun)
   --repeat N   boots of each (N >= 2)
   --out FILE   where to write the JSON results (default bench/boot-results.json)
   DATABASE_URL admin connection (default postgres://root@127.0.0.1:5432/postgres)`;

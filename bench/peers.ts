@@ -59,7 +59,7 @@ const FULL: PeersConfig = {
 const QUICK: PeersConfig = {
   ...FULL,
   repeat: 10,
-  block: { ...FULL.block, 'step-latency': 200, 'workflows-direct': 200, drain: 600, pickup: 30 },
+  block: { ...FULL.block, 'step-latency': 150, 'workflows-direct': 150, drain: 500, pickup: 30 },
   dbosQueue: false,
   oneShot: null,
 };
