@@ -289,11 +289,13 @@ class RawLoop {
       const claim = await c.query({
         name: 'bench_claim',
         text: CLAIM_RUNS_SQL,
-        // $5: runs this process drives (none); $6, $7: the (kind, version) pairs it registers
-        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, [], [RAW_KIND], [1]],
+        // $5: runs this process drives (none); $6, $7: the (kind, version) pairs it registers; $8-$10:
+        // no hand-off slots offered
+        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, [], [RAW_KIND], [1], 0, 0, 0],
       });
-      if (!claim.rows.length) return done;
-      const run = { id: claim.rows[0].id as string, epoch: Number(claim.rows[0].epoch) };
+      const claimed = claim.rows.filter((r) => r.id != null); // a claim of nothing answers one row, id null
+      if (!claimed.length) return done;
+      const run = { id: claimed[0].id as string, epoch: Number(claimed[0].epoch) };
       if (this.withStep) {
         count('bench_step_write');
         await new RawStepWriter(c, run, workerId).write();
