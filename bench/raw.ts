@@ -367,6 +367,7 @@ export class RawBench {
                 null, // concurrency key
                 null, // tags
                 1, // kind version (RunRepository.start pins the newest one the process registers)
+                true, // a hand-off allowed (an unlimited kind; no worker offers a slot here)
               ],
             });
           }
