@@ -85,7 +85,7 @@ class Side {
       const { rows } = await this.c.query({
         name: 'claim',
         text: CLAIM,
-        values: [WORKER, [KIND], 1, 60_000, [], [KIND], [1]],
+        values: [WORKER, [KIND], 1, 60_000, [], [KIND], [1], 0, 0, 0], // no hand-off slots offered
       });
       if (rows[0]?.id !== id) throw new Error(`claimed ${rows[0]?.id}, not ${id}`);
       epoch = rows[0].epoch;

@@ -90,7 +90,7 @@ class LimitsBench {
     const { rows } = await this.c.query({
       name: limited ? 'claim_limited' : 'claim',
       text: limited ? CLAIM_LIMITED_SQL : CLAIM_RUNS_SQL,
-      values: [WORKER, kinds, limit, LEASE_MS, [], kinds, kinds.map(() => 1)],
+      values: [WORKER, kinds, limit, LEASE_MS, [], kinds, kinds.map(() => 1), 0, 0, 0], // no hand-off slots offered
     });
     return rows.filter((r) => r.id != null) as Array<{ id: string; epoch: string }>;
   }
@@ -154,7 +154,8 @@ class LimitsBench {
         .replace(/\$4\b/g, String(LEASE_MS))
         .replace(/\$5\b/g, `'{}'::uuid[]`)
         .replace(/\$6\b/g, `array['${FULL_KIND}', '${LIMITED}']`)
-        .replace(/\$7\b/g, 'array[1, 1]');
+        .replace(/\$7\b/g, 'array[1, 1]')
+        .replace(/\$(8|9|10)\b/g, '0'); // no hand-off slots offered
       const { rows } = await this.db.ctl.query(`explain (analyze, buffers, format json) ${sql}`);
       const plan = rows[0]['QUERY PLAN'][0];
       return (plan.Plan['Shared Hit Blocks'] ?? 0) + (plan.Plan['Shared Read Blocks'] ?? 0);

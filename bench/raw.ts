@@ -327,11 +327,12 @@ export class RawBench {
       const claim = await c.query({
         name: 'bench_claim',
         text: CLAIM_RUNS_SQL,
-        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, [], [RAW_KIND], [1]],
+        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, [], [RAW_KIND], [1], 0, 0, 0], // no hand-off slots offered
       });
-      meter.claimed(claim.rows.length);
-      if (!claim.rows.length) return done;
-      const run = { id: claim.rows[0].id as string, epoch: Number(claim.rows[0].epoch) };
+      const claimed = claim.rows.filter((r) => r.id != null); // a claim of nothing answers one row, id null
+      meter.claimed(claimed.length);
+      if (!claimed.length) return done;
+      const run = { id: claimed[0].id as string, epoch: Number(claimed[0].epoch) };
       const writer = new RawStepWriter(c, run, workerId);
       for (let i = 0; i < steps; i++) {
         await writer.write();

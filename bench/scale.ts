@@ -163,12 +163,14 @@ class ScaleBench {
     return (performance.now() - t0) / 1000;
   }
 
-  private claim(): Promise<{ rows: Array<{ id: string }> }> {
-    return this.c.query({
+  /** The runs claimed (a claim of nothing answers one row with a null id: the hand-off's offer). */
+  private async claim(): Promise<{ rows: Array<{ id: string }> }> {
+    const { rows } = await this.c.query({
       name: 'claim',
       text: CLAIM_RUNS_SQL,
-      values: [WORKER, [KIND], 1, LEASE_MS, [], [KIND], [1]],
+      values: [WORKER, [KIND], 1, LEASE_MS, [], [KIND], [1], 0, 0, 0], // no hand-off slots offered
     });
+    return { rows: rows.filter((r) => r.id != null) };
   }
 
   /** One due run: inserted (untimed), claimed (timed), finished as a success (untimed). */
@@ -239,7 +241,8 @@ class ScaleBench {
         .replace(/\$4\b/g, String(LEASE_MS))
         .replace(/\$5\b/g, `'{}'`)
         .replace(/\$6\b/g, `array['${KIND}']`)
-        .replace(/\$7\b/g, 'array[1]');
+        .replace(/\$7\b/g, 'array[1]')
+        .replace(/\$(8|9|10)\b/g, '0'); // no hand-off slots offered
       const { rows } = await this.ctl.query(`explain (analyze, buffers, format json) ${sql}`);
       const plan = rows[0]['QUERY PLAN'][0];
       // A node's buffers include its children's: the top node holds the statement's total.
