@@ -52,7 +52,14 @@ const WORKFLOWS = [Steps, HandWorkflow, CappedWorkflow, DebouncedWorkflow];
 /** A worker on its real schedule; only NOTIFY (or a hand-off) explains a quick start (the poll is a minute). */
 const boot = (db: TestDatabase, concurrency: number) =>
   bootApp(db.url, WORKFLOWS, {
-    worker: { enabled: true, concurrency, pollIntervalMs: 60_000, heartbeatMs: 1000, leaseTtlMs: 6000 },
+    worker: {
+      enabled: true,
+      concurrency,
+      pollIntervalMs: 60_000,
+      heartbeatMs: 1000,
+      leaseTtlMs: 6000,
+      handoffLeaseMs: 1000, // hand-off is off unless set
+    },
   });
 
 /** The named statements `app` sends from now on, in order, until `stop()`. */
