@@ -137,12 +137,18 @@ export class Checkpointer {
   }
 }
 
-/** `k` rounds; in round r the sides run in an order rotated by r (A B, B A, A B ...). */
+/**
+ * `rounds` rounds; in round r the sides run in an order rotated by r (A B, B A, A B ...). With `warm`,
+ * first one untimed round (`warm(side)` for each side, in the same alternation): the first block after a
+ * boot ran slow on either side often enough to put its pair's ratio out of line (a fifth or more).
+ */
 export async function alternateBlocks<S extends string>(
   rounds: number,
   sides: S[],
   run: (side: S, round: number) => Promise<void>,
+  warm?: (side: S) => Promise<void>,
 ): Promise<void> {
+  if (warm) for (const side of sides) await warm(side);
   for (let r = 0; r < rounds; r++) {
     const s = r % sides.length;
     for (const side of [...sides.slice(s), ...sides.slice(0, s)]) await run(side, r);

@@ -91,9 +91,9 @@ const FULL: TransportConfig = { repeat: 40, generations: 4, seq: 200, c16: 400, 
  * workloads and the gate alone (no target of the headline) are left to the full run.
  */
 const QUICK: TransportConfig = {
-  repeat: 24,
+  repeat: 32,
   generations: 2,
-  seq: 150,
+  seq: 300,
   c16: 300,
   warmup: 600,
   only: ['fetch.seq'],
@@ -103,8 +103,8 @@ const SMOKE: TransportConfig = { repeat: 2, generations: 1, seq: 50, c16: 100, w
 
 const USAGE = `usage: node -r ts-node/register/transpile-only bench/transport.ts [--quick | --smoke] [--repeat N] [--out FILE]
   --smoke      seconds: tiny blocks (CI checks that the part still runs)
-  --quick      sequential fetch only, 24 repeats in 2 generations of client processes (~15 s; default:
-               every workload and the gate alone, 40 repeats in 4 generations, ~2 minutes)
+  --quick      sequential fetch only, 32 repeats of 300 requests in 2 generations of client processes
+               (~25 s; default: every workload and the gate alone, 40 repeats of 200 in 4, ~2 minutes)
   --repeat N   repeats in all (N >= 2)
   --out FILE   where to write the JSON results (default bench/transport-results.json)
 No database. Also: npm run bench -- --parts transport`;
