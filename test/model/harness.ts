@@ -27,7 +27,7 @@ import {
   MODEL_LIMITED_KIND,
   MODEL_PROVIDERS,
 } from './workflow';
-import { resetWorld, world as currentWorld, World } from './world';
+import { inNewWorld, world as currentWorld, World } from './world';
 import { LostSuffixRig, lostSuffixCoverage, startLostSuffixRig } from './lost-suffix';
 import { CURRENT_TIMELINE } from '../../src/store/sql/timeline.sql';
 import { RULES, ruleOf } from './grammar';
@@ -106,11 +106,14 @@ async function bootWorker(db: TestSchema, c: Case): Promise<Booted> {
  * One case, on a schema of its own in `host` (the harness process's database): its workers, its runs,
  * its checks, then the fault-free twin; the schema is dropped at the end.
  */
-export async function runCase(generated: Case, host: TestDatabase): Promise<CaseResult> {
+export function runCase(generated: Case, host: TestDatabase): Promise<CaseResult> {
+  return inNewWorld((world) => runCaseIn(world, generated, host));
+}
+
+async function runCaseIn(world: World, generated: Case, host: TestDatabase): Promise<CaseResult> {
   const t0 = Date.now();
   // A copy: a scheduled case adds a program (and its signals) for each run a tick starts.
   const c: Case = { ...generated, programs: [...generated.programs], actions: [...generated.actions] };
-  const world = resetWorld();
   // A case with a real lost WAL suffix runs on a primary and a standby of its own.
   const rig: LostSuffixRig | null = c.faults.some((f) => f.kind === 'lost-suffix')
     ? await startLostSuffixRig()

@@ -3,11 +3,12 @@
  * request (fetch or node:http, by key) to a loopback server in the same process, which applies it to
  * the case's FakeVendor. So the fenced transport stands between a body and its effect, as in an app:
  * a zombie woken inside a command body (the `in-body` point, before its request) must not reach the
- * vendor once its lease is gone. The server is started once per process and reads `world` per request.
+ * vendor once its lease is gone. The server is started once per process; a request names the vendor
+ * that sent it (a late request of an ended case lands in that case's world, not the current one).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FakeVendor, world } from './world';
+import { FakeVendor } from './world';
 
 type Sent = Parameters<FakeVendor['receive']>;
 
@@ -20,13 +21,15 @@ function serverUrl(): Promise<string> {
       req.on('data', (c) => (body += c));
       req.on('end', () => {
         const { vendor, ctx, args } = JSON.parse(body) as {
-          vendor: 'dedup' | 'plain';
+          vendor: number;
           ctx: Sent[0];
           args: Sent[1];
         };
         const answer = (code: number, v: unknown) =>
           res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(v));
-        world[vendor].receive(ctx, args).then(
+        const target = FakeVendor.byId(vendor);
+        if (!target) return answer(500, { message: `vendor ${vendor} is gone`, retryable: false });
+        target.receive(ctx, args).then(
           (result) => answer(200, { result }),
           (err: Error & { retryable?: boolean }) =>
             answer(500, { message: err.message, retryable: err.retryable }),
@@ -67,7 +70,7 @@ function post(
 /** Sends one charge to a vendor over the wire; the vendor's refusal comes back as the same error. */
 export async function sendOverWire(vendor: FakeVendor, ...[ctx, args]: Sent): Promise<unknown> {
   const body = JSON.stringify({
-    vendor: vendor === world.dedup ? 'dedup' : 'plain',
+    vendor: vendor.id,
     ctx: {
       idempotencyKey: ctx.idempotencyKey,
       fence: { runId: ctx.fence.runId, epoch: ctx.fence.epoch, timeline: ctx.fence.timeline },

@@ -1,9 +1,10 @@
 /**
  * The model's ground truth, in process memory and shared by every worker app of a case: the fake
  * targets (what really happened outside), every value a consumer in a workflow saw, every execution
- * of a step body, and what the pause hook observed. Reset by the harness before each case.
+ * of a step body, and what the pause hook observed. A new one for each case (inNewWorld).
  */
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { sendOverWire } from './wire-vendor';
 
 /** Fencing tokens as one number, ordered as (timeline, epoch) pairs are (epochs stay below TOKEN_BASE). */
@@ -39,11 +40,25 @@ export interface TargetCall {
  * remembers which keys it saw, so a lookup can answer.
  */
 export class FakeVendor {
+  /**
+   * Every vendor by id, so a request reaches the vendor of the case that sent it: a body still in
+   * flight when its case ended (a worker whose close timed out) must not land in the next case's world.
+   */
+  private static readonly all = new Map<number, WeakRef<FakeVendor>>();
+  private static ids = 0;
+  readonly id = ++FakeVendor.ids;
   readonly calls: TargetCall[] = [];
   private readonly results = new Map<string, unknown>();
   private n = 0;
 
-  constructor(readonly dedup: boolean) {}
+  constructor(readonly dedup: boolean) {
+    FakeVendor.all.set(this.id, new WeakRef(this));
+  }
+
+  /** The vendor with this id, if its case is still reachable. */
+  static byId(id: number): FakeVendor | undefined {
+    return FakeVendor.all.get(id)?.deref();
+  }
 
   /** Keys whose first call already failed (a 504 happens once per key). */
   private readonly failedOnce = new Set<string>();
@@ -54,7 +69,9 @@ export class FakeVendor {
    */
   async apply(...[ctx, args]: Parameters<FakeVendor['receive']>): Promise<unknown> {
     await tinyDelay();
-    await world.inBody?.(ctx.fence, `command:${this.dedup ? 'dedup' : 'plain'}`);
+    // The case's pause point, only for its own vendors (a late body of an ended case passes by).
+    const own = world.dedup === this || world.plain === this;
+    if (own) await world.inBody?.(ctx.fence, `command:${this.dedup ? 'dedup' : 'plain'}`);
     return sendOverWire(this, ctx, args);
   }
 
@@ -196,11 +213,30 @@ export class World {
   }
 }
 
-export let world = new World();
+/** The case whose code is running: set for a case's whole run, its workers' boots included. */
+const caseScope = new AsyncLocalStorage<World>();
+let latest = new World();
 
-export function resetWorld(): World {
-  world = new World();
-  return world;
+/**
+ * The world of the case whose code reads it: the case's workers are booted inside its scope, so their
+ * workflow code (timers, claims, listeners, all begun there) keeps its own case's world even when it
+ * runs on after the case (a worker whose close timed out) and writes nothing into the next case's.
+ * Outside every scope, the latest case's.
+ */
+export const world: World = new Proxy({} as World, {
+  get(_, prop) {
+    const w = caseScope.getStore() ?? latest;
+    const v = Reflect.get(w, prop, w) as unknown;
+    return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(w) : v;
+  },
+  set: (_, prop, value) => Reflect.set(caseScope.getStore() ?? latest, prop, value),
+});
+
+/** A new world for a case, and `fn` run in its scope (see `world`). */
+export function inNewWorld<T>(fn: (world: World) => Promise<T>): Promise<T> {
+  latest = new World();
+  const w = latest;
+  return caseScope.run(w, () => fn(w));
 }
 
 /** 0–3 ms, so the completion order of a fan-out varies from one execution to the next. */
