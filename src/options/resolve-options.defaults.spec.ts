@@ -32,7 +32,7 @@ describe('resolveOptions', () => {
           fencedTransport: true,
           lateCallGraceMs: 30_000,
           wireMarginMs: 3000, // a tenth of the lease
-          handoffLeaseMs: 0, // hand-off off unless set (experimental)
+          handoffLeaseMs: 5000, // a sixth of the lease
         },
         reconciler: {
           enabled: true,
@@ -102,7 +102,7 @@ describe('resolveOptions', () => {
         lateCallGraceMs: 30_000,
         fencedTransport: true,
         wireMarginMs: 3000,
-        handoffLeaseMs: 0,
+        handoffLeaseMs: 5000,
       });
       expect(resolved.reconciler).toMatchObject({ enabled: false, intervalMs: 5000, batchSize: 100 });
       expect(resolved.limits).toEqual({
@@ -174,13 +174,13 @@ describe('resolveOptions', () => {
       expect(worker).toMatchObject({ leaseTtlMs: 3000, heartbeatMs: 2999 });
     });
 
-    it('takes no hand-off unless handoffLeaseMs is set (experimental); 0 turns it off', () => {
+    it('gives a hand-off a sixth of the lease, at least a second, at most half of it; 0 turns it off', () => {
       const handoff = (worker: Record<string, number>) =>
         resolveOptions({ database: { url: URL }, worker: { heartbeatMs: 100, ...worker } }).worker
           .handoffLeaseMs;
-      expect(handoff({ leaseTtlMs: 60_000 })).toBe(0); // off unless set (experimental)
-      expect(handoff({ leaseTtlMs: 3000 })).toBe(0);
-      expect(handoff({ leaseTtlMs: 3000, handoffLeaseMs: 1000 })).toBe(1000);
+      expect(handoff({ leaseTtlMs: 60_000 })).toBe(10_000);
+      expect(handoff({ leaseTtlMs: 3000 })).toBe(1000);
+      expect(handoff({ leaseTtlMs: 1500 })).toBe(750);
       expect(handoff({ leaseTtlMs: 30_000, handoffLeaseMs: 0 })).toBe(0);
       expect(handoff({ leaseTtlMs: 30_000, handoffLeaseMs: 15_000 })).toBe(15_000);
     });

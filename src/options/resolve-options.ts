@@ -104,8 +104,8 @@ export function resolveOptions(raw: DurableExecutionModuleOptions): ResolvedDura
   };
   const wireMarginMs = worker.wireMarginMs ?? Math.round(worker.leaseTtlMs / 10);
   const halfLease = Math.floor(worker.leaseTtlMs / 2);
-  // Off unless set (experimental: a model-test case breaks it, docs/ARCHITECTURE.md "Hand-off").
-  const handoffLeaseMs = worker.handoffLeaseMs ?? 0;
+  const handoffLeaseMs =
+    worker.handoffLeaseMs ?? Math.min(halfLease, Math.max(1000, Math.round(worker.leaseTtlMs / 6)));
   if (Number.isFinite(worker.leaseTtlMs) && handoffLeaseMs > halfLease)
     problems.push(
       `worker.handoffLeaseMs: must not exceed half of worker.leaseTtlMs (${worker.leaseTtlMs}); got ${handoffLeaseMs}`,

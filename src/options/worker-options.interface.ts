@@ -28,10 +28,8 @@ export interface WorkerOptions {
    * in the start's own statement (no claim commit before the run begins; docs/ARCHITECTURE.md,
    * "Hand-off"). This is the lease such a run gets until the worker's first write or renewal for it: a
    * worker that dies before then delays the run by this, not `leaseTtlMs`, and the attempt is given back.
-   * Default 0: this worker takes no hand-off (every run is claimed). **Experimental, off by default**:
-   * the model test's zombie-in-a-command-body case fails with it on (a request the target received has
-   * no command row); do not turn it on in production until that is fixed. A sixth of `leaseTtlMs` is
-   * the size it was built for; must not exceed `leaseTtlMs / 2`.
+   * 0: this worker takes no hand-off (every run is claimed). Default `leaseTtlMs / 6` (5 s), at least
+   * 1 s and at most `leaseTtlMs / 2`; must not exceed `leaseTtlMs / 2`.
    */
   handoffLeaseMs?: number;
   /** How long shutdown waits for in-flight steps before releasing their leases. Default 10 s. */
