@@ -131,20 +131,40 @@ export function anySignal(...signals: AbortSignal[]): AbortSignal {
 }
 
 /**
- * `p`, or a rejection with the signal's reason as soon as it fires: the engine stops waiting for a
- * body that ignores its signal (a stop, a timeout), the body itself goes on until it settles.
+ * Gives `target` a `signal` (anySignal of `signals`) made when it is first read: most step bodies never
+ * read theirs, and AbortSignal.any per attempt was a measurable share of a compute step's CPU.
  */
-export function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
+export function lazySignal(target: { signal?: AbortSignal }, ...signals: AbortSignal[]): void {
+  let signal: AbortSignal | undefined;
+  Object.defineProperty(target, 'signal', {
+    get: () => (signal ??= anySignal(...signals)),
+    configurable: true,
+    enumerable: true,
+  });
+}
+
+/**
+ * `p`, or a rejection with the reason of the first of `signals` to fire: the engine stops waiting for a
+ * body that ignores its signal (a stop, a timeout), the body itself goes on until it settles. Several
+ * signals are listened to one by one (no combined signal is made for it).
+ */
+export function untilAborted<T>(p: Promise<T>, signals: AbortSignal | AbortSignal[]): Promise<T> {
+  const all = Array.isArray(signals) ? signals : [signals];
+  const fired = all.find((s) => s.aborted);
+  if (fired) {
     p.catch(() => undefined); // nobody waits for it: its rejection must not crash the process
-    return Promise.reject(signal.reason as Error);
+    return Promise.reject(fired.reason as Error);
   }
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
+    const listeners = all.map((s) => {
+      const onAbort = () => reject(s.reason as Error);
+      s.addEventListener('abort', onAbort, { once: true });
+      return () => s.removeEventListener('abort', onAbort);
+    });
+    const off = () => listeners.forEach((remove) => remove());
     p.then(
-      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
-      (e) => (signal.removeEventListener('abort', onAbort), reject(e)),
+      (v) => (off(), resolve(v)),
+      (e) => (off(), reject(e)),
     );
   });
 }

@@ -1,4 +1,3 @@
-import { AsyncResource } from 'node:async_hooks';
 import * as pg from 'pg';
 import { exemptFromWireCheck } from '../util/wire-exempt';
 
@@ -17,8 +16,8 @@ import { exemptFromWireCheck } from '../util/wire-exempt';
  *   A refused query is not written: the connection's socket is destroyed with the lease error (never
  *   a message dropped from the middle of the protocol), which fails that query and every query
  *   queued on the client with it, as a lost connection does; a pool drops the client.
- * - `Pool.prototype.connect` (pg-pool) runs a callback in the async context of the caller, not of the
- *   `release()` that handed it the client: `pool.query` from a non-gated context is never checked
+ * - `Pool.prototype.connect` (pg-pool) runs a callback in the caller's call (the engine's run storage
+ *   as the caller had it), not in that of the `release()` that handed it the client: `pool.query` from a non-gated context is never checked
  *   against the gate of the call that released the client, and a gated caller's query is its own.
  * - Connections the engine owns (LISTEN, `engineOwned`) and statements it runs (`outsideCalls`) are
  *   never checked: a failed check halts a run, and the engine's heartbeat must never be refused by a
@@ -30,8 +29,10 @@ import { exemptFromWireCheck } from '../util/wire-exempt';
 export interface PgWireScope {
   /** The gate of the live call this code runs in, if any. */
   currentGate(): { check(target: string): Error | undefined } | undefined;
-  /** Runs `fn` outside any call (the engine's `runStorage.exit`). */
+  /** Runs `fn` outside any call (the engine's run storage set to nothing). */
   exit<T>(fn: () => T): T;
+  /** The call this code runs in (or none), as a runner that puts `fn` back in it. */
+  capture(): <T>(fn: () => T) => T;
 }
 
 type Gate = NonNullable<ReturnType<PgWireScope['currentGate']>>;
@@ -149,7 +150,15 @@ export function installPgWireHook(s: PgWireScope): void {
   const poolConnect = poolProto?.connect;
   if (poolProto && poolConnect) {
     poolProto.connect = function (this: PgClient, ...args: unknown[]): unknown {
-      if (typeof args[0] === 'function') args[0] = AsyncResource.bind(args[0] as () => void);
+      const cb = args[0];
+      if (typeof cb === 'function') {
+        // The caller's call (or none), not the releaser's: only the engine's storage is put back, which
+        // costs a closure instead of an AsyncResource with its deprecation getters per checkout.
+        const inCaller = scope!.capture();
+        args[0] = function (this: unknown, ...a: unknown[]): unknown {
+          return inCaller(() => (cb as (...x: unknown[]) => unknown).apply(this, a));
+        };
+      }
       return poolConnect.apply(this, args);
     };
   }

@@ -4,7 +4,7 @@ import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashArmed, crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
 import { pauseHooked } from '../pause-points';
-import { anySignal, attemptTimeout, settleOrAbandon, untilAborted, withRetry, withTimeout } from '../retry';
+import { attemptTimeout, lazySignal, settleOrAbandon, untilAborted, withRetry, withTimeout } from '../retry';
 import { StepTimeoutError } from '../../errors/step-timeout.error';
 import type { WireGate } from '../wire/wire-gate';
 import type { TrackedBody } from '../live-calls';
@@ -155,7 +155,7 @@ async function runStep(
     // The body is tracked on its own (trackBody): live until it settles or is abandoned.
     frame.gate = env.lease.gate(`step ${meta.name}`); // the fenced transport, as for commands
     const stop = new AbortController(); // this attempt's: its timeout, or the run's stop
-    frame.signal = anySignal(env.control.signal, stop.signal);
+    lazySignal(frame, env.control.signal, stop.signal); // made when the body first reads it
     const giveUp = (err: Error): void => {
       // Given up on: its signal fires, its requests and its calls on the run are refused from now on.
       stop.abort(err);
@@ -170,7 +170,7 @@ async function runStep(
     previous = body;
     const ms = attemptTimeout(meta.timeoutMs, env.options.defaultTimeoutMs);
     try {
-      return await untilAborted(withTimeout(body.promise, ms, meta.name), frame.signal);
+      return await untilAborted(withTimeout(body.promise, ms, meta.name), [env.control.signal, stop.signal]);
     } catch (err) {
       if (err instanceof StepTimeoutError) {
         giveUp(err);

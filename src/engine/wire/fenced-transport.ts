@@ -1,5 +1,5 @@
 import { installPgWireHook } from '../../store/pg-wire-hook';
-import { runStorage } from '../run-storage';
+import { runStorage, type RunFrame } from '../run-storage';
 import { installHttpHook } from './http-hook';
 import { installHttp2Hook } from './http2-hook';
 import { installSocketHook } from './socket-hook';
@@ -17,6 +17,15 @@ export function installFencedTransport(): void {
   installUndiciHook();
   installHttpHook();
   installHttp2Hook();
-  installPgWireHook({ currentGate, exit: (fn) => runStorage.exit(fn) });
+  installPgWireHook({
+    currentGate,
+    // run(undefined), not exit(): exit disables the storage (and, when it is the process's only one,
+    // Node's async hooks) and enables it again, on every statement the engine sends.
+    exit: (fn) => runStorage.run(undefined as unknown as RunFrame, fn),
+    capture: () => {
+      const frame = runStorage.getStore();
+      return (fn) => runStorage.run(frame as RunFrame, fn);
+    },
+  });
   installSocketHook();
 }
