@@ -11,7 +11,7 @@ import { DurableStep, DurableWorkflow, RunContext, RunEvent, RunRepository } fro
 import { CheckpointEvents1766999500000 } from '../../migrations';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
-import { driveUntil } from '../helpers/drive';
+import { tickUntilStatus } from '../helpers/drive';
 import type { QueryRunner } from 'typeorm';
 
 @Injectable()
@@ -49,12 +49,16 @@ describe('checkpoint events: a step commit writes no event row, the trail is unc
     await db?.drop();
   });
 
+  // The sleep is due by its recorded time, which a due-now update of the row does not move: ticked
+  // until it fired (driveUntil's 50 ticks took less than its 1.5 s on a quiet machine).
+  const finished = (id: string) => tickUntilStatus(app, id, 'succeeded', `run ${id} succeeded`, 20_000);
+
   const types = (events: RunEvent[]) =>
     events.map((e) => `${e.type}${e.type === 'run.checkpoint_saved' ? `:${e.payload.step}` : ''}`);
 
   it('each step event lives in its checkpoint row; events() and its pages read them in order, once', async () => {
     const { run } = await runs.start('cpev-three', {});
-    expect((await driveUntil(app, db, run.id)).status).toBe('succeeded');
+    await finished(run.id);
 
     // No event row for a step; each user step's checkpoint carries its event and an id.
     expect(
@@ -119,7 +123,7 @@ describe('checkpoint events: a step commit writes no event row, the trail is unc
 
   it("a previous release's step (an event row, a checkpoint without one) is in the trail once", async () => {
     const { run } = await runs.start('cpev-three', {});
-    expect((await driveUntil(app, db, run.id)).status).toBe('succeeded');
+    await finished(run.id);
     // As a 0.3.0 worker writes a step: the checkpoint without event_id, the event as a row.
     await db.query(
       `with cp as (
