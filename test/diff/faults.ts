@@ -112,6 +112,13 @@ export function killFault(rig: Rig, kill: Kill): Fault {
   const { runs, world, unitMs } = rig.env;
   return async (runId, t0, ended) => {
     await pause(t0 + kill.at * unitMs - Date.now());
+    // On a loaded machine the run lags its plan (it may still be parked before the call): wait for the
+    // call's body to begin, and kill KILL_AFTER_UNITS into it, as planned, not at the planned clock time.
+    const begun = () => world.run(runId).executions.find((x) => x.label === kill.label);
+    const waitUntil = Date.now() + 60 * unitMs;
+    while (!begun() && !ended() && Date.now() < waitUntil) await pause(Math.max(2, unitMs / 4));
+    const body = begun();
+    if (body) await pause(body.at + KILL_AFTER_UNITS * unitMs - Date.now());
     const before = (await runs.get(runId))!;
     const killedAt = Date.now();
     if (before.status !== 'running' || !before.workerId || !rig.pool!.kill(before.workerId))
