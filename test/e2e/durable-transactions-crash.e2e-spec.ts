@@ -12,6 +12,8 @@ import { spawnWorker, waitFor, WorkerProcess } from '../helpers/processes';
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'tx-worker-app.ts');
 const TRIALS = 5;
 const LEASE = { LEASE_TTL_MS: '1500', HEARTBEAT_MS: '400' };
+/** How long worker A's bodies wait inside their transaction (before the statement or the commit). */
+const FROZEN_BODY_MS = 3000;
 
 type Client = 'typeorm' | 'pg';
 type At = 'before-sql' | 'before-commit';
@@ -81,7 +83,10 @@ describe('durable transactions: frozen and killed workers', () => {
     at === 'before-sql' ? 'before its statement' : 'between its statement and the commit';
   for (const [client, at, other] of frozen)
     it(`${other ? 'another database, ' : ''}${client}, frozen ${where(at)}: each row once`, async () => {
-      const a = start({ PRE_MS: '1000' });
+      // A's bodies wait FROZEN_BODY_MS in the transaction, past the moment the last of them says it is
+      // in its body: on a loaded machine the five reached it up to a second apart, and with 1 s the first
+      // committed before the freeze (B then took over 4 runs, not 5: the premise below failed).
+      const a = start({ PRE_MS: String(FROZEN_BODY_MS) });
       await a.ready;
       let inBody = 0;
       a.child.on('message', (m: { at?: string }) => {
@@ -94,7 +99,7 @@ describe('durable transactions: frozen and killed workers', () => {
       await b.ready;
       await waitFor(async () => (await succeeded()) === TRIALS, 60_000, 'worker B to finish every run');
       a.child.kill('SIGCONT'); // A's bodies go on: their statements and commits must change nothing
-      await new Promise((r) => setTimeout(r, 2500));
+      await new Promise((r) => setTimeout(r, FROZEN_BODY_MS + 500));
       expect(await activations('z', other)).toEqual(Array(TRIALS).fill(1));
       const taken = await db.query(
         `select count(*)::int as n from ai_events where event_type = 'run.claimed' and epoch >= 2`,
