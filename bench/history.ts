@@ -9,6 +9,7 @@ import { STEP_WRITE_SQL } from '../src/store/run-state/step-write';
 import { HISTORY_SQL } from '../src/store/run-history';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { BenchDatabase } from './database';
+import { claimValues } from './raw';
 import {
   fill,
   HistoryShape,
@@ -85,7 +86,7 @@ class Side {
       const { rows } = await this.c.query({
         name: 'claim',
         text: CLAIM,
-        values: [WORKER, [KIND], 1, 60_000, [], [KIND], [1], 0, 0, 0], // no hand-off slots offered
+        values: claimValues(WORKER, [KIND], 1, 60_000),
       });
       if (rows[0]?.id !== id) throw new Error(`claimed ${rows[0]?.id}, not ${id}`);
       epoch = rows[0].epoch;

@@ -7,7 +7,7 @@ import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-run
 import { CLAIM_LIMITED_SQL as claimLimitedSql } from '../src/store/run-state/claim-limited';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { BenchDatabase, dropDatabase } from './database';
-import { rawFinish, RawStepWriter } from './raw';
+import { claimedRows, claimValues, rawFinish, RawStepWriter } from './raw';
 import { median, spread, Spread } from './stats';
 
 const CLAIM_RUNS_SQL = claimRunsSql(DEFAULT_NAMES);
@@ -90,9 +90,9 @@ class LimitsBench {
     const { rows } = await this.c.query({
       name: limited ? 'claim_limited' : 'claim',
       text: limited ? CLAIM_LIMITED_SQL : CLAIM_RUNS_SQL,
-      values: [WORKER, kinds, limit, LEASE_MS, [], kinds, kinds.map(() => 1), 0, 0, 0], // no hand-off slots offered
+      values: claimValues(WORKER, kinds, limit, LEASE_MS),
     });
-    return rows.filter((r) => r.id != null) as Array<{ id: string; epoch: string }>;
+    return claimedRows(rows) as Array<{ id: string; epoch: string }>;
   }
 
   private insertDue(kind: string, n: number): Promise<unknown> {

@@ -30,6 +30,19 @@ export const RAW_KIND = 'bench.raw';
 /** The simplest possible fenced UPDATE of a run row. */
 export const FENCED_UPDATE_SQL = `update ai_runs set cursor = $1, updated_at = now() where id = $2 and worker_id = $3 and epoch = $4`;
 
+/**
+ * CLAIM_RUNS_SQL's (and CLAIM_LIMITED_SQL's) values for a claim written by hand: weight 1 per kind, no
+ * runs excluded, and no hand-off slots offered ($8-$10 all 0), so a raw claim never takes part in hand-off.
+ */
+export function claimValues(workerId: string, kinds: string[], limit: number, leaseMs: number): unknown[] {
+  return [workerId, kinds, limit, leaseMs, [], kinds, kinds.map(() => 1), 0, 0, 0];
+}
+
+/** The rows of the runs a claim took: a claim of nothing answers one row with id null. */
+export function claimedRows<R extends { id?: unknown }>(rows: R[]): R[] {
+  return rows.filter((r) => r.id != null);
+}
+
 /** A run this connection owns (it put the row in `running` itself, or claimed it). */
 interface OwnedRun {
   id: string;
@@ -327,9 +340,9 @@ export class RawBench {
       const claim = await c.query({
         name: 'bench_claim',
         text: CLAIM_RUNS_SQL,
-        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, [], [RAW_KIND], [1], 0, 0, 0], // no hand-off slots offered
+        values: claimValues(workerId, [RAW_KIND], 1, LEASE_TTL_MS),
       });
-      const claimed = claim.rows.filter((r) => r.id != null); // a claim of nothing answers one row, id null
+      const claimed = claimedRows(claim.rows);
       meter.claimed(claimed.length);
       if (!claimed.length) return done;
       const run = { id: claimed[0].id as string, epoch: Number(claimed[0].epoch) };

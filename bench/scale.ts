@@ -8,6 +8,7 @@ import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-run
 import { LIST_RUNS_BY_TAG_SQL as listRunsSql } from '../src/store/run-reads.store';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
 import { BenchDatabase, dropDatabase } from './database';
+import { claimedRows, claimValues } from './raw';
 import { latency, spread, Spread } from './stats';
 
 /** The engine's claim statement as it sends it in the default schema. */
@@ -168,9 +169,9 @@ class ScaleBench {
     const { rows } = await this.c.query({
       name: 'claim',
       text: CLAIM_RUNS_SQL,
-      values: [WORKER, [KIND], 1, LEASE_MS, [], [KIND], [1], 0, 0, 0], // no hand-off slots offered
+      values: claimValues(WORKER, [KIND], 1, LEASE_MS),
     });
-    return { rows: rows.filter((r) => r.id != null) };
+    return { rows: claimedRows(rows) };
   }
 
   /** One due run: inserted (untimed), claimed (timed), finished as a success (untimed). */

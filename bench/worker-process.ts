@@ -27,7 +27,7 @@ import { DurableExecutionModule, DurableStep, DurableWorkflow, RunContext, RunRe
 import { DurableDatabase } from '../src/store/durable-database';
 import { DEFAULT_NAMES } from '../src/store/durable-names';
 import { CLAIM_RUNS_SQL as claimRunsSql } from '../src/store/run-state/claim-runs';
-import { rawFinish, RawStepWriter } from './raw';
+import { claimedRows, claimValues, rawFinish, RawStepWriter } from './raw';
 
 /** The engine's claim statement as it sends it in the default schema. */
 const CLAIM_RUNS_SQL = claimRunsSql(DEFAULT_NAMES);
@@ -290,10 +290,9 @@ class RawLoop {
         name: 'bench_claim',
         text: CLAIM_RUNS_SQL,
         // $5: runs this process drives (none); $6, $7: the (kind, version) pairs it registers; $8-$10:
-        // no hand-off slots offered
-        values: [workerId, [RAW_KIND], 1, LEASE_TTL_MS, [], [RAW_KIND], [1], 0, 0, 0],
+        values: claimValues(workerId, [RAW_KIND], 1, LEASE_TTL_MS),
       });
-      const claimed = claim.rows.filter((r) => r.id != null); // a claim of nothing answers one row, id null
+      const claimed = claimedRows(claim.rows);
       if (!claimed.length) return done;
       const run = { id: claimed[0].id as string, epoch: Number(claimed[0].epoch) };
       if (this.withStep) {
