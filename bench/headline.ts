@@ -193,6 +193,21 @@ function contextRows(r: Parts): Headline[] {
       ),
       spread: undefined,
     },
+    {
+      ...row(
+        "  raw pickup p50: insert + NOTIFY -> LISTEN, read, mark (the pickup's physical limit)",
+        fig(workers, 'pickup.raw.db.p50'),
+        'block',
+        'workers: node-postgres, dedicated connections, no engine; blocks beside the pickup blocks',
+      ),
+      unit: 'ms',
+    },
+    row(
+      '  pickup p50: worker process / raw pickup',
+      find(workers?.ratios, 'pickupProcOverRaw'),
+      'block',
+      'workers: database clock, engine and raw blocks alternating in one worker process',
+    ),
     row(
       '  pickup p50: worker process / in-process',
       find(workers?.ratios, 'pickupProcOverInproc'),

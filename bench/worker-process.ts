@@ -9,6 +9,9 @@
  * - `raw-open` / `raw-go` / `raw-close`: the raw limit on node-postgres: `connections` dedicated
  *   connections, each looping the engine's own CLAIM_RUNS_SQL (limit 1), optionally STEP_WRITE_SQL,
  *   and FINISH_RUN_SQL until nothing is left to claim.
+ * - `raw-pickup-open` / `raw-pickup-close`: the raw pickup, the pickup's physical limit on this machine:
+ *   a LISTEN connection for RAW_PICKUP_CHANNEL and one more connection that, for each run id heard,
+ *   reads the run's input and writes the same mark as the pickup step's body (RawPickup below).
  * - `stats`: this process's CPU time so far (user + system, µs) and the statements it sent so far, by
  *   name (engine: every `pool.query` of the module's pool; raw: the loop's statements).
  * - `exit`: closes everything and exits.
@@ -48,6 +51,8 @@ export const PARK_KIND = 'bench.park';
 export const RAW_KIND = 'bench.workers.raw';
 /** Table the pickup step writes its start into (created by the parent). */
 export const PICKUP_TABLE = 'bench_pickup';
+/** Channel of the raw pickup: the payload is the id of the run just inserted (bench/workers.ts). */
+export const RAW_PICKUP_CHANNEL = 'bench_raw_pickup';
 /** Lease length the raw loop passes where the engine passes `worker.leaseTtlMs` (default 30 s). */
 const LEASE_TTL_MS = 30_000;
 
@@ -311,6 +316,50 @@ class RawLoop {
   }
 }
 
+/**
+ * The worker side of the raw pickup: what any worker must do between a start's commit and a step body,
+ * with nothing of the engine in between. A NOTIFY names the run, one read fetches its input (a NOTIFY
+ * payload is too small to carry any input), the mark is the pickup step's own statement.
+ */
+class RawPickup {
+  private constructor(
+    private readonly listener: Client,
+    private readonly reader: Client,
+  ) {}
+
+  static async open(url: string): Promise<RawPickup> {
+    const connect = async (name: string) => {
+      const c = new Client({ connectionString: url, application_name: name });
+      c.on('error', () => undefined);
+      await c.connect();
+      return c;
+    };
+    const p = new RawPickup(await connect('dx-bench-raw-listen'), await connect('dx-bench-raw-read'));
+    p.listener.on('notification', (n) => void p.picked(n.payload!));
+    await p.listener.query(`listen ${RAW_PICKUP_CHANNEL}`);
+    return p;
+  }
+
+  private async picked(runId: string): Promise<void> {
+    const { rows } = await this.reader.query({
+      name: 'bench_raw_read',
+      text: 'select input from ai_runs where id = $1',
+      values: [runId],
+    });
+    if (!rows.length) return;
+    await this.reader.query({
+      name: 'bench_pickup_mark',
+      text: `insert into ${PICKUP_TABLE} (run_id, js_wall_ms, pid) values ($1, $2, $3)`,
+      values: [runId, performance.timeOrigin + performance.now(), process.pid],
+    });
+    process.send?.({ event: 'began', runId });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.listener.end(), this.reader.end()]);
+  }
+}
+
 /** Parent → worker. */
 export type WorkerCommand =
   | { id: number; cmd: 'engine-start'; config: EngineConfig }
@@ -318,6 +367,8 @@ export type WorkerCommand =
   | { id: number; cmd: 'raw-open'; url: string; connections: number; withStep: boolean }
   | { id: number; cmd: 'raw-go' }
   | { id: number; cmd: 'raw-close' }
+  | { id: number; cmd: 'raw-pickup-open'; url: string }
+  | { id: number; cmd: 'raw-pickup-close' }
   | { id: number; cmd: 'stats' }
   | { id: number; cmd: 'memory' }
   | { id: number; cmd: 'profile-start' }
@@ -344,6 +395,7 @@ async function main(): Promise<void> {
   let profiler: Session | null = null;
   let engine: Engine | null = null;
   let raw: RawLoop | null = null;
+  let rawPickup: RawPickup | null = null;
   const reply = (m: WorkerMessage) => process.send?.(m);
   const handle = async (m: WorkerCommand): Promise<unknown> => {
     switch (m.cmd) {
@@ -365,6 +417,14 @@ async function main(): Promise<void> {
       case 'raw-close':
         await raw?.close();
         raw = null;
+        return;
+      case 'raw-pickup-open':
+        if (rawPickup) throw new Error('raw pickup already open');
+        rawPickup = await RawPickup.open(m.url);
+        return;
+      case 'raw-pickup-close':
+        await rawPickup?.close();
+        rawPickup = null;
         return;
       case 'stats':
         return processStats();
@@ -395,6 +455,7 @@ async function main(): Promise<void> {
       case 'exit':
         await engine?.close().catch(() => undefined);
         await raw?.close().catch(() => undefined);
+        await rawPickup?.close().catch(() => undefined);
         process.exit(0);
     }
   };

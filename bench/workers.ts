@@ -3,6 +3,7 @@ import { ChildProcess, fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { WAKE_CHANNEL } from '../src/durable-execution.constants';
 import { alternateBlocks, Checkpointer } from './blocks';
 import { BenchDatabase, dropDatabase } from './database';
@@ -19,6 +20,7 @@ import {
   PARK_KIND,
   PICKUP_KIND,
   PICKUP_TABLE,
+  RAW_PICKUP_CHANNEL,
   pickupProbe,
   ProcessMemory,
   ProcessStats,
@@ -187,6 +189,8 @@ function pickupFigures(): Figure[] {
     ['pickup.proc.db.p99', 'ms', 'worker OS process, database clock, p99'],
     ['pickup.proc.wall.p50', 'ms', '  same, wall clocks of both processes, p50'],
     ['pickup.proc.wall.p99', 'ms', '  same, wall clocks of both processes, p99'],
+    ['pickup.raw.db.p50', 'ms', 'raw: insert + NOTIFY -> LISTEN, read, mark (worker process), p50'],
+    ['pickup.raw.db.p99', 'ms', 'raw: insert + NOTIFY -> LISTEN, read, mark (worker process), p99'],
     ['pickup.inproc.toInsert.p50', 'ms', 'in-process: start -> insert begins, p50'],
     ['pickup.inproc.toClaim.p50', 'ms', 'in-process: insert -> claim begins, p50'],
     ['pickup.inproc.toBody.p50', 'ms', 'in-process: claim -> step body, p50'],
@@ -266,6 +270,7 @@ function headToHeadFigures(): Figure[] {
     ['h2h.engine', 'runs/s', 'engine, worker process: insert -> last run finished'],
     ['h2h.graphile', 'runs/s', 'graphile-worker: addJobs -> last job done'],
     ['h2h.engine.cpu', 'µs', 'engine worker process CPU per run'],
+    ['h2h.graphile.cpu', 'µs', 'graphile-worker runner process CPU per job (addJobs included)'],
     ['h2h.engine.stmts', 'count', 'engine statements per run (client)'],
     ['h2h.graphile.stmts', 'count', 'graphile-worker statements per job (client)'],
   ];
@@ -279,6 +284,12 @@ function ratioDefs(counts: number[]): Ratio[] {
       label: 'engine worker process / graphile-worker, per pair of blocks',
       num: 'h2h.engine',
       den: 'h2h.graphile',
+    },
+    {
+      key: 'engineCpuOverGraphile',
+      label: '  CPU per run: engine worker process / graphile-worker runner, per pair of blocks',
+      num: 'h2h.engine.cpu',
+      den: 'h2h.graphile.cpu',
     },
   ];
   for (const k of counts) {
@@ -313,6 +324,12 @@ function ratioDefs(counts: number[]): Ratio[] {
       },
     );
   }
+  out.push({
+    key: 'pickupProcOverRaw',
+    label: '  pickup p50: worker process / raw insert + NOTIFY -> read -> mark (DB clock)',
+    num: 'pickup.proc.db.p50',
+    den: 'pickup.raw.db.p50',
+  });
   out.push({
     key: 'pickupProcOverInproc',
     label: '  pickup p50: worker process / in-process (DB clock)',
@@ -499,6 +516,8 @@ class WorkersBench {
   private readonly jsBegin = new Map<string, number>();
   workers: WorkerHandle[] = [];
   private api?: Engine;
+  /** The raw pickup's starter: a dedicated connection of this process (no pool, no engine). */
+  private rawStarter?: Client;
 
   constructor(
     private readonly cfg: WorkersConfig,
@@ -532,6 +551,8 @@ class WorkersBench {
     log(`${n} worker processes ready (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     // API-only app of the parent (worker off): RunRepository.start for the worker-process pickups.
     this.api = await bootEngine(this.engineConfig(false));
+    this.rawStarter = new Client({ connectionString: this.db.url, application_name: 'dx-bench-raw-start' });
+    await this.rawStarter.connect();
     pickupProbe.onBegin = (runId, perf) => {
       this.jsBegin.set(runId, perf);
       this.signals.fire(runId);
@@ -541,6 +562,7 @@ class WorkersBench {
   async close(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.stop()));
     await this.api?.close();
+    await this.rawStarter?.end();
   }
 
   private async reset(): Promise<void> {
@@ -594,6 +616,42 @@ class WorkersBench {
       out.push({ runId: run.id, t0Db, t0, startMs });
     }
     return out;
+  }
+
+  /**
+   * The raw pickup, one at a time as `pickups`: a run row inserted with its NOTIFY in one statement
+   * (one commit, as a start must be durable before anyone runs it) on a dedicated connection; worker
+   * process 0 hears it, reads the run and writes the mark (RawPickup in worker-process.ts). The
+   * database clock from before the insert to the mark, per run (ms).
+   */
+  private async rawPickups(n: number): Promise<number[]> {
+    const ids: Array<{ runId: string; t0Db: number }> = [];
+    for (let i = 0; i < n; i++) {
+      const t0Db = await this.dbNow();
+      const { rows } = await this.rawStarter!.query({
+        name: 'bench_raw_start',
+        text: `with ins as (insert into ai_runs (kind, input) values ($1, $2::jsonb) returning id)
+               select id, pg_notify($3, id::text) from ins`,
+        values: [RAW_KIND, JSON.stringify({ i }), RAW_PICKUP_CHANNEL],
+      });
+      const runId = rows[0].id as string;
+      await this.signals.wait(runId, 10_000);
+      await sleep(this.cfg.pickupGapMs);
+      // The engine's pickups read the run's status here once (waitStatus): the same round trip.
+      await this.ctl.query(`select status from ai_runs where id = $1`, [runId]);
+      ids.push({ runId, t0Db });
+    }
+    const { rows } = await this.ctl.query(
+      `select run_id, (extract(epoch from began_at) * 1000)::float8 as began from ${PICKUP_TABLE}
+        where run_id = any($1::uuid[])`,
+      [ids.map((s) => s.runId)],
+    );
+    const began = new Map(rows.map((r) => [r.run_id as string, r.began as number]));
+    return ids.map((s) => {
+      const b = began.get(s.runId);
+      if (b === undefined) throw new Error(`no raw pickup mark for run ${s.runId}`);
+      return b - s.t0Db;
+    });
   }
 
   /** Joins the samples with the database stamps: insert (created_at), claim event, step body mark. */
@@ -653,23 +711,35 @@ class WorkersBench {
     }
   }
 
-  /** (1) Pickup with the worker in worker process 0; starts from this process's API-only app. */
-  async pickupWorkerProcess(blocks = 1): Promise<PickupResult[]> {
+  /**
+   * (1) Pickup with the worker in worker process 0; starts from this process's API-only app. Each block
+   * of engine pickups has a block of raw pickups (`rawPickups`) beside it in the same process, the two
+   * in an order that alternates by block.
+   */
+  async pickupWorkerProcess(blocks = 1): Promise<Array<{ engine: PickupResult; raw: number[] }>> {
     await this.reset();
     const w = this.workers[0];
     await w.request({ cmd: 'engine-start', config: this.engineConfig(true) });
+    await w.request({ cmd: 'raw-pickup-open', url: this.db.url });
     try {
       await this.listeners(1);
       await this.pickups(this.api!, this.cfg.pickupWarmup);
-      const out: PickupResult[] = [];
+      await this.rawPickups(this.cfg.pickupWarmup);
+      const out: Array<{ engine: PickupResult; raw: number[] }> = [];
       for (let b = 0; b < blocks; b++) {
-        const res = await this.pickupResult(await this.pickups(this.api!, this.cfg.pickups));
-        if (res.pids.length !== 1 || res.pids[0] !== w.pid)
+        let engine: PickupResult | undefined;
+        let raw: number[] | undefined;
+        for (const side of rotate(['engine', 'raw'] as const, b)) {
+          if (side === 'raw') raw = await this.rawPickups(this.cfg.pickups);
+          else engine = await this.pickupResult(await this.pickups(this.api!, this.cfg.pickups));
+        }
+        if (engine!.pids.length !== 1 || engine!.pids[0] !== w.pid)
           throw new Error('worker-process pickup ran elsewhere');
-        out.push(res);
+        out.push({ engine: engine!, raw: raw! });
       }
       return out;
     } finally {
+      await w.request({ cmd: 'raw-pickup-close' });
       await w.request({ cmd: 'engine-stop' });
       await this.listeners(0);
     }
@@ -988,19 +1058,36 @@ async function pickupPhase(cfg: WorkersConfig, bench: WorkersBench, res: Results
       .slice(0, 3);
     res.detail(b, `pickup.${mode}`, { n: p.db.length, workerPids: p.pids, slowest });
   };
+  const recordRaw = (b: number, raw: number[]) => {
+    const l = latency(raw);
+    res.put('pickup.raw.db.p50', b, l.p50);
+    res.put('pickup.raw.db.p99', b, l.p99);
+  };
+  let current = 0;
   if (!cfg.pickupInProcess) {
     log(
       `  +${elapsed()} s pickup, worker in its own OS process: ${cfg.pickupBlocks} blocks ` +
         `(load ${loadavg()[0].toFixed(1)})`,
     );
-    (await bench.pickupWorkerProcess(cfg.pickupBlocks)).forEach((p, b) => record(b, 'proc', p));
+    (await bench.pickupWorkerProcess(cfg.pickupBlocks)).forEach((p, b) => {
+      record(b, 'proc', p.engine);
+      recordRaw(b, p.raw);
+    });
     return;
   }
   const pickupModes: Array<[string, () => Promise<PickupResult>]> = [
     ['inproc', () => bench.pickupInProcess()],
-    ['proc', async () => (await bench.pickupWorkerProcess())[0]],
+    [
+      'proc',
+      async () => {
+        const [p] = await bench.pickupWorkerProcess();
+        recordRaw(current, p.raw);
+        return p.engine;
+      },
+    ],
   ];
   for (let b = 0; b < cfg.pickupBlocks; b++) {
+    current = b;
     for (const [mode, fn] of rotate(pickupModes, b)) {
       log(
         `  [${b + 1}/${cfg.pickupBlocks}] +${elapsed()} s pickup, ` +
@@ -1031,6 +1118,7 @@ async function headToHeadPhase(
     res.put('h2h.engine.stmts', r, h.engine[r].statementsPerRun);
     res.put('h2h.graphile', r, h.peer[r].perSecond);
     res.put('h2h.graphile.stmts', r, h.peer[r].statementsPerUnit);
+    res.put('h2h.graphile.cpu', r, h.peer[r].cpuUsPerUnit);
   }
   res.detail(0, 'headToHead', h);
 }

@@ -261,7 +261,8 @@ await runMain(cli.timeoutS, async () => {
  *   NOTIFYs the idle runner) and ends when the task has counted the n-th; then (untimed) until the table
  *   is empty, so that no completion write of this block runs into the next one.
  * - `pickup`: a block is n sequential pickups (addJob() call start -> task entered), as in the one-shot mode.
- * Statements and commits per job are counted on the client, over the block.
+ * Statements and commits per job are counted on the client, over the block; a drain block also reports
+ * the runner process's CPU per job (`cpuUsPerUnit`: addJobs and the runner, until the n-th job is done).
  * @param {any} utils @param {Logger | undefined} logger @param {Record<string, unknown>} runnerOptions
  * @param {Record<string, unknown>} settings @param {string} version @param {XactCounter} xact
  */
@@ -306,12 +307,16 @@ async function serve(utils, logger, runnerOptions, settings, version, xact) {
   const block = async (n) => {
     const c0 = counter.snapshot();
     if (cli.workload === 'drain') {
+      const cpu0 = process.cpuUsage();
       const d = await drain(n);
+      const cpu = process.cpuUsage(cpu0);
       const c1 = counter.snapshot();
       await emptyTable();
       return {
         perSecond: round(n / (d.elapsedMs / 1000), 1),
         elapsedMs: round(d.elapsedMs, 1),
+        // This process's user + system CPU from addJobs to the n-th job done, per job (µs).
+        cpuUsPerUnit: round((cpu.user + cpu.system) / n, 1),
         ...blockCounts(c0, c1, n),
         unit: 'job',
         detail: { addJobsMs: round(d.addMs, 1), firstJobMs: round(d.firstJobMs, 1) },
