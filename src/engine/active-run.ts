@@ -116,7 +116,7 @@ export class ActiveRun implements StepHost, RunContextHost, StepEnv {
   }
   get signal(): AbortSignal {
     const frame = runStorage.getStore(); // inside one of its step bodies: that attempt's signal
-    return (frame?.host === this && frame.signal) || this.control.signal;
+    return (frame?.host === this && frame.signal?.()) || this.control.signal;
   }
 
   private logOf(record: ReplayRecord, phase?: { firstIndex: number; seqFloor: number }): ReplayLog {

@@ -131,42 +131,90 @@ export function anySignal(...signals: AbortSignal[]): AbortSignal {
 }
 
 /**
- * Gives `target` a `signal` (anySignal of `signals`) made when it is first read: most step bodies never
- * read theirs, and AbortSignal.any per attempt was a measurable share of a compute step's CPU.
+ * A step attempt's `ctx.signal` (anySignal of `signals`), made when it is first asked for: most step
+ * bodies never read theirs, and AbortSignal.any per attempt was a measurable share of a compute step's
+ * CPU. A function in `signals` is called then, to make that signal.
  */
-export function lazySignal(target: { signal?: AbortSignal }, ...signals: AbortSignal[]): void {
+export function lazySignal(...signals: Array<AbortSignal | (() => AbortSignal)>): () => AbortSignal {
   let signal: AbortSignal | undefined;
-  Object.defineProperty(target, 'signal', {
-    get: () => (signal ??= anySignal(...signals)),
-    configurable: true,
-    enumerable: true,
-  });
+  return () => (signal ??= anySignal(...signals.map((s) => (typeof s === 'function' ? s() : s))));
 }
 
 /**
- * `p`, or a rejection with the reason of the first of `signals` to fire: the engine stops waiting for a
- * body that ignores its signal (a stop, a timeout), the body itself goes on until it settles. Several
- * signals are listened to one by one (no combined signal is made for it).
+ * How long the engine waits for a step attempt's body: `p`, or a rejection with StepTimeoutError after
+ * `ms` (0 or undefined: never), with `signal`'s reason when it fires (the run's stop), or with the error
+ * `stop` is given (the engine gave up on the body). The first of them wins; `signal` fired already wins
+ * over `stopped` given already. One promise, one timer and one listener per attempt (cheaper than races).
  */
-export function untilAborted<T>(p: Promise<T>, signals: AbortSignal | AbortSignal[]): Promise<T> {
-  const all = Array.isArray(signals) ? signals : [signals];
-  const fired = all.find((s) => s.aborted);
-  if (fired) {
-    p.catch(() => undefined); // nobody waits for it: its rejection must not crash the process
-    return Promise.reject(fired.reason as Error);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const listeners = all.map((s) => {
-      const onAbort = () => reject(s.reason as Error);
-      s.addEventListener('abort', onAbort, { once: true });
-      return () => s.removeEventListener('abort', onAbort);
-    });
-    const off = () => listeners.forEach((remove) => remove());
+export function attemptOutcome<T>(
+  p: Promise<T>,
+  ms: number | undefined,
+  stepName: string,
+  signal: AbortSignal,
+  stopped?: Error,
+): { promise: Promise<T>; stop(err: Error): void } {
+  let fail!: (err: Error) => void;
+  const promise = new Promise<T>((resolve, reject) => {
+    let timer: LongTimer | undefined;
+    const onAbort = (): void => fail(signal.reason as Error);
+    const end = (): void => {
+      timer?.cancel();
+      signal.removeEventListener('abort', onAbort);
+    };
+    let open = true;
+    fail = (err) => {
+      if (!open) return;
+      open = false;
+      end();
+      reject(err);
+    };
     p.then(
-      (v) => (off(), resolve(v)),
-      (e) => (off(), reject(e)),
+      (v) => {
+        if (!open) return;
+        open = false;
+        end();
+        resolve(v);
+      },
+      (e) => fail(e as Error),
     );
+    if (signal.aborted) return fail(signal.reason as Error);
+    if (stopped) return fail(stopped);
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (ms) timer = longTimeout(() => fail(new StepTimeoutError(stepName, ms)), ms);
   });
+  return { promise, stop: (err) => fail(err) };
+}
+
+/**
+ * A step attempt's own stop: the engine gave up on its body (its timeout, or a bounded settle after the
+ * run stopped). The first error given is the reason; the body's part of `ctx.signal` (`signal`) is an
+ * AbortController made only when the body reads its signal, and the engine's wait for the body
+ * (`wait`) rejects with the reason.
+ */
+export class AttemptStop {
+  private reason: Error | undefined;
+  private controller: AbortController | undefined;
+  private outcome: { stop(err: Error): void } | undefined;
+
+  /** The attempt's signal (fired once stopped), for `lazySignal`. */
+  readonly signal = (): AbortSignal => {
+    this.controller ??= new AbortController();
+    if (this.reason) this.controller.abort(this.reason);
+    return this.controller.signal;
+  };
+
+  stop(err: Error): void {
+    this.reason ??= err;
+    this.controller?.abort(this.reason);
+    this.outcome?.stop(this.reason);
+  }
+
+  /** The body's outcome, as `attemptOutcome` waits for it, this stop included. */
+  wait<T>(body: Promise<T>, ms: number | undefined, stepName: string, runSignal: AbortSignal): Promise<T> {
+    const outcome = attemptOutcome(body, ms, stepName, runSignal, this.reason);
+    this.outcome = outcome;
+    return outcome.promise;
+  }
 }
 
 /**

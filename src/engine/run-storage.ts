@@ -36,10 +36,10 @@ export interface RunFrame {
   /** Set while a command or step body runs with the fenced transport on: its requests check it. */
   gate?: CallGate;
   /**
-   * A step body's attempt signal (`ctx.signal` inside the body): aborted at the step's `timeoutMs`, and
-   * whenever the run stops (a cancel, a lost lease, a drain).
+   * A step body's attempt signal (`ctx.signal` inside the body, made when first asked for): aborted at
+   * the step's `timeoutMs`, and whenever the run stops (a cancel, a lost lease, a drain).
    */
-  signal?: AbortSignal;
+  signal?: () => AbortSignal;
   /** Set when the engine abandoned the body (its timeout): what it still calls on the run is refused. */
   revoked?: Error;
 }

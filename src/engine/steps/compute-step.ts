@@ -4,7 +4,7 @@ import { argsJson, callFingerprint } from '../call-fingerprint';
 import { crashArmed, crashPoint } from '../crash-points';
 import { flushBeforeCall } from '../held-commit';
 import { pauseHooked } from '../pause-points';
-import { attemptTimeout, lazySignal, settleOrAbandon, untilAborted, withRetry, withTimeout } from '../retry';
+import { AttemptStop, attemptTimeout, lazySignal, settleOrAbandon, withRetry } from '../retry';
 import { StepTimeoutError } from '../../errors/step-timeout.error';
 import type { WireGate } from '../wire/wire-gate';
 import type { TrackedBody } from '../live-calls';
@@ -154,11 +154,11 @@ async function runStep(
     if (renewing) await renewing;
     // The body is tracked on its own (trackBody): live until it settles or is abandoned.
     frame.gate = env.lease.gate(`step ${meta.name}`); // the fenced transport, as for commands
-    const stop = new AbortController(); // this attempt's: its timeout, or the run's stop
-    lazySignal(frame, env.control.signal, stop.signal); // made when the body first reads it
+    const stop = new AttemptStop(); // this attempt's: its timeout, or the engine giving up on it
+    frame.signal = lazySignal(env.control.signal, stop.signal); // made when the body first reads it
     const giveUp = (err: Error): void => {
       // Given up on: its signal fires, its requests and its calls on the run are refused from now on.
-      stop.abort(err);
+      stop.stop(err);
       (frame.gate as WireGate | undefined)?.revoke(err);
       frame.revoked = err;
     };
@@ -170,7 +170,7 @@ async function runStep(
     previous = body;
     const ms = attemptTimeout(meta.timeoutMs, env.options.defaultTimeoutMs);
     try {
-      return await untilAborted(withTimeout(body.promise, ms, meta.name), [env.control.signal, stop.signal]);
+      return await stop.wait(body.promise, ms, meta.name, env.control.signal);
     } catch (err) {
       if (err instanceof StepTimeoutError) {
         giveUp(err);

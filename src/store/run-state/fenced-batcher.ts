@@ -4,8 +4,11 @@ import { LeaseLostError } from '../../errors/lease-lost.error';
 export interface BatchItem<R> {
   runId: string;
   epoch: number;
-  /** The item as one element of the batch statement's $1 (JSON text, built without re-serialising). */
-  json: string;
+  /**
+   * The item as one element of the batch statement's $1 (JSON text, built without re-serialising):
+   * built only when the write goes in a batch (a write sent alone never needs it).
+   */
+  json(): string;
   /** For LeaseLostError: what was being written. */
   during: string;
   /** The same write alone (its single-run statement). */
@@ -158,7 +161,7 @@ export class FencedBatcher<R, Row extends { id: string }> {
   private async settleBatch(batch: Waiting<R>[]): Promise<void> {
     let rows: Row[];
     try {
-      rows = await this.statement.send(`[${batch.map((w) => w.json).join(',')}]`);
+      rows = await this.statement.send(`[${batch.map((w) => w.json()).join(',')}]`);
     } catch (err) {
       if (!rejectedByServer(err)) {
         for (const w of batch) w.reject(err);

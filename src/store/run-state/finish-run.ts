@@ -185,11 +185,13 @@ export async function finishRun(
   const stepCursor = w.step ? JSON.stringify(w.step.cursor) : null;
   const stepPayload = w.step ? eventPayload(s.options, 'run.checkpoint_saved', w.step.payload) : null;
   const json = (v: unknown) => JSON.stringify(v ?? null);
+  // Built now: it reads `w`, which the caller owns.
+  const item = `{"in_id":${json(fence.runId)},"in_worker":${json(fence.workerId)},"in_epoch":${fence.epoch},"in_status":${json(w.status)},"in_output":${w.outputJson == null ? 'null' : `{"v":${w.outputJson}}`},"in_error":${error ?? 'null'},"in_delay":${delay},"in_attempts_delta":${w.attemptsDelta ?? 0},"in_records":${records},"in_event":${json(w.event)},"in_payload":${payload},"in_parked":${json(w.parkedReason)},"in_unsent":${json(unsent)},"in_cleans_up":${w.cleansUp ?? false},"in_step_cursor":${stepCursor ?? 'null'},"in_step_payload":${stepPayload ?? 'null'}}`;
   return s.finishes.write({
     runId: fence.runId,
     epoch: fence.epoch,
     during: w.event,
-    json: `{"in_id":${json(fence.runId)},"in_worker":${json(fence.workerId)},"in_epoch":${fence.epoch},"in_status":${json(w.status)},"in_output":${w.outputJson == null ? 'null' : `{"v":${w.outputJson}}`},"in_error":${error ?? 'null'},"in_delay":${delay},"in_attempts_delta":${w.attemptsDelta ?? 0},"in_records":${records},"in_event":${json(w.event)},"in_payload":${payload},"in_parked":${json(w.parkedReason)},"in_unsent":${json(unsent)},"in_cleans_up":${w.cleansUp ?? false},"in_step_cursor":${stepCursor ?? 'null'},"in_step_payload":${stepPayload ?? 'null'}}`,
+    json: () => item,
     alone: async () => {
       const row = await runFenced<{ status: RunStatus }>(
         s,

@@ -104,7 +104,8 @@ export async function writeStep(
     runId: fence.runId,
     epoch: fence.epoch,
     during,
-    json: `{"id":${JSON.stringify(fence.runId)},"worker_id":${JSON.stringify(fence.workerId)},"epoch":${fence.epoch},"cursor":${cursorJson},"attempt":${cursor.attempt},"event":${JSON.stringify(event)},"payload":${payloadJson},"progress":${progressMade},"records":${records}}`,
+    json: () =>
+      `{"id":${JSON.stringify(fence.runId)},"worker_id":${JSON.stringify(fence.workerId)},"epoch":${fence.epoch},"cursor":${cursorJson},"attempt":${cursor.attempt},"event":${JSON.stringify(event)},"payload":${payloadJson},"progress":${progressMade},"records":${records}}`,
     alone: async () => {
       const row = await runFenced<{ cancel_requested: boolean }>(
         s,
