@@ -1,7 +1,8 @@
 import * as crypto from 'node:crypto';
 
 /** Node's one-shot digest (20.12+): no Hash object per call, the same bytes hashed. */
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string })
+  .hash;
 
 /** A short hash of a call: its name and its arguments as JSON; null when they do not serialise. */
 export function callFingerprint(name: string, argsJson: string | null): string | null {
