@@ -199,6 +199,7 @@ function pickupFigures(): Figure[] {
     ['pickup.proc.toBody.p50', 'ms', 'worker process: claim -> step body, p50'],
     ['pickup.inproc.start.p50', 'ms', 'RunRepository.start call (in-process app), p50'],
     ['pickup.proc.start.p50', 'ms', 'RunRepository.start call (API-only app), p50'],
+    ['pickup.raw.start.p50', 'ms', 'raw: the insert + NOTIFY statement (dedicated connection), p50'],
   ];
   return rows.map(([key, unit, label]) => ({ key, unit, label, section: PICKUP }));
 }
@@ -488,6 +489,12 @@ class Signals {
 // ---------------------------------------------------------------------------------------------------
 // The bench
 
+/** The raw pickups of a block: start -> mark (database clock), and the insert's duration (JS clock). */
+interface RawPickupResult {
+  db: number[];
+  start: number[];
+}
+
 interface PickupSample {
   runId: string;
   /** Database clock right before the start call (ms since epoch, µs resolution). */
@@ -622,24 +629,27 @@ class WorkersBench {
    * The raw pickup, one at a time as `pickups`: a run row inserted with its NOTIFY in one statement
    * (one commit, as a start must be durable before anyone runs it) on a dedicated connection; worker
    * process 0 hears it, reads the run and writes the mark (RawPickup in worker-process.ts). The
-   * database clock from before the insert to the mark, per run (ms).
+   * database clock from before the insert to the mark, and the insert's own duration (JS clock), per
+   * run (ms).
    */
-  private async rawPickups(n: number): Promise<number[]> {
-    const ids: Array<{ runId: string; t0Db: number }> = [];
+  private async rawPickups(n: number): Promise<{ db: number[]; start: number[] }> {
+    const ids: Array<{ runId: string; t0Db: number; startMs: number }> = [];
     for (let i = 0; i < n; i++) {
       const t0Db = await this.dbNow();
+      const t0 = performance.now();
       const { rows } = await this.rawStarter!.query({
         name: 'bench_raw_start',
         text: `with ins as (insert into ai_runs (kind, input) values ($1, $2::jsonb) returning id)
                select id, pg_notify($3, id::text) from ins`,
         values: [RAW_KIND, JSON.stringify({ i }), RAW_PICKUP_CHANNEL],
       });
+      const startMs = performance.now() - t0;
       const runId = rows[0].id as string;
       await this.signals.wait(runId, 10_000);
       await sleep(this.cfg.pickupGapMs);
       // The engine's pickups read the run's status here once (waitStatus): the same round trip.
       await this.ctl.query(`select status from ai_runs where id = $1`, [runId]);
-      ids.push({ runId, t0Db });
+      ids.push({ runId, t0Db, startMs });
     }
     const { rows } = await this.ctl.query(
       `select run_id, (extract(epoch from began_at) * 1000)::float8 as began from ${PICKUP_TABLE}
@@ -647,11 +657,12 @@ class WorkersBench {
       [ids.map((s) => s.runId)],
     );
     const began = new Map(rows.map((r) => [r.run_id as string, r.began as number]));
-    return ids.map((s) => {
+    const db = ids.map((s) => {
       const b = began.get(s.runId);
       if (b === undefined) throw new Error(`no raw pickup mark for run ${s.runId}`);
       return b - s.t0Db;
     });
+    return { db, start: ids.map((s) => s.startMs) };
   }
 
   /** Joins the samples with the database stamps: insert (created_at), claim event, step body mark. */
@@ -716,7 +727,7 @@ class WorkersBench {
    * of engine pickups has a block of raw pickups (`rawPickups`) beside it in the same process, the two
    * in an order that alternates by block.
    */
-  async pickupWorkerProcess(blocks = 1): Promise<Array<{ engine: PickupResult; raw: number[] }>> {
+  async pickupWorkerProcess(blocks = 1): Promise<Array<{ engine: PickupResult; raw: RawPickupResult }>> {
     await this.reset();
     const w = this.workers[0];
     await w.request({ cmd: 'engine-start', config: this.engineConfig(true) });
@@ -725,10 +736,10 @@ class WorkersBench {
       await this.listeners(1);
       await this.pickups(this.api!, this.cfg.pickupWarmup);
       await this.rawPickups(this.cfg.pickupWarmup);
-      const out: Array<{ engine: PickupResult; raw: number[] }> = [];
+      const out: Array<{ engine: PickupResult; raw: RawPickupResult }> = [];
       for (let b = 0; b < blocks; b++) {
         let engine: PickupResult | undefined;
-        let raw: number[] | undefined;
+        let raw: RawPickupResult | undefined;
         for (const side of rotate(['engine', 'raw'] as const, b)) {
           if (side === 'raw') raw = await this.rawPickups(this.cfg.pickups);
           else engine = await this.pickupResult(await this.pickups(this.api!, this.cfg.pickups));
@@ -1058,10 +1069,11 @@ async function pickupPhase(cfg: WorkersConfig, bench: WorkersBench, res: Results
       .slice(0, 3);
     res.detail(b, `pickup.${mode}`, { n: p.db.length, workerPids: p.pids, slowest });
   };
-  const recordRaw = (b: number, raw: number[]) => {
-    const l = latency(raw);
+  const recordRaw = (b: number, raw: RawPickupResult) => {
+    const l = latency(raw.db);
     res.put('pickup.raw.db.p50', b, l.p50);
     res.put('pickup.raw.db.p99', b, l.p99);
+    res.put('pickup.raw.start.p50', b, latency(raw.start).p50);
   };
   let current = 0;
   if (!cfg.pickupInProcess) {
