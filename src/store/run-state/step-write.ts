@@ -100,19 +100,22 @@ export async function writeStep(
   const payloadJson = eventPayload(s.options, event, payload);
   const during = `${event} of step ${cursor.name}`;
   const saves = event === 'run.checkpoint_saved';
+  // What the batch JSON (built later, if at all) says: read now, as the statement alone would send it.
+  const { runId, workerId, epoch } = fence;
+  const attempt = cursor.attempt;
   return s.steps.write({
-    runId: fence.runId,
-    epoch: fence.epoch,
+    runId,
+    epoch,
     during,
     json: () =>
-      `{"id":${JSON.stringify(fence.runId)},"worker_id":${JSON.stringify(fence.workerId)},"epoch":${fence.epoch},"cursor":${cursorJson},"attempt":${cursor.attempt},"event":${JSON.stringify(event)},"payload":${payloadJson},"progress":${progressMade},"records":${records}}`,
+      `{"id":${JSON.stringify(runId)},"worker_id":${JSON.stringify(workerId)},"epoch":${epoch},"cursor":${cursorJson},"attempt":${attempt},"event":${JSON.stringify(event)},"payload":${payloadJson},"progress":${progressMade},"records":${records}}`,
     alone: async () => {
       const row = await runFenced<{ cancel_requested: boolean }>(
         s,
         fence,
         during,
         saves ? STEP_WRITE_SQL : STEP_MARK_SQL,
-        [cursorJson, s.options.worker.leaseTtlMs, records, cursor.attempt, event, payloadJson, progressMade],
+        [cursorJson, s.options.worker.leaseTtlMs, records, attempt, event, payloadJson, progressMade],
         saves ? 'dx_step_write' : 'dx_step_mark',
       );
       return { cancelRequested: row.cancel_requested };
