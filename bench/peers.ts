@@ -37,6 +37,11 @@ export { ensurePeersInstalled } from './peer-runs';
 interface PeersConfig {
   /** Rounds of alternating blocks per workload group (`--repeat`). */
   repeat: number;
+  /**
+   * Rounds for a group whose blocks are short and whose ratio's pairs spread widely, by the engine's
+   * workload (`--repeat` sets the other groups' rounds, not these).
+   */
+  rounds?: Record<string, number>;
   /** Units per block (steps, workflows or jobs), by workload. */
   block: Record<string, number>;
   /** Untimed units each runner does before its first block, by workload. */
@@ -59,6 +64,9 @@ const FULL: PeersConfig = {
 const QUICK: PeersConfig = {
   ...FULL,
   repeat: 10,
+  // The step-latency blocks take about a third of a second a pair, and their pairs spread 1.2-2.7:
+  // two quick runs' medians of 10 differed by 16 %.
+  rounds: { 'step-latency': 24 },
   block: { ...FULL.block, 'step-latency': 150, 'workflows-direct': 250, drain: 500, pickup: 50 },
   dbosQueue: false,
   oneShot: null,
@@ -74,7 +82,7 @@ const SMOKE: PeersConfig = {
 
 const USAGE = `usage: npm run bench:peers -- [--quick | --smoke] [--repeat N] [--out FILE]
   --smoke      tiny blocks, every runner once (CI checks that the part still runs)
-  --quick      10 rounds of smaller blocks per workload, no pg-boss and no DBOS queue (default: 16
+  --quick      10 rounds of smaller blocks per workload (24 of step latency), no pg-boss, no DBOS queue (default: 16
                rounds, all); either way one untimed round first
   --repeat N   rounds of alternating blocks per workload (N >= 2)
   --out FILE   where to write the JSON results (default bench/peers-results.json)
@@ -226,7 +234,7 @@ function figures(key: string, mode: PeerFigures['mode'], samples: PeerSample[]):
   };
 }
 
-/** One group: its runners booted together, then `cfg.repeat` rounds of one block each. */
+/** One group: its runners booted together, then `cfg.repeat` (or `cfg.rounds`) rounds of one block each. */
 async function runGroup(
   admin: string,
   engineJs: string,
@@ -251,19 +259,18 @@ async function runGroup(
     const failed = boots.find((b): b is PromiseRejectedResult => b.status === 'rejected');
     if (failed) throw failed.reason;
     const byKey = new Map(started.map((p) => [p.w.key, p]));
-    log(`  +${since()} s ${cfg.repeat} rounds of blocks`);
+    const rounds = cfg.rounds?.[group[0].workload] ?? cfg.repeat;
+    log(`  +${since()} s ${rounds} rounds of blocks`);
     await alternateBlocks(
-      cfg.repeat,
+      rounds,
       group.map((w) => w.key),
       async (key, r) => {
         if (THROUGHPUT.has(group[0].workload)) await checkpoint.run();
         const w = byKey.get(key)!.w;
         const s = (await byKey.get(key)!.runner.block(cfg.block[w.workload])) as PeerSample;
         samples.get(key)![r] = s;
-        if (r === cfg.repeat - 1 || process.env.BENCH_VERBOSE)
-          log(
-            `  [${r + 1}/${cfg.repeat}] +${since()} s ${key}: ${brief(s)} (load ${loadavg()[0].toFixed(1)})`,
-          );
+        if (r === rounds - 1 || process.env.BENCH_VERBOSE)
+          log(`  [${r + 1}/${rounds}] +${since()} s ${key}: ${brief(s)} (load ${loadavg()[0].toFixed(1)})`);
       },
       // One untimed round first: a runner's first block after its boot is often slow.
       async (key) => {
