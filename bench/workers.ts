@@ -632,7 +632,7 @@ class WorkersBench {
    * database clock from before the insert to the mark, and the insert's own duration (JS clock), per
    * run (ms).
    */
-  private async rawPickups(n: number): Promise<{ db: number[]; start: number[] }> {
+  private async rawPickups(n: number): Promise<RawPickupResult> {
     const ids: Array<{ runId: string; t0Db: number; startMs: number }> = [];
     for (let i = 0; i < n; i++) {
       const t0Db = await this.dbNow();
@@ -657,6 +657,8 @@ class WorkersBench {
       [ids.map((s) => s.runId)],
     );
     const began = new Map(rows.map((r) => [r.run_id as string, r.began as number]));
+    // Untimed: no pending run of another kind stays behind the engine's own claims.
+    await this.ctl.query(`delete from ai_runs where kind = $1`, [RAW_KIND]);
     const db = ids.map((s) => {
       const b = began.get(s.runId);
       if (b === undefined) throw new Error(`no raw pickup mark for run ${s.runId}`);
