@@ -10,6 +10,7 @@ import { DURABLE_JOB_NAMES, DurableJobs, jobName } from '../engine/durable-jobs'
 import { DurableRegistry } from '../engine/durable.registry';
 import { handoffKinds } from '../engine/handoff-desk';
 import { replayOnly } from '../engine/replay-check-report';
+import { DurableWorker } from '../engine/worker.service';
 import type { ResolvedDurableOptions } from '../options/durable-execution-options.interface';
 import { WorkerPresenceStore } from '../store/worker-presence.store';
 import { IntervalTask } from './interval-task';
@@ -34,15 +35,21 @@ export class WorkerPresence implements OnApplicationBootstrap, BeforeApplication
     private readonly registry: DurableRegistry,
     private readonly jobs: DurableJobs,
     @Inject(DURABLE_EXECUTION_OPTIONS) private readonly options: ResolvedDurableOptions,
+    private readonly worker: DurableWorker,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.worker.enabled || replayOnly()) return;
     // A first row at once, so a start() right after boot sees this worker; a failure is retried by the job.
-    await this.beat().catch((err: unknown) =>
-      this.logger.warn(
-        `worker presence failed (will retry): ${err instanceof Error ? err.message : String(err)}`,
-      ),
+    // The worker's claims offer its hand-off slots in this row: its first claim (already on its way, the
+    // worker starts first) found no row to offer in, or its offer was withdrawn by this first beat, so
+    // it claims once more now.
+    await this.beat().then(
+      () => this.worker.nudge(),
+      (err: unknown) =>
+        this.logger.warn(
+          `worker presence failed (will retry): ${err instanceof Error ? err.message : String(err)}`,
+        ),
     );
     const name = jobName(DURABLE_JOB_NAMES.presence, this.options.database.schema);
     this.beats.start(
