@@ -3,7 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import type * as Schedule from '@nestjs/schedule';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import { DEFAULT_SCHEMA } from '../options/schema-name';
-import { tryLoadOptional } from '../util/optional-dependency';
+import { loadedOptional } from '../util/optional-dependency';
 import { cronPackage } from '../util/cron';
 
 /**
@@ -48,12 +48,12 @@ export class DurableJobs {
   constructor(private readonly moduleRef: ModuleRef) {}
 
   /**
-   * The app's SchedulerRegistry, when it imports `ScheduleModule.forRoot()`. `@nestjs/schedule` is
-   * loaded only here: a copy this process cannot load (an ESM-only major under jest) means no registry,
-   * and the module's own timers.
+   * The app's SchedulerRegistry, when it imports `ScheduleModule.forRoot()`. `@nestjs/schedule` is never
+   * loaded here (it costs a boot ~15 ms): an app that imports its module has loaded it already. A copy
+   * this process cannot load (an ESM-only major under jest) means no registry, and the module's own timers.
    */
   private registry(): SchedulerRegistry | undefined {
-    const schedule = tryLoadOptional<typeof Schedule>('@nestjs/schedule');
+    const schedule = loadedOptional<typeof Schedule>('@nestjs/schedule');
     if (!schedule) return undefined;
     try {
       return this.moduleRef.get(schedule.SchedulerRegistry, { strict: false });

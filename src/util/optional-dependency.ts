@@ -26,3 +26,17 @@ export function tryLoadOptional<T>(packageName: string): T | undefined {
     return undefined;
   }
 }
+
+/**
+ * The package when this process has already loaded it (from where this library resolves it), else
+ * undefined: it is never loaded here. @internal
+ */
+export function loadedOptional<T>(packageName: string): T | undefined {
+  let path: string;
+  try {
+    path = require.resolve(packageName);
+  } catch {
+    return undefined;
+  }
+  return require.cache[path] ? tryLoadOptional<T>(packageName) : undefined;
+}
