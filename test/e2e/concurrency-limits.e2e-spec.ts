@@ -4,6 +4,7 @@ import { DurableUsageError } from '../../src/errors/durable-usage.error';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument.error';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { Reconciler } from '../../src/maintenance/reconciler.service';
+import { KindLimits, LimitsStore } from '../../src/store/limits.store';
 import { bootApp } from '../helpers/app';
 import { createTestDatabase, TestDatabase } from '../helpers/database';
 import { gate } from '../helpers/drive';
@@ -229,6 +230,32 @@ describe('concurrency limits per kind and per key', () => {
     expect(await db.query(`select * from ai_slots where run_id = $1`, [e1])).toEqual([]);
     gates.get('e1')!.open();
     await worker.idle();
+  });
+
+  it('a kind declared again without limits loses its row, so nobody limits it; declared with one, it is back', async () => {
+    const store = app.get(LimitsStore);
+    const caps = async () =>
+      (
+        await db.query(
+          `select kind, kind_cap from ai_limits where kind in ('kindcap', 'waiter') order by kind`,
+        )
+      ).map((r: { kind: string; kind_cap: number }) => `${r.kind}:${r.kind_cap}`);
+    const free = (kind: string): KindLimits => ({
+      kind,
+      kindCap: null,
+      keyCap: null,
+      rate: null,
+      holdWhileWaiting: true,
+    });
+    expect(await caps()).toEqual(['kindcap:2', 'waiter:1']);
+    // Every kind without a limit (the one-table statement): both rows go.
+    await store.declare([free('kindcap'), free('waiter')]);
+    expect(await caps()).toEqual([]);
+    // One kind with a limit (the whole statement): its row is back, the other stays gone.
+    await store.declare([{ ...free('kindcap'), kindCap: 2, holdWhileWaiting: false }, free('waiter')]);
+    expect(await caps()).toEqual(['kindcap:2']);
+    await store.declare([{ ...free('waiter'), kindCap: 1, holdWhileWaiting: false }]);
+    expect(await caps()).toEqual(['kindcap:2', 'waiter:1']);
   });
 
   it('refuses bad limits at decoration and a bad key at start, naming the field', async () => {
