@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { adminUrl, log, parseBenchArgs, rotate, runMeta } from './cli';
-import { compileBench } from './compile';
+import { compileBundled } from './compile';
 import { BenchDatabase, dropDatabase } from './database';
 import { BOOT_KIND, type BootReport } from './boot-process';
 import { median, spread, Spread } from './stats';
@@ -42,13 +42,12 @@ const MODES = ['plain', 'worker', 'worker+migrate'] as const;
 type Mode = (typeof MODES)[number];
 
 /**
- * Compiles bench/boot-process.ts (and the library, which it requires at run time) to .tmp/bench-boot,
- * emit only (see compileBench: not under bench/, where pg would resolve to the peers' copy, a second pg
- * beside TypeORM's, which an app does not load).
+ * Compiles bench/boot-process.ts and the library to .tmp/bench-boot, emit only, and bundles the library
+ * there as `npm run build` does, so the worker loads what an app loads from the package (compileBundled;
+ * not under bench/, where pg would resolve to the peers' copy, a second pg beside TypeORM's).
  */
 function compileChild(): string {
-  const root = join(__dirname, '..');
-  return compileBench('bench-boot', [join(__dirname, 'boot-process.ts'), join(root, 'src', 'index.ts')])[0];
+  return compileBundled('bench-boot', [join(__dirname, 'boot-process.ts')])[0];
 }
 
 interface Boot extends BootReport {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const ROOT = join(__dirname, '..');
@@ -10,7 +10,6 @@ export const BUILD_ENV = 'BENCH_BUILD';
 export const BENCH_ENTRIES = [
   join(ROOT, 'bench', 'worker-process.ts'),
   join(ROOT, 'bench', 'peers', 'engine.ts'),
-  join(ROOT, 'bench', 'boot-process.ts'),
   join(ROOT, 'src', 'index.ts'),
 ];
 
@@ -24,9 +23,9 @@ export const BENCH_ENTRIES = [
  * a second pg module beside the one TypeORM loads, and the library's pg hooks (the fenced transport's
  * query check, the LISTEN connection) would sit on a different module than its pool: an app loads one.
  */
-export function compileBench(name: string, entries: string[]): string[] {
+export function compileBench(name: string, entries: string[], share = true): string[] {
   // `npm run bench` compiles every part's entries once, before the first part (BENCH_BUILD).
-  const shared = process.env[BUILD_ENV];
+  const shared = share ? process.env[BUILD_ENV] : undefined;
   if (shared) {
     const built = entries.map((e) => join(shared, relative(ROOT, e)).replace(/\.ts$/, '.js'));
     if (built.every((f) => existsSync(f))) return built;
@@ -53,4 +52,26 @@ export function compileBench(name: string, entries: string[]): string[] {
 export function compileAll(): string {
   compileBench('bench-all', BENCH_ENTRIES);
   return join(ROOT, '.tmp', 'bench-all');
+}
+
+/**
+ * Compiles `entries` and every entry of the package (package.json "exports" and its bin) to `.tmp/<name>`,
+ * then bundles the library there as `npm run build` does (scripts/bundle.mjs): what requires its `src`
+ * entries loads the library as an app loads the published package. Returns the compiled `entries`.
+ */
+export function compileBundled(name: string, entries: string[]): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    exports: Record<string, string | { require: string }>;
+    bin: Record<string, string>;
+  };
+  const targets = [
+    ...Object.values(pkg.exports).flatMap((t) => (typeof t === 'object' ? [t.require] : [])),
+    ...Object.values(pkg.bin),
+  ];
+  const sources = targets.map((t) => join(ROOT, t.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, '.ts')));
+  const built = compileBench(name, [...entries, ...sources], false);
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs'), join(ROOT, '.tmp', name)], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  return built.slice(0, entries.length);
 }

@@ -196,8 +196,9 @@ export async function cli(
   }
 }
 
-if (require.main === module) {
-  cli(process.argv.slice(2)).then(
+/** Runs the CLI as the bin does: `argv` without node and the script; the exit code set when it ends. */
+export function runCli(argv: string[]): void {
+  cli(argv).then(
     (code) => (process.exitCode = code),
     (e) => {
       process.stderr.write(`durable-execution failed: ${oneLine(e)}\n`);
@@ -205,3 +206,5 @@ if (require.main === module) {
     },
   );
 }
+
+if (require.main === module) runCli(process.argv.slice(2));
