@@ -86,6 +86,28 @@ for (const [sub, names] of Object.entries(entries)) {
     if (n in root) { console.error('pack check: the package root still exports ' + n + ' (moved to /' + sub + ')'); process.exit(1); }
   }
 }"
+# One copy of each class whichever entry loads it (the entries share dist/bundle.js, scripts/bundle.mjs):
+# the admin module's providers inject the very RunRepository, CommandGateway... the root exports (DI tokens).
+node -e "
+require('reflect-metadata');
+const root = require('nestjs-durable-execution');
+const admin = require('nestjs-durable-execution/admin');
+const m = admin.DurableAdminModule.forRoot({ path: 'ops', observability: false, guard: new admin.ApiKeyAdminGuard({ keys: { ['k'.repeat(20)]: 'oncall' } }) });
+const classes = [...(m.providers || []), ...(m.controllers || [])].map((p) => p.useClass || p).filter((p) => typeof p === 'function');
+let shared = 0;
+for (const c of classes) for (const t of Reflect.getMetadata('design:paramtypes', c) || []) {
+  if (!t || !(t.name in root)) continue;
+  if (t !== root[t.name]) { console.error('pack check: ' + c.name + ' injects a second copy of ' + t.name); process.exit(1); }
+  shared++;
+}
+if (shared < 3) { console.error('pack check: the admin module injects ' + shared + ' classes of the root: it checks nothing'); process.exit(1); }"
+# Named imports from ESM (Node reads each entry's export names from its stub).
+node --input-type=module -e "
+import { DurableExecutionModule, RunRepository, DurableStep } from 'nestjs-durable-execution';
+import { runWorkerUntilCrash } from 'nestjs-durable-execution/testing';
+import { FenceVerifier } from 'nestjs-durable-execution/fence';
+if (![DurableExecutionModule, RunRepository, DurableStep, runWorkerUntilCrash, FenceVerifier].every((f) => typeof f === 'function')) process.exit(1);
+if (RunRepository.name !== 'RunRepository') { console.error('pack check: class names changed by the bundle'); process.exit(1); }"
 # /fence in a process of its own, as a target service loads it: neither the package root nor a driver.
 node -e "
 const f = require('nestjs-durable-execution/fence');
