@@ -7,8 +7,9 @@ import { replicationReport, ReplicationReport } from '../util/replication-report
 /**
  * At start-up, reads what a failover of the database would mean for the module (its sessions'
  * `synchronous_commit`, `synchronous_standby_names`, the standbys streaming) and logs a warning for each
- * thing to change (docs/OPERATIONS.md, "Replication and failover"), after the worker's first claim round.
- * Never blocks the boot: a failed read is one warning. The health route reports the same (`replication`). @internal
+ * thing to change (docs/OPERATIONS.md, "Replication and failover"), after the worker's first claim
+ * round. Never blocks the boot: a failed read is one warning. The health route reports the same
+ * (`replication`). @internal
  */
 @Injectable()
 export class ReplicationCheck implements OnApplicationBootstrap {
