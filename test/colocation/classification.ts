@@ -168,6 +168,9 @@ export const EXCEPTIONS: Record<string, Exception> = {
   [`${RS}handoff.ts#HANDOFF_RETURN_SQL`]: cross(`${SWEEP} (a stopping worker's hand-offs)`),
   [`${RS}handoff.ts#HANDOFF_WITHDRAW_SQL`]: other('worker presence (reference table)'),
   [`${S}limits.store.ts#DECLARE_LIMITS_SQL`]: cross('limits: declares caps and slots; wakes held runs'),
+  [`${S}limits.store.ts#DROP_LIMITS_SQL`]: other(
+    'limits (reference table): kinds without limits lose their rows',
+  ),
   [`${S}limits.store.ts#WAKE_HELD_SQL`]: cross(`slots: ${SWEEP}`),
   [`${S}sql/retry-held.sql.ts#RETRY_HELD_SQL`]: cross(`${SWEEP} (by kind)`),
   [`${S}replay-history.store.ts#KIND_RUNS_SQL`]: cross(LIST),
