@@ -22,6 +22,7 @@ export const BENCH_ENTRIES = [
  * Not under bench/: from there `pg` would resolve to bench/node_modules' copy (the peers' pinned one),
  * a second pg module beside the one TypeORM loads, and the library's pg hooks (the fenced transport's
  * query check, the LISTEN connection) would sit on a different module than its pool: an app loads one.
+ * `share: false` compiles to `.tmp/<name>` even under `npm run bench` (a part whose build differs).
  */
 export function compileBench(name: string, entries: string[], share = true): string[] {
   // `npm run bench` compiles every part's entries once, before the first part (BENCH_BUILD).

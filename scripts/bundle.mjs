@@ -41,6 +41,7 @@ function entries() {
 }
 
 const IDENT = /^[A-Za-z_$][\w$]*$/;
+const STUB = '// Bundled: this entry is in bundle.js';
 
 function stub(name, file, names) {
   const bundle = relative(dirname(join(dist, file)), join(dist, 'bundle.js'));
@@ -48,7 +49,7 @@ function stub(name, file, names) {
   const lines = [
     name === BIN ? '#!/usr/bin/env node' : null,
     '"use strict";',
-    '// Bundled: this entry is in bundle.js (scripts/bundle.mjs); the .d.ts files beside this one are its types.',
+    `${STUB} (scripts/bundle.mjs); the .d.ts files beside this one are its types.`,
     `const entry = require(${path})[${JSON.stringify(name)}];`,
     'module.exports = entry;',
     name === BIN ? 'if (require.main === module) entry.runCli(process.argv.slice(2));' : null,
@@ -60,6 +61,10 @@ function stub(name, file, names) {
 
 async function main() {
   const all = entries();
+  // A second run over its own stubs would bundle the old bundle into the new one.
+  for (const file of Object.values(all))
+    if (readFileSync(join(dist, file), 'utf8').includes(STUB))
+      throw new Error(`${file} is a stub already: compile with tsc again (npm run build) before bundling`);
   const requireFromDist = createRequire(join(dist, 'package.json'));
   // Their names, read from tsc's tree before the stubs replace its entry files.
   const names = Object.fromEntries(
