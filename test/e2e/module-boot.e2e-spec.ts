@@ -14,10 +14,6 @@ import {
 } from '../../src';
 import { DurableWorker } from '../../src/engine/worker.service';
 import { DurableDatabase } from '../../src/store/durable-database';
-import { DEFAULT_NAMES, SqlText } from '../../src/store/durable-names';
-import { REPLICATION_SQL } from '../../src/store/replication.store';
-import { WORKER_BEAT_SQL } from '../../src/store/worker-presence.store';
-import { waitFor } from '../helpers/processes';
 import { bootError as bootErrorWith, bootModules } from '../helpers/app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../helpers/database';
 
@@ -396,47 +392,6 @@ describe('DurableExecutionModule boot', () => {
         ],
         ['worker.concurency: unknown option'],
       );
-    });
-  });
-
-  describe("a worker's boot", () => {
-    /** What a statement is, for the order of a boot: its own name, or one of the start-up reads. */
-    const label = (sql: string | SqlText, name?: string): string => {
-      const text = typeof sql === 'string' ? sql : sql(DEFAULT_NAMES);
-      if (text === WORKER_BEAT_SQL(DEFAULT_NAMES)) return 'presence';
-      if (text === REPLICATION_SQL) return 'replication';
-      if (/select kind, count\(\*\)/.test(text)) return 'other-kinds';
-      return name ?? 'unnamed';
-    };
-
-    it('claims first; its presence row, the replication check and the other kinds are read after that round', async () => {
-      const sent: string[] = [];
-      const query = DurableDatabase.prototype.query;
-      const spy = jest.spyOn(DurableDatabase.prototype, 'query').mockImplementation(function (
-        this: DurableDatabase,
-        sql: string | SqlText,
-        values?: unknown[],
-        name?: string,
-      ) {
-        sent.push(label(sql, name));
-        return query.call(this, sql, values, name);
-      } as typeof query);
-      const app = await boot([
-        DurableExecutionModule.forRoot({ database: { url: db.url }, reconciler: { enabled: false } }),
-      ]);
-      try {
-        const reads = ['presence', 'replication', 'other-kinds'];
-        await waitFor(async () => reads.every((r) => sent.includes(r)), 10_000, 'the start-up reads');
-        const claim = sent.indexOf('dx_claim');
-        expect(claim).toBeGreaterThanOrEqual(0);
-        // The worker's first claim round went out before any of them (they wait for it: worker.booting).
-        expect(Math.min(...reads.map((r) => sent.indexOf(r)))).toBeGreaterThan(claim);
-        // The presence row written, the worker claims once more: that claim offers its hand-off slots.
-        expect(sent.indexOf('dx_claim', sent.indexOf('presence'))).toBeGreaterThan(sent.indexOf('presence'));
-      } finally {
-        spy.mockRestore();
-        await app.close();
-      }
     });
   });
 });
