@@ -3,62 +3,33 @@ import type { ClaimedRun } from '../store/run-state/claim-runs';
 import type { RunStateStore } from '../store/run-state/run-state.store';
 
 /**
- * How long the module's start-up reads (the presence row, the replication check, the worker's kinds)
- * wait at most for the worker's first claim round. @internal
- */
-export const FIRST_ROUND_WAIT_MS = 2000;
-
-/**
- * The worker's first claim round, settled (whether it claimed, failed or took too long): the module's
- * other start-up reads go after it. Sent beside it, each would open a connection of its own while the
- * first claim, on the one connection the boot opened, waits on its first plan (a fresh backend's
- * catalog reads) and competes with their start-ups for the CPU. After it they reuse that connection.
- * @internal
- */
-export function firstRound(round: Promise<unknown>): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((r) => (timer = setTimeout(r, FIRST_ROUND_WAIT_MS).unref()));
-  const ended = round.then(
-    () => undefined,
-    () => undefined,
-  );
-  return Promise.race([ended, late]).finally(() => clearTimeout(timer));
-}
-
-/**
- * The worker's start-up lines: who it is and which kinds it runs, then (one query, in the background,
- * after its first claim round) the kinds of unfinished runs it does not run. A run of a kind no worker
- * registers, say after a workflow was renamed, waits forever: this warning is where an operator first
- * sees it. Shortly after, a warning if nothing listens for SIGTERM (`warnWithoutShutdownHooks`, whose
- * timer it returns).
+ * The worker's start-up lines: who it is and which kinds it runs, then (one query, in the background)
+ * the kinds of unfinished runs it does not run. A run of a kind no worker registers, say after a
+ * workflow was renamed, waits forever: this warning is where an operator first sees it.
  * @internal
  */
 export function announceWorker(
   logger: Logger,
   store: Pick<RunStateStore, 'otherKinds'>,
-  worker: { workerId: string; concurrency: number },
+  id: string,
+  concurrency: number,
   registered: Iterable<string>,
-  after: Promise<void> = Promise.resolve(),
-): NodeJS.Timeout {
-  const { workerId: id, concurrency } = worker;
+): void {
   const kinds = [...registered].sort();
   logger.log(
     `worker ${id} up: concurrency ${concurrency}, kinds ${kinds.length ? kinds.join(', ') : '(none registered)'}`,
   );
-  after
-    .then(() => store.otherKinds(kinds))
-    .then(
-      (others) => {
-        if (!others.length) return;
-        const list = others.map((o) => `${o.kind} (${o.runs} run${o.runs === 1 ? '' : 's'})`).join(', ');
-        logger.warn(
-          `unfinished runs of kinds worker ${id} does not run: ${list}. If no worker registers a kind ` +
-            '(renamed or removed?), its runs wait forever: register it again, or cancel them.',
-        );
-      },
-      () => undefined, // the database may not be up yet: the warning is best effort
-    );
-  return warnWithoutShutdownHooks(logger);
+  store.otherKinds(kinds).then(
+    (others) => {
+      if (!others.length) return;
+      const list = others.map((o) => `${o.kind} (${o.runs} run${o.runs === 1 ? '' : 's'})`).join(', ');
+      logger.warn(
+        `unfinished runs of kinds worker ${id} does not run: ${list}. If no worker registers a kind ` +
+          '(renamed or removed?), its runs wait forever: register it again, or cancel them.',
+      );
+    },
+    () => undefined, // the database may not be up yet: the warning is best effort
+  );
 }
 
 /** A run this worker parked until a near time (sleep, signal timeout) is claimed right when it is due. @internal */

@@ -20,7 +20,7 @@ import { Executor } from './executor.service';
 import type { WakeListener } from '../store/wake-listener';
 import { longTimeout } from '../util/timers';
 import { DURABLE_JOB_NAMES, DurableJobs, jobName, ScheduledJob } from './durable-jobs';
-import { announceDrain, announceWorker, firstRound, wakeWhenDue } from './worker-announce';
+import { announceDrain, announceWorker, wakeWhenDue, warnWithoutShutdownHooks } from './worker-announce';
 import { installStopRejectionGuard } from './stop-rejections';
 import { replayOnly } from './replay-check-report';
 import { WorkerLimits } from './worker-limits';
@@ -47,9 +47,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
   private errors = 0; // claims failed in a row
   private listener?: WakeListener;
   private unguard?: () => void;
-  private poll?: ScheduledJob; // the claim poll, a job; the heartbeat is a timer of its own (for the drain)
-  /** The first claim round, bounded: the module's other start-up reads wait for it (`firstRound`). */
-  booting: Promise<void> = Promise.resolve();
+  /** The claim poll, a job (DurableJobs); the heartbeat is a timer of its own (the drain needs it). */
+  private poll?: ScheduledJob;
   private beatTimer?: NodeJS.Timeout;
   private hooksCheck?: NodeJS.Timeout; // the look for a SIGTERM listener
   /** Runs starts hand this worker (hand-off): the slots its claims offer, the runs it begins by a read. */
@@ -86,8 +85,8 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
       (p) => hintWaits(p, this.inFlight.values()) || this.desk.heard(p) || this.nudge(),
     );
     this.listener.start();
-    this.booting = firstRound(this.tick()); // now, not after the LISTEN connects (which claims again)
-    this.hooksCheck = announceWorker(this.logger, this.store, w, this.registry.kinds(), this.booting);
+    announceWorker(this.logger, this.store, this.id, w.concurrency, this.registry.kinds());
+    this.hooksCheck = warnWithoutShutdownHooks(this.logger);
   }
 
   /** Claims right away (NOTIFY, a finished run, a test). Coalesces concurrent calls. */
@@ -235,6 +234,7 @@ export class DurableWorker implements OnApplicationBootstrap, BeforeApplicationS
     clearInterval(drainBeat);
     this.unguard?.();
     clearInterval(this.beatTimer);
+    this.beatTimer = undefined;
     await Promise.all([unlistened, handedBack]);
   }
 

@@ -1,28 +1,22 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { replayOnly } from '../engine/replay-check-report';
-import { DurableWorker } from '../engine/worker.service';
 import { ReplicationStore } from '../store/replication.store';
 import { replicationReport, ReplicationReport } from '../util/replication-report';
 
 /**
  * At start-up, reads what a failover of the database would mean for the module (its sessions'
  * `synchronous_commit`, `synchronous_standby_names`, the standbys streaming) and logs a warning for each
- * thing to change (docs/OPERATIONS.md, "Replication and failover"), after the worker's first claim
- * round. Never blocks the boot: a failed read is one warning. The health route reports the same
- * (`replication`). @internal
+ * thing to change (docs/OPERATIONS.md, "Replication and failover"). Never blocks the boot: a failed read
+ * is one warning. The health route reports the same (`replication`). @internal
  */
 @Injectable()
 export class ReplicationCheck implements OnApplicationBootstrap {
   private readonly logger = new Logger('DurableExecution');
 
-  constructor(
-    private readonly store: ReplicationStore,
-    private readonly worker: DurableWorker,
-  ) {}
+  constructor(private readonly store: ReplicationStore) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (replayOnly()) return;
-    await this.worker.booting; // after the worker's first claim round, on its connection
     await this.check().catch((err: unknown) =>
       this.logger.warn(`replication check failed: ${err instanceof Error ? err.message : String(err)}`),
     );

@@ -40,11 +40,10 @@ export class WorkerPresence implements OnApplicationBootstrap, BeforeApplication
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.worker.enabled || replayOnly()) return;
-    // A first row during boot, so a start() right after boot sees this worker; a failure is retried by
-    // the job. It waits for the worker's first claim round (`booting`: one connection at boot, not one
-    // each). The worker's claims offer its hand-off slots in this row: its first claim found no row to
-    // offer in, or its offer was withdrawn by this first beat, so it claims once more now.
-    await this.worker.booting;
+    // A first row at once, so a start() right after boot sees this worker; a failure is retried by the job.
+    // The worker's claims offer its hand-off slots in this row: its first claim (already on its way, the
+    // worker starts first) found no row to offer in, or its offer was withdrawn by this first beat, so
+    // it claims once more now.
     await this.beat().then(
       () => this.worker.nudge(),
       (err: unknown) =>
