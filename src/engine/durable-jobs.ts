@@ -50,7 +50,8 @@ export class DurableJobs {
   /**
    * The app's SchedulerRegistry, when it imports `ScheduleModule.forRoot()`. `@nestjs/schedule` is never
    * loaded here (it costs a boot ~15 ms): an app that imports its module has loaded it already. A copy
-   * this process cannot load (an ESM-only major under jest) means no registry, and the module's own timers.
+   * this process cannot load (an ESM-only major under jest) means no registry, and the module's own
+   * timers.
    */
   private registry(): SchedulerRegistry | undefined {
     const schedule = loadedOptional<typeof Schedule>('@nestjs/schedule');
